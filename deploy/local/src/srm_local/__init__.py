@@ -1,0 +1,1 @@
+"""Local development stack: Kafka jars, KRaft clusters as processes, Kafka tools, `make up`."""

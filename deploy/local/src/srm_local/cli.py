@@ -1,0 +1,161 @@
+"""`srm-local`: the local development stack (what `make up`, `make down` and friends run)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from srm_local.clusters import (
+    ClusterSpec,
+    ClusterStartError,
+    LocalKafkaCluster,
+    find_clusters,
+    start_clusters,
+)
+from srm_local.jars import JarFetchError, fetch_all
+from srm_local.paths import run_dir
+
+DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
+
+EPILOG = """\
+examples:
+  srm-local up                         fetch jars, start primary and backup, show the plan
+  srm-local up --config my-srm.yaml    the same with another configuration
+  srm-local down                       stop everything `up` started
+  srm-local kafka up                   only the Kafka clusters (primary:9092, backup:9192)
+  srm-local kafka up --cluster dr=9292 a single extra cluster 'dr' on port 9292
+  srm-local kafka status               which local clusters run, where
+  srm-local jars                       fetch the Kafka and Spark-connector jars now
+
+ports: SRM_PRIMARY_PORT / SRM_BACKUP_PORT move the default clusters; each cluster uses
+its port for clients and the next port for its KRaft controller.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (ClusterStartError, JarFetchError) as exc:
+        print(f"srm-local: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="srm-local",
+        description="Run SRM locally: real Apache Kafka clusters (KRaft) as processes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="start the local stack and show what it replicates")
+    up.add_argument("--config", default=None, help="SRM configuration (default deploy/local/srm.yaml)")
+    up.add_argument("--fresh", action="store_true", help="wipe cluster data before starting")
+    up.add_argument(
+        "--detach", action="store_true", help="return after start-up (stop with `srm-local down`)"
+    )
+    up.set_defaults(handler=_cmd_up)
+
+    down = commands.add_parser("down", help="stop everything the local stack started")
+    down.set_defaults(handler=_cmd_down)
+
+    jars = commands.add_parser("jars", help="fetch the Kafka and Spark-connector jars")
+    jars.set_defaults(handler=lambda _args: (fetch_all(), 0)[1])
+
+    kafka = commands.add_parser("kafka", help="manage only the local Kafka clusters")
+    kafka_commands = kafka.add_subparsers(title="kafka commands", required=True, metavar="ACTION")
+    kafka_up = kafka_commands.add_parser("up", help="start clusters and wait until they answer")
+    kafka_up.add_argument(
+        "--cluster",
+        action="append",
+        metavar="ALIAS=PORT",
+        type=_cluster_arg,
+        help="a cluster to start (repeatable; default primary=9092 and backup=9192)",
+    )
+    kafka_up.add_argument("--fresh", action="store_true", help="wipe cluster data first")
+    kafka_up.set_defaults(handler=_cmd_kafka_up)
+    kafka_down = kafka_commands.add_parser("down", help="stop every local cluster")
+    kafka_down.set_defaults(handler=_cmd_down)
+    kafka_status = kafka_commands.add_parser("status", help="show local clusters")
+    kafka_status.set_defaults(handler=_cmd_kafka_status)
+    return parser
+
+
+def _cluster_arg(text: str) -> ClusterSpec:
+    alias, sep, port = text.partition("=")
+    if not sep or not alias or not port.isdigit() or not 1024 <= int(port) < 65535:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not ALIAS=PORT (for example dr=9292, port 1024-65534)"
+        )
+    return ClusterSpec(alias, int(port))
+
+
+def default_cluster_specs() -> list[ClusterSpec]:
+    """primary and backup on their default ports, moved by SRM_<ALIAS>_PORT."""
+    specs = []
+    for alias, port in DEFAULT_CLUSTERS:
+        value = os.environ.get(f"SRM_{alias.upper()}_PORT", str(port))
+        specs.append(_cluster_arg(f"{alias}={value}"))
+    return specs
+
+
+def local_cluster(spec: ClusterSpec) -> LocalKafkaCluster:
+    return LocalKafkaCluster(spec, run_dir() / "kafka" / spec.alias)
+
+
+def start_local_clusters(specs: Sequence[ClusterSpec], *, fresh: bool) -> list[LocalKafkaCluster]:
+    """Start the clusters, printing progress and how long each took."""
+    clusters = [local_cluster(spec) for spec in specs]
+    names = ", ".join(f"{c.alias} ({c.bootstrap_servers})" for c in clusters)
+    print(f"starting Kafka clusters: {names}...", flush=True)
+    timings = start_clusters(clusters, fresh=fresh)
+    for cluster in clusters:
+        print(f"  {cluster.alias:<10} ready on {cluster.bootstrap_servers} "
+              f"in {timings[cluster.alias]:.1f} s", flush=True)
+    return clusters
+
+
+def _cmd_kafka_up(args: argparse.Namespace) -> int:
+    specs = args.cluster or default_cluster_specs()
+    start_local_clusters(specs, fresh=args.fresh)
+    print("stop them with `make kafka-down` (srm-local kafka down)")
+    return 0
+
+
+def _cmd_kafka_status(_args: argparse.Namespace) -> int:
+    clusters = find_clusters(run_dir())
+    if not clusters:
+        print(f"no local clusters under {run_dir() / 'kafka'}")
+    for cluster in clusters:
+        pid = cluster.pid()
+        state = f"running (pid {pid})" if pid else "stopped"
+        print(f"{cluster.alias:<10} {cluster.bootstrap_servers:<18} {state:<22} {cluster.folder}")
+    return 0
+
+
+def _cmd_down(_args: argparse.Namespace) -> int:
+    stopped = 0
+    for cluster in find_clusters(run_dir()):
+        if cluster.stop():
+            stopped += 1
+            print(f"stopped {cluster.alias} ({cluster.bootstrap_servers})")
+    if not stopped:
+        print("nothing was running")
+    return 0
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from srm_local.stack import run_stack
+
+    return run_stack(config_path=args.config, fresh=args.fresh, detach=args.detach)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

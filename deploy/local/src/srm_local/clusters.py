@@ -1,0 +1,374 @@
+"""Single-node Apache Kafka clusters in KRaft mode, run as local JVM processes.
+
+Each cluster is one JVM acting as broker and controller on loopback, with its own
+ports, cluster id and run folder::
+
+    <run dir>/kafka/<alias>/
+        server.properties   generated from the spec below
+        log4j2.properties   broker logs go to logs/server.log
+        data/               the log dirs (kept across restarts unless fresh=True)
+        logs/               server.log, console.log
+        kafka.pid           written at start, removed at stop
+
+Two of these on one machine are two independent clusters, which is exactly what
+replication needs. ``start`` returns once an admin client can list topics.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srm_local.jars import kafka_classpath
+
+DEFAULT_HEAP = os.environ.get("SRM_KAFKA_HEAP", "768m")
+
+# Broker settings for a single node: replication factor 1 everywhere, fast group joins,
+# few internal partitions (start-up time), and no auto-created topics, so a replicator
+# bug cannot hide behind a topic the broker made up.
+SINGLE_NODE_PROPERTIES: Mapping[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "5",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+}
+
+_LOG4J2 = """\
+status = warn
+appender.server.type = File
+appender.server.name = server
+appender.server.fileName = ${sys:kafka.logs.dir}/server.log
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.server.ref = server
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = INFO
+"""
+
+
+class ClusterStartError(RuntimeError):
+    """A cluster did not come up; the message carries the end of its log."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What a local cluster is: its alias and loopback ports."""
+
+    alias: str
+    port: int
+    controller_port: int | None = None
+    host: str = "127.0.0.1"
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def quorum_port(self) -> int:
+        return self.controller_port if self.controller_port is not None else self.port + 1
+
+
+class LocalKafkaCluster:
+    """One KRaft node (broker + controller) in its own JVM; see the module docstring."""
+
+    def __init__(self, spec: ClusterSpec, folder: Path, heap: str = DEFAULT_HEAP) -> None:
+        self.spec = spec
+        self.folder = folder
+        self.heap = heap
+        self.startup_seconds: float | None = None
+
+    @property
+    def alias(self) -> str:
+        return self.spec.alias
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.spec.bootstrap_servers
+
+    @property
+    def pid_file(self) -> Path:
+        return self.folder / "kafka.pid"
+
+    @property
+    def server_log(self) -> Path:
+        return self.folder / "logs" / "server.log"
+
+    def pid(self) -> int | None:
+        """The broker's pid if it runs from this folder (stale pid files are ignored)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if str(self._properties_path()).encode() in cmdline else None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self, *, timeout: float = 90.0, fresh: bool = False) -> float:
+        """Start the node (or adopt the one already running) and wait until it answers.
+
+        Returns the seconds from launch until the cluster answered.
+        """
+        started = time.monotonic()
+        if self.is_running():
+            wait_until_answering(self.bootstrap_servers, timeout, process=None)
+            self.startup_seconds = time.monotonic() - started
+            return self.startup_seconds
+        for port in (self.spec.port, self.spec.quorum_port):
+            if _port_open(self.spec.host, port):
+                raise ClusterStartError(
+                    f"cluster '{self.alias}': port {port} on {self.spec.host} is already in use"
+                    " by another process; stop it or choose other ports"
+                    f" (SRM_{self.alias.upper()}_PORT)"
+                )
+        if fresh and self.folder.exists():
+            shutil.rmtree(self.folder)
+        self._write_files()
+        if not (self.folder / "data" / "meta.properties").exists():
+            self._format_storage()
+        console = (self.folder / "logs" / "console.log").open("ab")
+        process = subprocess.Popen(
+            [
+                "java",
+                f"-Xmx{self.heap}",
+                "-Xms256m",
+                "-XX:+UseG1GC",
+                "-Djava.awt.headless=true",
+                f"-Dkafka.logs.dir={self.folder / 'logs'}",
+                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+                "-cp",
+                kafka_classpath(),
+                "kafka.Kafka",
+                str(self._properties_path()),
+            ],
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches our launcher, which stops brokers cleanly
+        )
+        console.close()
+        self.pid_file.write_text(f"{process.pid}\n")
+        try:
+            wait_until_answering(self.bootstrap_servers, timeout, process=process)
+        except ClusterStartError as exc:
+            self.stop()
+            raise ClusterStartError(f"cluster '{self.alias}': {exc}\n{self._log_tail()}") from exc
+        self.startup_seconds = time.monotonic() - started
+        return self.startup_seconds
+
+    def stop(self, *, timeout: float = 30.0) -> bool:
+        """Stop the node: SIGTERM (controlled shutdown), SIGKILL after ``timeout``.
+
+        Returns True when a running process was stopped.
+        """
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.1)
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def _properties_path(self) -> Path:
+        return self.folder / "server.properties"
+
+    def _write_files(self) -> None:
+        (self.folder / "data").mkdir(parents=True, exist_ok=True)
+        (self.folder / "logs").mkdir(parents=True, exist_ok=True)
+        host, port, cport = self.spec.host, self.spec.port, self.spec.quorum_port
+        properties = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{cport}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.quorum.voters": f"1@{host}:{cport}",
+            "log.dirs": str(self.folder / "data"),
+            **SINGLE_NODE_PROPERTIES,
+            **self.spec.properties,
+        }
+        text = "".join(f"{key}={value}\n" for key, value in properties.items())
+        self._properties_path().write_text(f"# generated for cluster '{self.alias}'\n{text}")
+        (self.folder / "log4j2.properties").write_text(_LOG4J2)
+
+    def _format_storage(self) -> None:
+        cluster_id_file = self.folder / "cluster.id"
+        if not cluster_id_file.exists():
+            # A KRaft cluster id is 16 random bytes in URL-safe base64 without padding.
+            raw = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id_file.write_text(raw + "\n")
+        cluster_id = cluster_id_file.read_text().strip()
+        result = subprocess.run(
+            [
+                "java",
+                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.folder / 'logs'}",
+                "-cp",
+                kafka_classpath(),
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(self._properties_path()),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise ClusterStartError(
+                f"cluster '{self.alias}': formatting storage failed:\n"
+                f"{result.stdout}{result.stderr}"
+            )
+
+    def _log_tail(self, lines: int = 20) -> str:
+        chunks = []
+        for log in (self.folder / "logs" / "console.log", self.server_log):
+            if log.exists():
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+                chunks.append(f"--- last lines of {log} ---\n" + "\n".join(tail))
+        return "\n".join(chunks)
+
+
+def wait_until_answering(
+    bootstrap_servers: str, timeout: float, *, process: subprocess.Popen[bytes] | None
+) -> None:
+    """Block until an admin client lists topics on ``bootstrap_servers``.
+
+    Probes the TCP port first (librdkafka logs every refused connection), then asks for
+    metadata. Raises ClusterStartError on timeout or when ``process`` exits.
+    """
+    from confluent_kafka.admin import AdminClient  # heavy import, only when needed
+
+    host, _, port = bootstrap_servers.rpartition(":")
+    deadline = time.monotonic() + timeout
+    admin = None
+    while True:
+        if process is not None and process.poll() is not None:
+            raise ClusterStartError(f"the broker process exited with code {process.returncode}")
+        if time.monotonic() > deadline:
+            raise ClusterStartError(f"no answer on {bootstrap_servers} after {timeout:.0f} s")
+        if _port_open(host, int(port)):
+            admin = admin or AdminClient({"bootstrap.servers": bootstrap_servers})
+            try:
+                metadata = admin.list_topics(timeout=2)
+                if metadata.brokers:
+                    return
+            except Exception:  # noqa: BLE001 - KafkaException while the broker finishes booting
+                pass
+        time.sleep(0.2)
+
+
+def start_clusters(
+    clusters: Iterable[LocalKafkaCluster], *, timeout: float = 90.0, fresh: bool = False
+) -> dict[str, float]:
+    """Start clusters in parallel; returns seconds to ready per alias.
+
+    If one fails, the ones that did start are stopped again before the error is raised.
+    """
+    clusters = list(clusters)
+    with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
+        futures = {c.alias: pool.submit(c.start, timeout=timeout, fresh=fresh) for c in clusters}
+        errors = []
+        timings: dict[str, float] = {}
+        for alias, future in futures.items():
+            try:
+                timings[alias] = future.result()
+            except ClusterStartError as exc:
+                errors.append(str(exc))
+    if errors:
+        for cluster in clusters:
+            cluster.stop()
+        raise ClusterStartError("\n".join(errors))
+    return timings
+
+
+def find_clusters(root: Path) -> list[LocalKafkaCluster]:
+    """Every cluster folder under ``root``/kafka (running or not), for ``make down``."""
+    base = root / "kafka"
+    if not base.is_dir():
+        return []
+    found = []
+    for folder in sorted(p for p in base.iterdir() if (p / "server.properties").exists()):
+        port = _listener_port(folder / "server.properties")
+        found.append(LocalKafkaCluster(ClusterSpec(folder.name, port), folder))
+    return found
+
+
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A port p such that p and p+1 are both free now (broker and controller)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+        if port < 65535 and not _port_open(host, port) and not _port_open(host, port + 1):
+            return port
+    raise ClusterStartError("could not find two adjacent free ports on loopback")
+
+
+def _listener_port(properties: Path) -> int:
+    for line in properties.read_text().splitlines():
+        if line.startswith("advertised.listeners="):
+            return int(line.rsplit(":", 1)[1])
+    return 0
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host, port)) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reap our own child so it does not linger as a zombie
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child still "exists"; treat it as gone.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,1 @@
+"""Domain core shared by every SRM service."""

@@ -1,0 +1,1 @@
+"""SRM API gateway: the FastAPI read side and command entry point."""

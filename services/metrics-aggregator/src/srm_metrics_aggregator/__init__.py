@@ -1,0 +1,1 @@
+"""SRM metrics aggregator: Faust app folding raw replication metrics into windowed aggregates."""
