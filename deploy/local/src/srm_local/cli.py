@@ -56,7 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     up = commands.add_parser("up", help="start the local stack and show what it replicates")
-    up.add_argument("--config", default=None, help="SRM configuration (default deploy/local/srm.yaml)")
+    up.add_argument(
+        "--config", default=None, help="SRM configuration (default deploy/local/srm.yaml)"
+    )
     up.add_argument("--fresh", action="store_true", help="wipe cluster data before starting")
     up.add_argument(
         "--detach", action="store_true", help="return after start-up (stop with `srm-local down`)"
@@ -117,8 +119,11 @@ def start_local_clusters(specs: Sequence[ClusterSpec], *, fresh: bool) -> list[L
     print(f"starting Kafka clusters: {names}...", flush=True)
     timings = start_clusters(clusters, fresh=fresh)
     for cluster in clusters:
-        print(f"  {cluster.alias:<10} ready on {cluster.bootstrap_servers} "
-              f"in {timings[cluster.alias]:.1f} s", flush=True)
+        print(
+            f"  {cluster.alias:<10} ready on {cluster.bootstrap_servers} "
+            f"in {timings[cluster.alias]:.1f} s",
+            flush=True,
+        )
     return clusters
 
 

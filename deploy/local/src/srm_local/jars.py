@@ -15,6 +15,7 @@ folder first, so an interrupted download is never mistaken for a good one.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,9 @@ def _artifact_name(file_name: str) -> str:
     stem = file_name.removesuffix(".jar")
     parts = stem.split("-")
     for index, part in enumerate(parts):
-        if index and part[:1].isdigit():
+        # The version is the first part shaped like "<digits>.<digits>..."; parts such as
+        # "0" and "10_2.13" in spark-sql-kafka-0-10_2.13 belong to the name.
+        if index and re.match(r"\d+\.\d+", part):
             return "-".join(parts[:index])
     return stem
 

@@ -28,7 +28,6 @@ TOOL_CLASSES = {
 }
 
 
-
 def tool_command(tool: str, args: Sequence[str], *, heap: str = "512m") -> list[str]:
     """The java command line for ``tool`` (a key of TOOL_CLASSES) with ``args``."""
     try:

@@ -1,0 +1,76 @@
+# Streams Replication Manager: the commands people and CI use.
+# A fresh machine needs only python3 (3.11), Java 17 and Maven: uv is bootstrapped with
+# pip into .cache/bootstrap, the environment is .venv, jars land in .cache/jars.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+BOOTSTRAP := .cache/bootstrap
+UV := $(BOOTSTRAP)/bin/uv
+VENV := .venv
+SRM_LOCAL := $(VENV)/bin/srm-local
+# Never let uv download its own Python: the machine's python3 is the one we use.
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+
+.DEFAULT_GOAL := help
+.PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
+        test-integration lint format clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+$(UV):
+	@echo "bootstrapping uv $(UV_VERSION) into $(BOOTSTRAP) with pip..."
+	@if $(PYTHON) -m venv $(BOOTSTRAP) >/dev/null 2>&1; then \
+		$(BOOTSTRAP)/bin/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION); \
+	else \
+		rm -rf $(BOOTSTRAP); \
+		$(PYTHON) -m pip install -q --disable-pip-version-check --target $(BOOTSTRAP)/lib uv==$(UV_VERSION) && \
+		mkdir -p $(BOOTSTRAP)/bin && ln -sf ../lib/bin/uv $(UV); \
+	fi
+
+$(VENV)/.synced: $(UV) uv.lock pyproject.toml */*/pyproject.toml deploy/local/pyproject.toml
+	@echo "installing the Python environment into $(VENV) (uv sync --frozen)..."
+	@$(UV) sync --frozen --all-packages
+	@touch $@
+
+install: $(VENV)/.synced ## create .venv with every package (first run: a few minutes)
+
+jars: install ## fetch the Kafka and Spark-connector jars with Maven
+	@$(SRM_LOCAL) jars
+
+up: jars ## start the local stack (primary :9092, backup :9192) and show the plan; Ctrl-C stops
+	@$(SRM_LOCAL) up
+
+down: ## stop everything `make up` started
+	@if [ -x $(SRM_LOCAL) ]; then $(SRM_LOCAL) down; else echo "nothing was running"; fi
+
+kafka-up: jars ## start only the local Kafka clusters (primary, backup)
+	@$(SRM_LOCAL) kafka up
+
+kafka-down: ## stop the local Kafka clusters
+	@if [ -x $(SRM_LOCAL) ]; then $(SRM_LOCAL) kafka down; else echo "nothing was running"; fi
+
+kafka-status: install ## show local Kafka clusters
+	@$(SRM_LOCAL) kafka status
+
+test: jars ## every test: unit, then integration on real Kafka clusters and Spark
+	@$(VENV)/bin/python -m pytest
+
+test-unit: install ## unit tests only (no Kafka, no Spark)
+	@$(VENV)/bin/python -m pytest -m "not integration"
+
+test-integration: jars ## integration tests only
+	@$(VENV)/bin/python -m pytest -m integration
+
+lint: install ## ruff
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
+
+format: install ## ruff format and fixes
+	@$(VENV)/bin/ruff format .
+	@$(VENV)/bin/ruff check --fix .
+
+clean: down ## remove the environment, caches and run folders (jars too)
+	rm -rf $(VENV) .cache .run .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,226 @@
+"""Test harness over real clusters: a lazily started cluster pool and plain Kafka clients.
+
+Used by the pytest fixtures in ``tests/conftest.py`` and by later suites (driver,
+coordinator, benchmark). Nothing here fakes Kafka: every helper talks to a broker.
+
+Environment:
+    SRM_TEST_<ALIAS>_BOOTSTRAP  use an existing cluster for that alias instead of starting
+                                one (e.g. SRM_TEST_PRIMARY_BOOTSTRAP=broker1:9092)
+    SRM_TEST_RUN_DIR            where started clusters keep data (default .run/test-<pid>)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_port_pair, start_clusters
+from srm_local.paths import run_dir
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as a user's client sees it; what replication must preserve."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    timestamp_ms: int | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+    def content(self) -> tuple[bytes | None, bytes | None, tuple[Header, ...], int | None]:
+        """Everything but the position: what source and target must agree on."""
+        return (self.key, self.value, self.headers, self.timestamp_ms)
+
+
+@dataclass
+class ClusterPool:
+    """Clusters by alias, started on first use and stopped together at the end."""
+
+    folder: Path = field(default_factory=lambda: run_dir() / f"test-{os.getpid()}")
+    started: dict[str, LocalKafkaCluster] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def bootstrap(self, *aliases: str) -> dict[str, str]:
+        """Bootstrap servers per alias, starting (in parallel) those not yet running."""
+        with self._lock:
+            missing = [a for a in aliases if a not in self.started and not _external(a)]
+            if missing:
+                clusters = [
+                    LocalKafkaCluster(
+                        ClusterSpec(alias, free_port_pair()), self.folder / "kafka" / alias
+                    )
+                    for alias in missing
+                ]
+                started = time.monotonic()
+                self.timings.update(start_clusters(clusters, fresh=True))
+                self.timings["+".join(missing)] = time.monotonic() - started
+                self.started.update({c.alias: c for c in clusters})
+        return {a: _external(a) or self.started[a].bootstrap_servers for a in aliases}
+
+    def stop_all(self) -> None:
+        for cluster in self.started.values():
+            cluster.stop()
+        self.started.clear()
+
+
+def _external(alias: str) -> str | None:
+    return os.environ.get(f"SRM_TEST_{alias.upper()}_BOOTSTRAP") or None
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    *,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30,
+) -> None:
+    """Create a topic and wait until its metadata shows every partition."""
+    client = admin(bootstrap)
+    topic = NewTopic(
+        name, num_partitions=partitions, replication_factor=1, config=dict(config or {})
+    )
+    client.create_topics([topic])[name].result(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        described = client.list_topics(name, timeout=5).topics.get(name)
+        if (
+            described is not None
+            and not described.error
+            and len(described.partitions) == partitions
+        ):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} did not show {partitions} partitions within {timeout} s")
+
+
+def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> None:
+    names = list(names)
+    if not names:
+        return
+    client = admin(bootstrap)  # must outlive its futures, or librdkafka destroys the handle
+    for future in client.delete_topics(names, operation_timeout=timeout).values():
+        try:
+            future.result(timeout)
+        except Exception as exc:  # noqa: BLE001 - a topic already gone is fine at clean-up
+            if "UNKNOWN_TOPIC" not in str(exc):
+                raise
+
+
+def list_topics(bootstrap: str) -> set[str]:
+    return set(admin(bootstrap).list_topics(timeout=10).topics)
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[Record],
+    *,
+    config: Mapping[str, str] | None = None,
+) -> None:
+    """Produce records in order (idempotent producer, acks=all) and wait for every ack."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            **(config or {}),
+        }
+    )
+    errors: list[str] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    for record in records:
+        kwargs: dict[str, object] = {"key": record.key, "value": record.value}
+        if record.headers:
+            kwargs["headers"] = list(record.headers)
+        if record.timestamp_ms is not None:
+            kwargs["timestamp"] = record.timestamp_ms
+        if record.partition is not None:
+            kwargs["partition"] = record.partition
+        while True:
+            try:
+                producer.produce(topic, on_delivery=on_delivery, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    remaining = producer.flush(60)
+    if remaining or errors:
+        raise RuntimeError(f"produce to {topic}: {remaining} unacknowledged, errors {errors[:3]}")
+
+
+def consume_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    isolation_level: str = "read_committed",
+    timeout: float = 30,
+) -> dict[int, list[Record]]:
+    """Read every partition of ``topic`` from its start to the current end (no group)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "srm-test-reader",  # required by librdkafka; nothing is committed
+            "enable.auto.commit": False,
+            "isolation.level": isolation_level,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends: dict[int, int] = {}
+        for partition in partitions:
+            _low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=10
+            )
+            ends[partition] = high
+        result: dict[int, list[Record]] = {p: [] for p in partitions}
+        pending = {p for p, high in ends.items() if high > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in pending])
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(message.partition())
+                    continue
+                raise RuntimeError(f"consume {topic}: {message.error()}")
+            _ts_type, ts = message.timestamp()
+            result[message.partition()].append(
+                Record(
+                    key=message.key(),
+                    value=message.value(),
+                    headers=tuple(message.headers() or ()),
+                    timestamp_ms=ts,
+                    partition=message.partition(),
+                    offset=message.offset(),
+                )
+            )
+            if message.offset() + 1 >= ends[message.partition()]:
+                pending.discard(message.partition())
+        if pending:
+            raise TimeoutError(f"consume {topic}: partitions {sorted(pending)} not read to the end")
+        return result
+    finally:
+        consumer.close()
