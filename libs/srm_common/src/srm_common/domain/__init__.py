@@ -1,0 +1,1 @@
+"""Pure domain core: no I/O, no environment, no wall clock."""
