@@ -109,6 +109,7 @@ def default_cluster_specs() -> list[ClusterSpec]:
 
 
 def local_cluster(spec: ClusterSpec) -> LocalKafkaCluster:
+    """The cluster `make up` / `make kafka-up` runs for ``spec``, under the run folder."""
     return LocalKafkaCluster(spec, run_dir() / "kafka" / spec.alias)
 
 
@@ -146,7 +147,12 @@ def _cmd_kafka_status(_args: argparse.Namespace) -> int:
 
 
 def _cmd_down(_args: argparse.Namespace) -> int:
+    from srm_local.stack import stop_running_stack
+
     stopped = 0
+    if stop_running_stack():
+        print("stopped the foreground `srm-local up` (it stopped its clusters)")
+        stopped += 1
     for cluster in find_clusters(run_dir()):
         if cluster.stop():
             stopped += 1

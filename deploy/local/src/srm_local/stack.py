@@ -1,0 +1,191 @@
+"""`make up`: the local stack from one configuration file, until Ctrl-C or `make down`.
+
+Steps: load the configuration (one clear message if it is wrong), fetch jars, start a
+local KRaft cluster for every cluster whose bootstrap servers are one loopback address,
+list their topics, print the replication plan, end with a summary of what runs where,
+then watch: the plan is printed again when topics appear or disappear, and everything
+stops on Ctrl-C, SIGTERM or `make down` (which signals this process via its pid file).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+
+from srm_common.config import SrmConfig, load_config
+from srm_common.errors import ConfigError
+from srm_common.replication_plan import plan_replication, render_plan
+
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster
+from srm_local.jars import fetch_all
+from srm_local.paths import project_root, run_dir
+
+WATCH_SECONDS = 2.0
+_LOOPBACK = ("127.0.0.1", "localhost")
+
+
+class _Stop(Exception):
+    """Raised from the signal handlers to leave the watch loop cleanly."""
+
+
+def stack_pid_file() -> Path:
+    return run_dir() / "stack.pid"
+
+
+def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
+    from srm_local.cli import default_cluster_specs, start_local_clusters
+
+    path = Path(config_path) if config_path else project_root() / "deploy" / "local" / "srm.yaml"
+    overrides = port_overrides(default_cluster_specs())
+    try:
+        config = load_config(path, overrides=overrides)
+    except ConfigError as exc:
+        print(f"srm-local: configuration error\n{exc}", file=sys.stderr)
+        return 2
+    specs, remote = split_local_clusters(config)
+    if not specs:
+        print(
+            f"srm-local: {path} names no cluster on 127.0.0.1:<port>; nothing to start",
+            file=sys.stderr,
+        )
+        return 2
+    fetch_all()
+    clusters = start_local_clusters(specs, fresh=fresh)
+    try:
+        topics = list_all_topics(config)
+        plans = plan_replication(config, topics)
+        print(f"\nreplication plan ({path}):")
+        print(render_plan(plans))
+        print(summary(config, path, clusters, remote))
+        if detach:
+            return 0
+        stack_pid_file().write_text(f"{os.getpid()}\n")
+        return watch(config, clusters, topics)
+    except BaseException:
+        if not detach:
+            stop_clusters(clusters)
+        raise
+    finally:
+        if not detach:
+            stack_pid_file().unlink(missing_ok=True)
+
+
+def port_overrides(specs: Sequence[ClusterSpec]) -> dict[str, str]:
+    """``<alias>.bootstrap.servers`` for each SRM_<ALIAS>_PORT set in the environment."""
+    return {
+        f"{spec.alias}.bootstrap.servers": spec.bootstrap_servers
+        for spec in specs
+        if os.environ.get(f"SRM_{spec.alias.upper()}_PORT")
+    }
+
+
+def split_local_clusters(config: SrmConfig) -> tuple[list[ClusterSpec], list[str]]:
+    """Clusters to run here (one loopback host:port) and aliases that live elsewhere."""
+    local, remote = [], []
+    for alias, cluster in config.clusters.items():
+        servers = cluster.bootstrap_servers
+        host, _, port = servers[0].rpartition(":") if len(servers) == 1 else ("", "", "")
+        if host in _LOOPBACK and port.isdigit():
+            local.append(ClusterSpec(alias, int(port)))
+        else:
+            remote.append(alias)
+    return local, remote
+
+
+def list_all_topics(config: SrmConfig) -> dict[str, set[str]]:
+    """Topic names per alias; an unreachable cluster is left out (its plan says unknown)."""
+    from confluent_kafka.admin import AdminClient
+
+    topics: dict[str, set[str]] = {}
+    for alias, cluster in config.clusters.items():
+        client = AdminClient({**cluster.client_config("admin"), "socket.timeout.ms": 5000})
+        try:
+            topics[alias] = set(client.list_topics(timeout=5).topics)
+        except Exception:  # noqa: BLE001 - KafkaException: shown as "unknown" in the plan
+            continue
+    return topics
+
+
+def summary(
+    config: SrmConfig, path: Path, clusters: Sequence[LocalKafkaCluster], remote: Sequence[str]
+) -> str:
+    lines = ["", "what runs where:"]
+    for cluster in clusters:
+        lines.append(
+            f"  kafka {cluster.alias:<10} {cluster.bootstrap_servers:<17} pid {cluster.pid()}"
+            f"  data {cluster.folder / 'data'}  log {cluster.server_log}"
+        )
+    for alias in remote:
+        servers = ",".join(config.clusters[alias].bootstrap_servers)
+        lines.append(f"  kafka {alias:<10} {servers}  (external, not started here)")
+    flows = ", ".join(f.name for f in config.enabled_flows()) or "none"
+    lines += [
+        f"  config           {path}",
+        f"  enabled flows    {flows}",
+        "  kafka tools      .venv/bin/kafka-topics, kafka-consumer-groups, kafka-console-*,"
+        " kafka-*-perf-test",
+        "  replication      not running yet: this stack starts the clusters and shows the plan",
+        "",
+        "Ctrl-C here, or `make down` anywhere, stops everything.",
+    ]
+    return "\n".join(lines)
+
+
+def watch(
+    config: SrmConfig, clusters: Sequence[LocalKafkaCluster], topics: Mapping[str, set[str]]
+) -> int:
+    """Stay in the foreground; reprint the plan when topics change; stop on a signal."""
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise _Stop
+
+    # Installed explicitly: a process started in the background of a script inherits
+    # SIGINT as ignored, and a closed terminal (SIGHUP) must not orphan the brokers.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_term)
+    known = dict(topics)
+    try:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            gone = [c.alias for c in clusters if not c.is_running()]
+            if gone:
+                print(f"cluster(s) {', '.join(gone)} stopped; stopping the stack")
+                stop_clusters(clusters)
+                return 0 if len(gone) == len(clusters) else 1
+            current = list_all_topics(config)
+            if current != known:
+                known = current
+                print(f"\n[{time.strftime('%H:%M:%S')}] topics changed; replication plan:")
+                print(render_plan(plan_replication(config, current)))
+    except (KeyboardInterrupt, _Stop):
+        print("\nstopping...")
+        stop_clusters(clusters)
+        return 0
+
+
+def stop_clusters(clusters: Sequence[LocalKafkaCluster]) -> None:
+    for cluster in clusters:
+        if cluster.stop():
+            print(f"stopped {cluster.alias} ({cluster.bootstrap_servers})")
+
+
+def stop_running_stack() -> bool:
+    """Ask a foreground `srm-local up` to stop (SIGTERM) and wait for it; True if one ran."""
+    try:
+        pid = int(stack_pid_file().read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return True
