@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from srm_local.jars import kafka_classpath
 from srm_local.paths import project_root
@@ -57,34 +57,21 @@ def run_tool(
     )
 
 
-def _exec(tool: str) -> None:
-    command = tool_command(tool, sys.argv[1:])
-    os.execvp(command[0], command)
+def _entry_point(tool: str) -> Callable[[], None]:
+    """A console-script function that replaces itself with ``tool`` (signals go to Java)."""
+
+    def run() -> None:
+        command = tool_command(tool, sys.argv[1:])
+        os.execvp(command[0], command)
+
+    run.__name__ = tool.replace("-", "_")
+    return run
 
 
-def kafka_topics() -> None:
-    _exec("kafka-topics")
-
-
-def kafka_consumer_groups() -> None:
-    _exec("kafka-consumer-groups")
-
-
-def kafka_producer_perf_test() -> None:
-    _exec("kafka-producer-perf-test")
-
-
-def kafka_consumer_perf_test() -> None:
-    _exec("kafka-consumer-perf-test")
-
-
-def kafka_console_consumer() -> None:
-    _exec("kafka-console-consumer")
-
-
-def kafka_console_producer() -> None:
-    _exec("kafka-console-producer")
-
-
-def kafka_configs() -> None:
-    _exec("kafka-configs")
+kafka_topics = _entry_point("kafka-topics")
+kafka_consumer_groups = _entry_point("kafka-consumer-groups")
+kafka_producer_perf_test = _entry_point("kafka-producer-perf-test")
+kafka_consumer_perf_test = _entry_point("kafka-consumer-perf-test")
+kafka_console_consumer = _entry_point("kafka-console-consumer")
+kafka_console_producer = _entry_point("kafka-console-producer")
+kafka_configs = _entry_point("kafka-configs")

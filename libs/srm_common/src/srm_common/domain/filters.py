@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from srm_common.errors import InvalidPatternError
 
@@ -196,60 +197,65 @@ def _is_full_match(pattern: re.Pattern[str] | None, name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class TopicFilter:
-    """MM2 ``topics`` / ``topics.exclude``: a topic is selected if included and not excluded.
+class _IncludeExcludeFilter:
+    """A name is selected when an include pattern matches it and no exclude pattern does.
 
     Holds the patterns as written (stripped, blanks dropped) and caches their compiled
-    forms. Defaults are MM2's: every topic except ``.*[\\-\\.]internal``, ``.*\\.replica``
-    and ``__.*``. An invalid pattern raises :class:`InvalidPatternError` here, keyed
-    ``topics`` or ``topics.exclude``.
+    forms; subclasses name the keys their errors carry and MM2's defaults.
     """
 
-    include: Sequence[str] = DEFAULT_TOPICS
-    exclude: Sequence[str] = DEFAULT_TOPICS_EXCLUDE
+    INCLUDE_KEY: ClassVar[str]
+    EXCLUDE_KEY: ClassVar[str]
+
+    include: Sequence[str]
+    exclude: Sequence[str]
     _include_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _exclude_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "include", _normalise(self.include))
         object.__setattr__(self, "exclude", _normalise(self.exclude))
-        object.__setattr__(self, "_include_re", compile_patterns(self.include, key="topics"))
-        object.__setattr__(
-            self, "_exclude_re", compile_patterns(self.exclude, key="topics.exclude")
-        )
+        include_re = compile_patterns(self.include, key=self.INCLUDE_KEY)
+        exclude_re = compile_patterns(self.exclude, key=self.EXCLUDE_KEY)
+        object.__setattr__(self, "_include_re", include_re)
+        object.__setattr__(self, "_exclude_re", exclude_re)
 
-    def matches(self, topic: str) -> bool:
-        """Is ``topic`` selected? ``orders`` yes, ``__consumer_offsets`` no (defaults)."""
-        if _is_full_match(self._exclude_re, topic):
-            return False  # exclude always wins
-        return _is_full_match(self._include_re, topic)
+    def matches(self, name: str) -> bool:
+        """Is ``name`` selected? Exclude always wins over include."""
+        if _is_full_match(self._exclude_re, name):
+            return False
+        return _is_full_match(self._include_re, name)
 
 
 @dataclass(frozen=True)
-class GroupFilter:
+class TopicFilter(_IncludeExcludeFilter):
+    """MM2 ``topics`` / ``topics.exclude``: a topic is selected if included and not excluded.
+
+    Defaults are MM2's: every topic except ``.*[\\-\\.]internal``, ``.*\\.replica``
+    and ``__.*`` (``orders`` yes, ``__consumer_offsets`` no). An invalid pattern raises
+    :class:`InvalidPatternError` here, keyed ``topics`` or ``topics.exclude``.
+    """
+
+    INCLUDE_KEY: ClassVar[str] = "topics"
+    EXCLUDE_KEY: ClassVar[str] = "topics.exclude"
+
+    include: Sequence[str] = DEFAULT_TOPICS
+    exclude: Sequence[str] = DEFAULT_TOPICS_EXCLUDE
+
+
+@dataclass(frozen=True)
+class GroupFilter(_IncludeExcludeFilter):
     """MM2 ``groups`` / ``groups.exclude``; the defaults drop console, Connect, ``__`` groups.
 
-    Same rules as :class:`TopicFilter`; errors are keyed ``groups`` or ``groups.exclude``.
+    Same rules as :class:`TopicFilter` (``billing`` yes, ``connect-mm2`` no); errors are
+    keyed ``groups`` or ``groups.exclude``.
     """
+
+    INCLUDE_KEY: ClassVar[str] = "groups"
+    EXCLUDE_KEY: ClassVar[str] = "groups.exclude"
 
     include: Sequence[str] = DEFAULT_GROUPS
     exclude: Sequence[str] = DEFAULT_GROUPS_EXCLUDE
-    _include_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _exclude_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "include", _normalise(self.include))
-        object.__setattr__(self, "exclude", _normalise(self.exclude))
-        object.__setattr__(self, "_include_re", compile_patterns(self.include, key="groups"))
-        object.__setattr__(
-            self, "_exclude_re", compile_patterns(self.exclude, key="groups.exclude")
-        )
-
-    def matches(self, group: str) -> bool:
-        """Is ``group`` selected? ``billing`` yes, ``connect-mm2`` no (defaults)."""
-        if _is_full_match(self._exclude_re, group):
-            return False  # exclude always wins
-        return _is_full_match(self._include_re, group)
 
 
 @dataclass(frozen=True)
