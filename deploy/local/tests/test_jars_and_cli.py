@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from srm_local import cli
+from srm_local import cli, stack
 from srm_local.jars import _artifact_name, kafka_version
 
 
@@ -37,7 +37,7 @@ def test_cluster_argument_is_refused_with_an_example_when_it_is_not_alias_equals
 
 def test_default_ports_move_when_environment_overrides_them(monkeypatch):
     monkeypatch.setenv("SRM_PRIMARY_PORT", "19092")
-    specs = {spec.alias: spec for spec in cli.default_cluster_specs()}
+    specs = {spec.alias: spec for spec in stack.default_cluster_specs()}
     assert specs["primary"].bootstrap_servers == "127.0.0.1:19092"
     assert specs["primary"].quorum_port == 19093, "the controller takes the next port"
     assert specs["backup"].bootstrap_servers == "127.0.0.1:9192"
@@ -48,3 +48,11 @@ def test_help_shows_examples_when_asked(capsys):
         cli.main(["--help"])
     out = capsys.readouterr().out
     assert "examples:" in out and "srm-local up" in out and "srm-local down" in out
+
+
+def test_bad_port_variable_is_one_clear_message_when_the_environment_sets_it(monkeypatch, capsys):
+    monkeypatch.setenv("SRM_PRIMARY_PORT", "abc")
+    assert cli.main(["kafka", "up"]) == 1
+    err = capsys.readouterr().err
+    assert "SRM_PRIMARY_PORT='abc' is not a port; use a number from 1024 to 65534" in err, err
+    assert "Traceback" not in err

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
 from srm_local.clusters import (
     ClusterSpec,
+    ClusterSpecError,
     ClusterStartError,
-    LocalKafkaCluster,
     find_clusters,
-    start_clusters,
+    parse_cluster_spec,
 )
 from srm_local.jars import JarFetchError, fetch_all
 from srm_local.paths import run_dir
-
-DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
+from srm_local.stack import (
+    default_cluster_specs,
+    run_stack,
+    start_local_clusters,
+    stop_running_stack,
+)
 
 EPILOG = """\
 examples:
@@ -39,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except (ClusterStartError, JarFetchError) as exc:
+    except (ClusterStartError, ClusterSpecError, JarFetchError) as exc:
         print(f"srm-local: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -91,41 +94,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cluster_arg(text: str) -> ClusterSpec:
-    alias, sep, port = text.partition("=")
-    if not sep or not alias or not port.isdigit() or not 1024 <= int(port) < 65535:
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not ALIAS=PORT (for example dr=9292, port 1024-65534)"
-        )
-    return ClusterSpec(alias, int(port))
-
-
-def default_cluster_specs() -> list[ClusterSpec]:
-    """primary and backup on their default ports, moved by SRM_<ALIAS>_PORT."""
-    specs = []
-    for alias, port in DEFAULT_CLUSTERS:
-        value = os.environ.get(f"SRM_{alias.upper()}_PORT", str(port))
-        specs.append(_cluster_arg(f"{alias}={value}"))
-    return specs
-
-
-def local_cluster(spec: ClusterSpec) -> LocalKafkaCluster:
-    """The cluster `make up` / `make kafka-up` runs for ``spec``, under the run folder."""
-    return LocalKafkaCluster(spec, run_dir() / "kafka" / spec.alias)
-
-
-def start_local_clusters(specs: Sequence[ClusterSpec], *, fresh: bool) -> list[LocalKafkaCluster]:
-    """Start the clusters, printing progress and how long each took."""
-    clusters = [local_cluster(spec) for spec in specs]
-    names = ", ".join(f"{c.alias} ({c.bootstrap_servers})" for c in clusters)
-    print(f"starting Kafka clusters: {names}...", flush=True)
-    timings = start_clusters(clusters, fresh=fresh)
-    for cluster in clusters:
-        print(
-            f"  {cluster.alias:<10} ready on {cluster.bootstrap_servers} "
-            f"in {timings[cluster.alias]:.1f} s",
-            flush=True,
-        )
-    return clusters
+    try:
+        return parse_cluster_spec(text)
+    except ClusterSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _cmd_kafka_up(args: argparse.Namespace) -> int:
@@ -147,8 +119,6 @@ def _cmd_kafka_status(_args: argparse.Namespace) -> int:
 
 
 def _cmd_down(_args: argparse.Namespace) -> int:
-    from srm_local.stack import stop_running_stack
-
     stopped = 0
     if stop_running_stack():
         print("stopped the foreground `srm-local up` (it stopped its clusters)")
@@ -163,8 +133,6 @@ def _cmd_down(_args: argparse.Namespace) -> int:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    from srm_local.stack import run_stack
-
     return run_stack(config_path=args.config, fresh=args.fresh, detach=args.detach)
 
 

@@ -69,6 +69,18 @@ class ClusterStartError(RuntimeError):
     """A cluster did not come up; the message carries the end of its log."""
 
 
+class ClusterSpecError(ValueError):
+    """A cluster given as ``ALIAS=PORT`` (flag or environment) that is not one."""
+
+
+def parse_cluster_spec(text: str) -> ClusterSpec:
+    """``"dr=9292"`` -> ClusterSpec("dr", 9292); ClusterSpecError with an example if not."""
+    alias, sep, port = text.partition("=")
+    if not sep or not alias or not port.isdigit() or not 1024 <= int(port) < 65535:
+        raise ClusterSpecError(f"'{text}' is not ALIAS=PORT (for example dr=9292, port 1024-65534)")
+    return ClusterSpec(alias, int(port))
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """What a local cluster is: its alias and loopback ports."""

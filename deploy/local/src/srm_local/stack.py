@@ -21,10 +21,17 @@ from srm_common.config import SrmConfig, load_config
 from srm_common.errors import ConfigError
 from srm_common.replication_plan import plan_replication, render_plan
 
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster
+from srm_local.clusters import (
+    ClusterSpec,
+    ClusterSpecError,
+    LocalKafkaCluster,
+    parse_cluster_spec,
+    start_clusters,
+)
 from srm_local.jars import fetch_all
 from srm_local.paths import project_root, run_dir
 
+DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
 WATCH_SECONDS = 2.0
 _LOOPBACK = ("127.0.0.1", "localhost")
 
@@ -37,9 +44,42 @@ def stack_pid_file() -> Path:
     return run_dir() / "stack.pid"
 
 
-def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
-    from srm_local.cli import default_cluster_specs, start_local_clusters
+def default_cluster_specs() -> list[ClusterSpec]:
+    """primary and backup on their default ports, moved by SRM_<ALIAS>_PORT."""
+    specs = []
+    for alias, port in DEFAULT_CLUSTERS:
+        variable = f"SRM_{alias.upper()}_PORT"
+        value = os.environ.get(variable, str(port))
+        try:
+            specs.append(parse_cluster_spec(f"{alias}={value}"))
+        except ClusterSpecError:
+            raise ClusterSpecError(
+                f"{variable}={value!r} is not a port; use a number from 1024 to 65534"
+            ) from None
+    return specs
 
+
+def local_cluster(spec: ClusterSpec) -> LocalKafkaCluster:
+    """The cluster `make up` / `make kafka-up` runs for ``spec``, under the run folder."""
+    return LocalKafkaCluster(spec, run_dir() / "kafka" / spec.alias)
+
+
+def start_local_clusters(specs: Sequence[ClusterSpec], *, fresh: bool) -> list[LocalKafkaCluster]:
+    """Start the clusters, printing progress and how long each took."""
+    clusters = [local_cluster(spec) for spec in specs]
+    names = ", ".join(f"{c.alias} ({c.bootstrap_servers})" for c in clusters)
+    print(f"starting Kafka clusters: {names}...", flush=True)
+    timings = start_clusters(clusters, fresh=fresh)
+    for cluster in clusters:
+        print(
+            f"  {cluster.alias:<10} ready on {cluster.bootstrap_servers} "
+            f"in {timings[cluster.alias]:.1f} s",
+            flush=True,
+        )
+    return clusters
+
+
+def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
     path = Path(config_path) if config_path else project_root() / "deploy" / "local" / "srm.yaml"
     overrides = port_overrides(default_cluster_specs())
     try:
@@ -57,7 +97,8 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
     fetch_all()
     clusters = start_local_clusters(specs, fresh=fresh)
     try:
-        topics = list_all_topics(config)
+        list_topics = TopicLister(config)
+        topics = list_topics()
         plans = plan_replication(config, topics)
         print(f"\nreplication plan ({path}):")
         print(render_plan(plans))
@@ -65,7 +106,7 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
         if detach:
             return 0
         stack_pid_file().write_text(f"{os.getpid()}\n")
-        return watch(config, clusters, topics)
+        return watch(config, clusters, list_topics, topics)
     except BaseException:
         if not detach:
             stop_clusters(clusters)
@@ -97,18 +138,26 @@ def split_local_clusters(config: SrmConfig) -> tuple[list[ClusterSpec], list[str
     return local, remote
 
 
-def list_all_topics(config: SrmConfig) -> dict[str, set[str]]:
-    """Topic names per alias; an unreachable cluster is left out (its plan says unknown)."""
-    from confluent_kafka.admin import AdminClient
+class TopicLister:
+    """Lists topic names per alias, with one admin client per cluster for the whole watch."""
 
-    topics: dict[str, set[str]] = {}
-    for alias, cluster in config.clusters.items():
-        client = AdminClient({**cluster.client_config("admin"), "socket.timeout.ms": 5000})
-        try:
-            topics[alias] = set(client.list_topics(timeout=5).topics)
-        except Exception:  # noqa: BLE001 - KafkaException: shown as "unknown" in the plan
-            continue
-    return topics
+    def __init__(self, config: SrmConfig) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self._clients = {
+            alias: AdminClient({**cluster.client_config("admin"), "socket.timeout.ms": 5000})
+            for alias, cluster in config.clusters.items()
+        }
+
+    def __call__(self) -> dict[str, set[str]]:
+        """Topic names per alias; an unreachable cluster is left out (plan says unknown)."""
+        topics: dict[str, set[str]] = {}
+        for alias, client in self._clients.items():
+            try:
+                topics[alias] = set(client.list_topics(timeout=5).topics)
+            except Exception:  # noqa: BLE001 - KafkaException: shown as "unknown" in the plan
+                continue
+        return topics
 
 
 def summary(
@@ -137,7 +186,10 @@ def summary(
 
 
 def watch(
-    config: SrmConfig, clusters: Sequence[LocalKafkaCluster], topics: Mapping[str, set[str]]
+    config: SrmConfig,
+    clusters: Sequence[LocalKafkaCluster],
+    list_topics: TopicLister,
+    topics: Mapping[str, set[str]],
 ) -> int:
     """Stay in the foreground; reprint the plan when topics change; stop on a signal."""
 
@@ -157,7 +209,7 @@ def watch(
                 print(f"cluster(s) {', '.join(gone)} stopped; stopping the stack")
                 stop_clusters(clusters)
                 return 0 if len(gone) == len(clusters) else 1
-            current = list_all_topics(config)
+            current = list_topics()
             if current != known:
                 known = current
                 print(f"\n[{time.strftime('%H:%M:%S')}] topics changed; replication plan:")
