@@ -97,31 +97,12 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """A local[2] SparkSession with Spark's Kafka connector on its class path."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-    from srm_local.jars import spark_connector_jars
+    """A local[2] SparkSession with Spark's Kafka connector and our copier on its class path."""
+    from srm_driver.spark import spark_session, stop_session
 
-    jars = ",".join(str(path) for path in spark_connector_jars())
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("srm-tests")
-        .config("spark.jars", jars)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        # A retried copy task would write its records twice: never retry inside Spark.
-        .config("spark.task.maxFailures", "1")
-        .config("spark.speculation", "false")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
+    session = spark_session("local[2]", app_name="srm-tests", conf={"spark.driver.memory": "1g"})
     session.sparkContext.setLogLevel("WARN")
     yield session
-    gateway = session.sparkContext._gateway
-    session.stop()
-    # The JVM outlives stop() and its cached Kafka producers keep dialling the clusters
-    # after they are gone; end it with the session.
-    gateway.shutdown()
-    if getattr(gateway, "proc", None) is not None:
-        gateway.proc.terminate()
-        gateway.proc.wait(30)
+    # The JVM outlives stop() and cached Kafka producers keep dialling the clusters after
+    # they are gone; stop_session ends the JVM with the session.
+    stop_session(session)

@@ -224,3 +224,42 @@ def consume_all(
         return result
     finally:
         consumer.close()
+
+
+def write_config(
+    folder: Path,
+    bootstrap: Mapping[str, str],
+    *,
+    flows: Mapping[str, Mapping[str, object]] | None = None,
+    replication: Mapping[str, object] | None = None,
+    name: str = "srm.yaml",
+) -> Path:
+    """A YAML configuration for clusters on the given bootstrap servers, single-node
+    friendly (replication factors 1, short intervals); ``flows`` and ``replication``
+    add or override keys (``{"primary->backup": {"enabled": True}}``)."""
+    import yaml
+
+    settings: dict[str, object] = {
+        "replication.factor": 1,
+        "heartbeats.topic.replication.factor": 1,
+        "checkpoints.topic.replication.factor": 1,
+        "offset-syncs.topic.replication.factor": 1,
+        "offset.storage.replication.factor": 1,
+        "refresh.topics.interval.seconds": 2,
+        "sync.topic.configs.interval.seconds": 2,
+        "emit.heartbeats.interval.seconds": 1,
+        **(replication or {}),
+    }
+    document = {
+        "clusters": {alias: {"bootstrap.servers": servers} for alias, servers in bootstrap.items()},
+        "replication": settings,
+        "flows": {name: dict(keys) for name, keys in (flows or {}).items()},
+    }
+    path = folder / name
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def content(records: Iterable[Record]) -> list[tuple[object, ...]]:
+    """What must be equal between a partition and its copy: records in order."""
+    return [record.content() for record in records]

@@ -1,1 +1,1 @@
-"""SRM driver: mirrors topics between clusters with PySpark (one worker per flow); the data path lands with the replication-engine issue."""
+"""SRM driver: copies topics between Kafka clusters with PySpark, one worker per flow."""

@@ -1,0 +1,68 @@
+"""A producer for internal records (progress, offset syncs, heartbeats): acks=all,
+idempotent, and every write waited for, so a batch is only recorded as done after its
+records are on the broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import KafkaError, Producer
+
+from srm_driver.kafka_admin import KafkaAdminError
+
+
+class InternalWriter:
+    """Writes (key, value) records to one topic and waits for them.
+
+    ``partition`` 0 for MM2's single-partition topics; None to partition by key with
+    murmur2, as Java's default partitioner does (Connect's offsets topic).
+    """
+
+    def __init__(
+        self, topic: str, producer_config: Mapping[str, str], *, partition: int | None = 0
+    ) -> None:
+        self.topic = topic
+        self._partition = {} if partition is None else {"partition": partition}
+        self._producer = Producer(
+            {
+                **producer_config,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 0,
+                "partitioner": "murmur2_random",
+            }
+        )
+        self._errors: list[str] = []
+
+    def write(self, records: Iterable[tuple[bytes, bytes]], *, timeout: float = 60) -> int:
+        count = 0
+        for key, value in records:
+            while True:
+                try:
+                    self._producer.produce(
+                        self.topic,
+                        key=key,
+                        value=value,
+                        on_delivery=self._delivered,
+                        **self._partition,
+                    )
+                    break
+                except BufferError:
+                    self._producer.poll(0.1)
+            count += 1
+        if count:
+            remaining = self._producer.flush(timeout)
+            if remaining or self._errors:
+                errors, self._errors = self._errors, []
+                raise KafkaAdminError(
+                    f"could not write to {self.topic}: {remaining} unacknowledged,"
+                    f" {'; '.join(errors[:3]) or 'timed out'}"
+                )
+        return count
+
+    def _delivered(self, error: KafkaError | None, _message: object) -> None:
+        if error is not None:
+            self._errors.append(str(error))
+
+    def close(self) -> None:
+        self._producer.flush(10)

@@ -1,0 +1,279 @@
+package srm.driver;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+
+/**
+ * The write half of a source task's batch: every Spark partition of a Kafka source
+ * DataFrame (one upstream topic partition, in offset order) is written to its remote
+ * topic partition with key, value, headers and timestamp unchanged.
+ *
+ * <p>Spark's own Kafka sink drops the timestamp column (Spark 4.0), so this writer owns the
+ * producer. Records stay in the JVM: Python only passes the plan and reads one summary
+ * line per partition.
+ *
+ * <p>Plan per upstream partition ("topic/partition" -> "remote/skip/downStart"): the first
+ * {@code skip} records that pass the origin filter are already on the target (written by
+ * a batch that crashed) and are not sent again; the record with index i among those that
+ * pass lands at downstream offset {@code downStart + i}. Every acknowledged offset is
+ * checked against that; a mismatch means someone else writes to the remote partition and
+ * fails the task, which Spark must not retry (spark.task.maxFailures=1).
+ *
+ * <p>Summary per partition, tab separated: topic, partition, passed, skipped, written,
+ * dropped, firstUp, lastUp, valueBytes, latencySumMs, latencyMaxMs, syncs, where syncs is
+ * "up:down,up:down..." for the first and last record and both sides of every upstream gap.
+ */
+public final class RangeCopier {
+    private static final ConcurrentHashMap<String, KafkaProducer<byte[], byte[]>> PRODUCERS =
+            new ConcurrentHashMap<>();
+
+    private RangeCopier() {}
+
+    /** Runs one Spark job over {@code source}; returns one summary line per non-empty partition. */
+    public static List<String> copy(
+            Dataset<Row> source,
+            Map<String, String> producerConfig,
+            Map<String, String> plan,
+            String originHeader,
+            String originAlias,
+            String targetAlias) {
+        TreeMap<String, String> config = new TreeMap<>(producerConfig);
+        HashMap<String, String> plans = new HashMap<>(plan);
+        JavaRDD<InternalRow> rows = source.queryExecution().toRdd().toJavaRDD();
+        return rows.mapPartitions(
+                        (FlatMapFunction<Iterator<InternalRow>, String>)
+                                it -> copyPartition(it, config, plans, originHeader, originAlias, targetAlias))
+                .collect();
+    }
+
+    /** Closes cached producers (tests, shutdown). */
+    public static void closeProducers() {
+        for (String key : PRODUCERS.keySet()) {
+            KafkaProducer<byte[], byte[]> producer = PRODUCERS.remove(key);
+            if (producer != null) {
+                producer.close();
+            }
+        }
+    }
+
+    private static KafkaProducer<byte[], byte[]> producer(TreeMap<String, String> config) {
+        return PRODUCERS.computeIfAbsent(config.toString(), key -> {
+            Properties props = new Properties();
+            props.putAll(config);
+            return new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+        });
+    }
+
+    private static void discard(TreeMap<String, String> config, KafkaProducer<byte[], byte[]> producer) {
+        if (PRODUCERS.remove(config.toString(), producer)) {
+            producer.close(Duration.ofSeconds(5));
+        }
+    }
+
+    // Column positions of Spark's Kafka source with includeHeaders=true.
+    private static final int KEY = 0;
+    private static final int VALUE = 1;
+    private static final int TOPIC = 2;
+    private static final int PARTITION = 3;
+    private static final int OFFSET = 4;
+    private static final int TIMESTAMP = 5;
+    private static final int HEADERS = 7;
+
+    private static Iterator<String> copyPartition(
+            Iterator<InternalRow> rows,
+            TreeMap<String, String> config,
+            Map<String, String> plans,
+            String originHeader,
+            String originAlias,
+            String targetAlias) {
+        if (!rows.hasNext()) {
+            return new ArrayList<String>().iterator();
+        }
+        KafkaProducer<byte[], byte[]> producer = producer(config);
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        AtomicLong latencySum = new AtomicLong();
+        AtomicLong latencyMax = new AtomicLong();
+        String topic = null;
+        int partition = -1;
+        String remote = null;
+        long skip = 0;
+        long downStart = 0;
+        long passed = 0;
+        long skipped = 0;
+        long written = 0;
+        long dropped = 0;
+        long firstUp = -1;
+        long prevUp = -1;
+        long lastUp = -1;
+        long valueBytes = 0;
+        StringBuilder syncs = new StringBuilder();
+        long lastSyncUp = -1;
+        try {
+            while (rows.hasNext()) {
+                InternalRow row = rows.next();
+                if (topic == null) {
+                    topic = row.getUTF8String(TOPIC).toString();
+                    partition = row.getInt(PARTITION);
+                    String entry = plans.get(topic + "/" + partition);
+                    if (entry == null) {
+                        throw new IllegalStateException("no plan for " + topic + "-" + partition);
+                    }
+                    String[] parts = entry.split("/");
+                    remote = parts[0];
+                    skip = Long.parseLong(parts[1]);
+                    downStart = Long.parseLong(parts[2]);
+                }
+                long up = row.getLong(OFFSET);
+                List<Header> headers = headers(row);
+                if (originHeader != null) {
+                    String stamped = stampedOrigin(headers, originHeader, topic + "-" + partition + "@" + up);
+                    if (targetAlias.equals(stamped)) {
+                        dropped++;  // first produced on the target: copying it back would loop
+                        continue;
+                    }
+                    if (stamped == null) {
+                        headers.add(new RecordHeader(originHeader, originAlias.getBytes(StandardCharsets.UTF_8)));
+                    }
+                }
+                long down = downStart + passed;
+                if (firstUp < 0) {
+                    firstUp = up;
+                    lastSyncUp = appendSync(syncs, up, down);
+                } else if (up != prevUp + 1) {
+                    if (lastSyncUp != prevUp) {
+                        appendSync(syncs, prevUp, down - 1);
+                    }
+                    lastSyncUp = appendSync(syncs, up, down);
+                }
+                prevUp = up;
+                lastUp = up;
+                passed++;
+                if (passed <= skip) {
+                    skipped++;
+                    continue;
+                }
+                if (failure.get() != null) {
+                    break;
+                }
+                byte[] key = row.isNullAt(KEY) ? null : row.getBinary(KEY);
+                byte[] value = row.isNullAt(VALUE) ? null : row.getBinary(VALUE);
+                long micros = row.getLong(TIMESTAMP);
+                Long timestamp = micros < 0 ? null : Math.floorDiv(micros, 1000L);
+                valueBytes += value == null ? 0 : value.length;
+                ProducerRecord<byte[], byte[]> record =
+                        new ProducerRecord<>(remote, partition, timestamp, key, value, headers);
+                final long expected = down;
+                final String where = remote + "-" + partition;
+                producer.send(record, (metadata, error) -> {
+                    if (error != null) {
+                        stop(failure, error, producer);
+                    } else if (metadata.offset() != expected) {
+                        stop(failure, new IllegalStateException(
+                                "remote partition " + where + " took a record at offset " + metadata.offset()
+                                        + " where offset " + expected + " was expected: something else writes"
+                                        + " to it; replication of this partition stops"), producer);
+                    } else if (timestamp != null) {
+                        long latency = System.currentTimeMillis() - timestamp;
+                        latencySum.addAndGet(latency);
+                        latencyMax.accumulateAndGet(latency, Math::max);
+                    }
+                });
+                written++;
+            }
+            producer.flush();
+        } catch (RuntimeException e) {
+            failure.compareAndSet(null, e);
+        }
+        Exception error = failure.get();
+        if (error != null) {
+            discard(config, producer);
+            throw new IllegalStateException(
+                    "copy of " + topic + "-" + partition + " failed: " + error.getMessage(), error);
+        }
+        if (lastUp >= 0 && lastSyncUp != lastUp) {
+            appendSync(syncs, lastUp, downStart + passed - 1);
+        }
+        String summary = String.join("\t",
+                topic, Integer.toString(partition), Long.toString(passed), Long.toString(skipped),
+                Long.toString(written), Long.toString(dropped), Long.toString(firstUp),
+                Long.toString(lastUp), Long.toString(valueBytes), Long.toString(latencySum.get()),
+                Long.toString(latencyMax.get()), syncs.toString());
+        List<String> out = new ArrayList<>(1);
+        out.add(summary);
+        return out.iterator();
+    }
+
+    /**
+     * First failure of a partition: abort everything still queued (close with no wait, the
+     * only close allowed on the producer's own thread), so that the target keeps a prefix of
+     * the batch and nothing after a hole. The resume logic relies on that prefix.
+     */
+    private static void stop(AtomicReference<Exception> failure, Exception error, KafkaProducer<byte[], byte[]> producer) {
+        if (failure.compareAndSet(null, error)) {
+            producer.close(Duration.ZERO);
+        }
+    }
+
+    private static long appendSync(StringBuilder syncs, long up, long down) {
+        if (syncs.length() > 0) {
+            syncs.append(',');
+        }
+        syncs.append(up).append(':').append(down);
+        return up;
+    }
+
+    private static List<Header> headers(InternalRow row) {
+        List<Header> headers = new ArrayList<>();
+        if (row.isNullAt(HEADERS)) {
+            return headers;
+        }
+        ArrayData array = row.getArray(HEADERS);
+        for (int i = 0; i < array.numElements(); i++) {
+            InternalRow header = array.getStruct(i, 2);
+            String key = header.getUTF8String(0).toString();
+            byte[] value = header.isNullAt(1) ? null : header.getBinary(1);
+            headers.add(new RecordHeader(key, value));
+        }
+        return headers;
+    }
+
+    /** The first origin header's alias, or null when the record has none (it was produced on the source). */
+    private static String stampedOrigin(List<Header> headers, String name, String where) {
+        for (Header header : headers) {
+            if (!header.key().equals(name)) {
+                continue;
+            }
+            byte[] value = header.value();
+            String origin = value == null ? "" : new String(value, StandardCharsets.UTF_8);
+            if (origin.isEmpty() || !Arrays.equals(origin.getBytes(StandardCharsets.UTF_8), value)) {
+                throw new IllegalStateException("record " + where + " has a malformed '" + name
+                        + "' header; it must hold a cluster alias in UTF-8");
+            }
+            return origin;
+        }
+        return null;
+    }
+}

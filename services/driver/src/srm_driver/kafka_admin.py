@@ -1,0 +1,142 @@
+"""Thin helpers over confluent-kafka's AdminClient: topics, partitions, offsets.
+
+Everything here blocks with a timeout and raises :class:`KafkaAdminError` with the
+cluster, the operation and what to check, instead of a bare ``KafkaException``.
+librdkafka destroys a client whose last Python reference goes away even while its
+futures are pending, so callers keep the client for as long as they use its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from srm_common.errors import SrmError
+
+TIMEOUT_S = 30.0
+
+
+class KafkaAdminError(SrmError):
+    """An admin operation on a cluster failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """Where a partition starts and ends: ``log_start`` (earliest retained offset) and
+    ``end`` (read_committed: the last stable offset; read_uncommitted: the high watermark)."""
+
+    log_start: int
+    end: int
+
+
+def admin_client(config: Mapping[str, str]) -> AdminClient:
+    """An AdminClient for the resolved client config of one cluster."""
+    return AdminClient(dict(config))
+
+
+def topic_partitions(admin: AdminClient, *, timeout: float = TIMEOUT_S) -> dict[str, int]:
+    """Every topic of the cluster with its partition count (internal ``__*`` included)."""
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot list topics: {exc}; is the cluster reachable?") from exc
+    return {
+        name: len(topic.partitions)
+        for name, topic in metadata.topics.items()
+        if topic.error is None or topic.error.code() == KafkaError.NO_ERROR
+    }
+
+
+def create_topic(
+    admin: AdminClient,
+    name: str,
+    *,
+    partitions: int,
+    replication_factor: int = -1,
+    config: Mapping[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
+) -> bool:
+    """Create ``name``; False (and no error) when it already exists."""
+    topic = NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
+    )
+    future = admin.create_topics([topic], operation_timeout=timeout)[name]
+    try:
+        future.result(timeout)
+    except KafkaException as exc:
+        if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise KafkaAdminError(f"cannot create topic {name!r}: {exc}") from exc
+    return True
+
+
+def ensure_compacted_topic(
+    admin: AdminClient,
+    name: str,
+    *,
+    partitions: int = 1,
+    replication_factor: int = -1,
+    timeout: float = TIMEOUT_S,
+) -> bool:
+    """Create an internal topic as MM2 does (``cleanup.policy=compact``) unless it exists."""
+    return create_topic(
+        admin,
+        name,
+        partitions=partitions,
+        replication_factor=replication_factor,
+        config={"cleanup.policy": "compact"},
+        timeout=timeout,
+    )
+
+
+def increase_partitions(
+    admin: AdminClient, name: str, total: int, *, timeout: float = TIMEOUT_S
+) -> None:
+    """Grow ``name`` to ``total`` partitions (Kafka never shrinks a topic)."""
+    future = admin.create_partitions([NewPartitions(name, total)], operation_timeout=timeout)[name]
+    try:
+        future.result(timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot grow topic {name!r} to {total} partitions: {exc}") from exc
+
+
+def partition_offsets(
+    admin: AdminClient,
+    partitions: Iterable[tuple[str, int]],
+    *,
+    read_committed: bool = True,
+    timeout: float = TIMEOUT_S,
+) -> dict[tuple[str, int], PartitionOffsets]:
+    """Log start and end offsets of many partitions in two round trips."""
+    wanted = list(partitions)
+    if not wanted:
+        return {}
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    starts = _list_offsets(admin, wanted, OffsetSpec.earliest(), isolation, timeout)
+    ends = _list_offsets(admin, wanted, OffsetSpec.latest(), isolation, timeout)
+    return {tp: PartitionOffsets(log_start=starts[tp], end=ends[tp]) for tp in wanted}
+
+
+def _list_offsets(
+    admin: AdminClient,
+    partitions: list[tuple[str, int]],
+    spec: OffsetSpec,
+    isolation: IsolationLevel,
+    timeout: float,
+) -> dict[tuple[str, int], int]:
+    request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
+    futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+    found: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            found[(tp.topic, tp.partition)] = future.result(timeout).offset
+        except KafkaException as exc:
+            raise KafkaAdminError(
+                f"cannot read offsets of {tp.topic}-{tp.partition}: {exc}"
+            ) from exc
+    return found
