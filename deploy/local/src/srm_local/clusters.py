@@ -249,8 +249,9 @@ class LocalKafkaCluster:
                 kafka_classpath(),
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                # One argument: an id may start with '-', which argparse4j would take
+                # for an option.
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(self._properties_path()),
             ],
