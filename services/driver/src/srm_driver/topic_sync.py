@@ -1,0 +1,402 @@
+"""Remote topics of one flow on its target: create them, grow them, keep their configs synced.
+
+MM2's topic lifecycle (``mm2-semantics.md`` §5.4): a remote topic gets its source
+topic's partition count, the flow's ``replication.factor`` and the source's copyable
+configs (:mod:`srm_common.domain.topic_configs`); partitions only ever grow; config
+sync SETs and DELETEs with ``incrementalAlterConfigs``. Each method is one round of
+batched admin requests and is safe to repeat: what is already right is left alone.
+
+A round that fails for some topics still finishes the others, then raises one
+:class:`TopicSyncError` naming each failed ``cluster:topic`` with what to check, and
+carrying the changes that did go through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from typing import TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+from srm_common.config.model import FlowConfig
+from srm_common.domain.topic_configs import (
+    UNKNOWN_CONFIG,
+    ConfigChanges,
+    TopicConfigEntry,
+    plan_config_changes,
+    select_configs_to_copy,
+)
+from srm_common.replication_plan import reason_not_replicated
+
+from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, topic_partitions
+
+_T = TypeVar("_T")
+_MAX_LISTED_FAILURES = 5
+
+
+class TopicSyncError(KafkaAdminError):
+    """Some topics of a round failed; ``changes`` lists what the round did change."""
+
+    def __init__(self, message: str, changes: list[str]) -> None:
+        super().__init__(message)
+        self.changes = changes
+
+
+class TopicSync:
+    """Creates, grows and config-syncs the remote topics of ``flow`` (source -> target).
+
+    The admin clients belong to the caller and must stay open while this object is
+    used; they are kept referenced here, so pending futures never outlive their client.
+    """
+
+    def __init__(
+        self,
+        flow: FlowConfig,
+        source_admin: AdminClient,
+        target_admin: AdminClient,
+        *,
+        timeout: float = TIMEOUT_S,
+    ) -> None:
+        self._flow = flow
+        self._policy = flow.replication_policy()
+        self._config_filter = flow.config_property_filter()
+        self._source_admin = source_admin
+        self._target_admin = target_admin
+        self._timeout = timeout
+        # The broker gets ``timeout`` to finish an operation; the request a little longer,
+        # so a slow broker's answer arrives instead of a client-side timeout.
+        self._request_timeout = timeout + 5
+
+    def remote_topic(self, topic: str) -> str:
+        """Name on the target of source ``topic`` (``orders`` -> ``primary.orders``)."""
+        return self._policy.format_remote_topic(self._flow.source, topic)
+
+    def replicated_topics(self) -> dict[str, int]:
+        """Source topics this flow copies, with their partition counts, sorted by name.
+
+        Same rule as the replication plan: allowed by ``topics``/``topics.exclude`` (or a
+        heartbeats topic), not internal, not a copy of a target topic.
+        """
+        partitions = self._listed(self._flow.source, self._source_admin)
+        return {
+            topic: count
+            for topic, count in sorted(partitions.items())
+            if reason_not_replicated(self._flow, self._policy, topic) is None
+        }
+
+    def ensure_remote_topics(self, topics: Mapping[str, int]) -> list[str]:
+        """Create missing remote topics and grow those with fewer partitions than the source.
+
+        ``topics`` maps source topic -> partition count (as :meth:`replicated_topics`
+        gives). New topics get the source partition count, ``replication.factor`` (-1:
+        the target broker's default) and the copyable source configs. A topic never
+        shrinks; a source topic deleted meanwhile, or a remote topic another driver
+        created or grew first, is no change. Returns one line per change.
+        """
+        existing = self._listed(self._flow.target, self._target_admin)
+        missing = {t: n for t, n in topics.items() if self.remote_topic(t) not in existing}
+        smaller = {
+            self.remote_topic(t): (existing[self.remote_topic(t)], n)
+            for t, n in topics.items()
+            if self.remote_topic(t) in existing and existing[self.remote_topic(t)] < n
+        }
+        changes: list[str] = []
+        failures: list[str] = []
+        if missing:
+            source_configs = self._describe(self._flow.source, self._source_admin, missing)
+            failures += source_configs.failures
+            to_create = {t: missing[t] for t in missing if t in source_configs.entries}
+            configs = {
+                t: select_configs_to_copy(source_configs.entries[t], self._config_filter)
+                for t in to_create
+            }
+            self._create(to_create, configs, changes, failures)
+        if smaller:
+            self._grow(smaller, changes, failures)
+        self._raise_if_failed("update remote topics", changes, failures)
+        return changes
+
+    def sync_configs(self, topics: Iterable[str]) -> list[str]:
+        """Make the remote topics' configs mirror their source topics' (incrementally).
+
+        ``topics`` are source topic names. Allowed configs set on the source are SET
+        where they differ; allowed configs at their default on the source but set on the
+        remote topic are DELETEd; excluded ones are never touched. A topic missing on
+        either side is skipped (creation is :meth:`ensure_remote_topics`' job). Returns
+        one line per remote topic changed.
+        """
+        wanted = list(dict.fromkeys(topics))
+        if not wanted:
+            return []
+        failures: list[str] = []
+        source = self._describe(self._flow.source, self._source_admin, wanted)
+        remote_names = {self.remote_topic(t): t for t in wanted if t in source.entries}
+        target = self._describe(self._flow.target, self._target_admin, remote_names)
+        failures += source.failures + target.failures
+        planned = {
+            remote: plan_config_changes(
+                source.entries[topic], target.entries[remote], self._config_filter
+            )
+            for remote, topic in remote_names.items()
+            if remote in target.entries
+        }
+        changes: list[str] = []
+        self._alter({r: c for r, c in planned.items() if c}, changes, failures)
+        self._raise_if_failed("sync topic configs", changes, failures)
+        return changes
+
+    # --- batched admin requests ---------------------------------------------------------
+
+    def _listed(self, alias: str, admin: AdminClient) -> dict[str, int]:
+        try:
+            return topic_partitions(admin, timeout=self._timeout)
+        except KafkaAdminError as exc:
+            raise KafkaAdminError(
+                f"flow {self._flow.name}: cannot list the topics of cluster {alias!r}: {exc}"
+            ) from exc
+
+    def _describe(self, alias: str, admin: AdminClient, topics: Iterable[str]) -> _Described:
+        """Config entries per topic; a topic that does not exist is silently left out."""
+        described = _Described()
+        resources = [ConfigResource(ResourceType.TOPIC, name) for name in topics]
+        if not resources:
+            return described
+        futures = self._submit(
+            alias,
+            "describe topic configs",
+            lambda: admin.describe_configs(resources, request_timeout=self._request_timeout),
+        )
+        for resource, future in futures.items():
+            name = resource.name
+            result = self._result(alias, name, "read the configs of", future, described.failures)
+            if isinstance(result, dict):
+                entries: dict[str, ConfigEntry] = result
+                described.entries[name] = [_entry(e) for e in entries.values()]
+        return described
+
+    def _create(
+        self,
+        topics: Mapping[str, int],
+        configs: Mapping[str, dict[str, str]],
+        changes: list[str],
+        failures: list[str],
+    ) -> None:
+        if not topics:
+            return
+        rf = self._flow.replication_factor
+        new_topics = [
+            NewTopic(self.remote_topic(t), n, replication_factor=rf, config=configs[t])
+            for t, n in topics.items()
+        ]
+        futures = self._submit(
+            self._flow.target,
+            "create topics",
+            lambda: self._target_admin.create_topics(
+                new_topics, operation_timeout=self._timeout, request_timeout=self._request_timeout
+            ),
+        )
+        by_remote = {self.remote_topic(t): t for t in topics}
+        for remote, future in futures.items():
+            topic = by_remote[remote]
+            if self._result(self._flow.target, remote, "create", future, failures) in _NOTHING:
+                continue
+            count = len(configs[topic])
+            changes.append(
+                f"created {self._flow.target}:{remote} ({topics[topic]} partitions,"
+                f" {count} config{'s' if count != 1 else ''})"
+            )
+
+    def _grow(
+        self, topics: Mapping[str, tuple[int, int]], changes: list[str], failures: list[str]
+    ) -> None:
+        requests = [NewPartitions(remote, new) for remote, (_, new) in topics.items()]
+        futures = self._submit(
+            self._flow.target,
+            "add partitions",
+            lambda: self._target_admin.create_partitions(
+                requests, operation_timeout=self._timeout, request_timeout=self._request_timeout
+            ),
+        )
+        for remote, future in futures.items():
+            old, new = topics[remote]
+            action = f"grow to {new} partitions"
+            if self._result(self._flow.target, remote, action, future, failures) in _NOTHING:
+                continue
+            changes.append(f"grew {self._flow.target}:{remote} from {old} to {new} partitions")
+
+    def _alter(
+        self, planned: Mapping[str, ConfigChanges], changes: list[str], failures: list[str]
+    ) -> None:
+        if not planned:
+            return
+        resources = [
+            ConfigResource(ResourceType.TOPIC, remote, incremental_configs=_ops(change))
+            for remote, change in planned.items()
+        ]
+        futures = self._submit(
+            self._flow.target,
+            "alter topic configs",
+            lambda: self._target_admin.incremental_alter_configs(
+                resources, request_timeout=self._request_timeout
+            ),
+        )
+        for resource, future in futures.items():
+            remote = resource.name
+            action = "change the configs of"
+            if self._result(self._flow.target, remote, action, future, failures) in _NOTHING:
+                continue
+            changes.append(
+                f"synced configs of {self._flow.target}:{remote}: "
+                + _describe_changes(planned[remote])
+            )
+
+    def _submit(self, alias: str, what: str, call: Callable[[], _T]) -> _T:
+        """Send a request; a refusal before anything is sent is one error for the batch."""
+        try:
+            return call()
+        except KafkaException as exc:
+            raise KafkaAdminError(
+                f"flow {self._flow.name}: cannot {what} on cluster {alias!r}: {exc};"
+                f" is {alias!r} reachable?"
+            ) from exc
+
+    def _result(
+        self, alias: str, topic: str, action: str, future: Future[_T], failures: list[str]
+    ) -> _T | object:
+        """The future's result, ``_SKIPPED`` when there is nothing to do, else ``_FAILED``."""
+        try:
+            return future.result(self._request_timeout + 5)
+        except FutureTimeoutError:
+            waited = self._request_timeout + 5
+            failures.append(
+                f"cannot {action} {alias}:{topic}: no answer within {waited:g} s;"
+                f" is {alias!r} reachable?"
+            )
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is not None and error.code() in _NO_CHANGE:
+                return _SKIPPED
+            failures.append(f"cannot {action} {alias}:{topic}: {self._hint(alias, error, exc)}")
+        return _FAILED
+
+    def _hint(self, alias: str, error: KafkaError | None, exc: Exception) -> str:
+        reason = error.str() if error is not None else str(exc)
+        code = error.code() if error is not None else None
+        if code == KafkaError.INVALID_REPLICATION_FACTOR:
+            check = (
+                f"replication.factor {self._flow.replication_factor} of flow"
+                f" {self._flow.name} must not exceed the brokers of {alias!r}"
+            )
+        elif code == KafkaError.INVALID_CONFIG:
+            check = (
+                f"a config copied from {self._flow.source!r} is not valid on {alias!r};"
+                " add its name to config.properties.exclude"
+            )
+        elif code in _AUTHORIZATION:
+            check = (
+                f"grant the admin client of {alias!r} the topic ACLs SRM needs"
+                " (DESCRIBE_CONFIGS, CREATE, ALTER, ALTER_CONFIGS)"
+            )
+        elif code == KafkaError.POLICY_VIOLATION:
+            check = f"a create-topic or alter-config policy of {alias!r} refused it"
+        elif code in _UNREACHABLE:
+            check = f"is {alias!r} reachable?"
+        else:
+            check = f"see the broker log of {alias!r}"
+        return f"{reason}; {check}"
+
+    def _raise_if_failed(self, what: str, changes: list[str], failures: list[str]) -> None:
+        if not failures:
+            return
+        listed = "; ".join(failures[:_MAX_LISTED_FAILURES])
+        more = len(failures) - _MAX_LISTED_FAILURES
+        if more > 0:
+            listed += f"; and {more} more"
+        done = f" ({len(changes)} other changes went through)" if changes else ""
+        raise TopicSyncError(
+            f"flow {self._flow.name}: could not {what} for {len(failures)} topic"
+            f"{'s' if len(failures) != 1 else ''}{done}: {listed}",
+            changes,
+        )
+
+
+class _Described:
+    """Config entries of the topics that answered, and failures of those that did not."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list[TopicConfigEntry]] = {}
+        self.failures: list[str] = []
+
+
+_FAILED = object()
+_SKIPPED = object()
+_NOTHING = (_FAILED, _SKIPPED)
+
+# Another client got there first (created the topic, added the partitions) or the topic
+# was deleted between listing and describing: nothing to do this round.
+_NO_CHANGE = frozenset(
+    {
+        KafkaError.TOPIC_ALREADY_EXISTS,
+        KafkaError.INVALID_PARTITIONS,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
+)
+_AUTHORIZATION = frozenset(
+    {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+)
+_UNREACHABLE = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+
+
+def _entry(entry: ConfigEntry) -> TopicConfigEntry:
+    # confluent-kafka 2.16 hands the source over as a plain int, not a ConfigSource.
+    try:
+        source = ConfigSource(entry.source).name
+    except ValueError:
+        source = UNKNOWN_CONFIG
+    return TopicConfigEntry(
+        name=entry.name,
+        value=entry.value,
+        source=source,
+        is_default=entry.is_default,
+        is_read_only=entry.is_read_only,
+        is_sensitive=entry.is_sensitive,
+    )
+
+
+def _ops(changes: ConfigChanges) -> list[ConfigEntry]:
+    sets = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in changes.to_set
+    ]
+    deletes = [
+        ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+        for name in changes.to_delete
+    ]
+    return sets + deletes
+
+
+def _describe_changes(changes: ConfigChanges) -> str:
+    parts = []
+    if changes.to_set:
+        parts.append("set " + ", ".join(f"{name}={value}" for name, value in changes.to_set))
+    if changes.to_delete:
+        parts.append("deleted " + ", ".join(changes.to_delete))
+    return "; ".join(parts)
