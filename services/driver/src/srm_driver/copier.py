@@ -24,6 +24,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import ORIGIN_HEADER, IdentityReplicationPolicy
 from srm_common.domain.progress import Halt, Progress, Resume, batch_end, reconcile
 from srm_common.domain.records import OffsetSync
+
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, partition_offsets
 from srm_driver.progress_store import ProgressStore

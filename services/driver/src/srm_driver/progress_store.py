@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from srm_common.domain.connect_offsets import decode_source_offset, source_offset_key
 from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.domain.progress import Progress
@@ -70,38 +70,45 @@ class ProgressStore:
         )
         found: dict[TopicPartitionKey, Progress] = {}
         try:
-            metadata = consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
-            if metadata is None or metadata.error is not None:
-                return found
-            pending: set[int] = set()
-            assignment = []
-            for partition in metadata.partitions:
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=timeout
-                )
-                if high > low:
-                    pending.add(partition)
-                    assignment.append(TopicPartition(self.topic, partition, low))
-            consumer.assign(assignment)
-            deadline = time.monotonic() + timeout
-            while pending:
-                if time.monotonic() > deadline:
-                    raise KafkaAdminError(
-                        f"could not read {self.topic} to its end within {timeout:.0f} s"
-                    )
-                message = consumer.poll(0.5)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(message.partition())
-                        continue
-                    raise KafkaAdminError(f"reading {self.topic}: {error}")
-                self._take(found, message.key(), message.value())
+            self._read_all(consumer, found, timeout)
+        except KafkaException as exc:
+            raise KafkaAdminError(f"cannot read progress from {self.topic}: {exc}") from exc
         finally:
             consumer.close()
         return found
+
+    def _read_all(
+        self, consumer: Consumer, found: dict[TopicPartitionKey, Progress], timeout: float
+    ) -> None:
+        metadata = consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
+        if metadata is None or metadata.error is not None:
+            return
+        pending: set[int] = set()
+        assignment = []
+        for partition in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), timeout=timeout
+            )
+            if high > low:
+                pending.add(partition)
+                assignment.append(TopicPartition(self.topic, partition, low))
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaAdminError(
+                    f"could not read {self.topic} to its end within {timeout:.0f} s"
+                )
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    pending.discard(message.partition())
+                    continue
+                raise KafkaAdminError(f"reading {self.topic}: {error}")
+            self._take(found, message.key(), message.value())
 
     def _take(
         self, found: dict[TopicPartitionKey, Progress], key: bytes | None, value: bytes | None

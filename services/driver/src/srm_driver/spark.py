@@ -14,6 +14,7 @@ Environment:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -26,6 +27,8 @@ from srm_common.errors import SrmError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 _JAVA_ROOT = Path(__file__).parent / "jvm"
 COPIER_CLASS = "srm.driver.RangeCopier"
@@ -123,6 +126,7 @@ def spark_session(
         .appName(app_name)
         .config("spark.jars", ",".join(str(jar) for jar in all_jars))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.task.maxFailures", "1")
         .config("spark.speculation", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -135,15 +139,18 @@ def spark_session(
 
 
 def stop_session(session: SparkSession) -> None:
-    """Stop Spark and its JVM (cached producers keep dialling clusters otherwise)."""
+    """Stop Spark and its JVM (cached producers keep dialling clusters otherwise).
+
+    The JVM may already be gone (a signal to the whole process group reached it too);
+    then there is nothing left to stop.
+    """
     gateway = session.sparkContext._gateway
     try:
-        copier = session.sparkContext._jvm.srm.driver.RangeCopier  # type: ignore[union-attr]
-        copier.closeProducers()
-    except Exception:  # noqa: BLE001 - best effort at shutdown
-        pass
-    session.stop()
-    gateway.shutdown()
+        session.sparkContext._jvm.srm.driver.RangeCopier.closeProducers()  # type: ignore[union-attr]
+        session.stop()
+        gateway.shutdown()
+    except Exception as exc:  # noqa: BLE001 - Py4J errors when the JVM died first
+        log.info("Spark's JVM was already gone at shutdown (%s)", type(exc).__name__)
     process = getattr(gateway, "proc", None)
     if process is not None:
         process.terminate()

@@ -126,6 +126,8 @@ def build_flow(
         sync_topic_configs_enabled=v.flag("sync.topic.configs.enabled"),
         sync_topic_configs_interval_seconds=v.number("sync.topic.configs.interval.seconds"),
         offset_lag_max=v.number("offset.lag.max"),
+        batch_max_records=v.number("srm.batch.max.records"),
+        idle_wait_ms=v.number("srm.idle.wait.ms"),
         offset_syncs_topic_location=v.text("offset-syncs.topic.location"),
         heartbeats_topic_replication_factor=v.number("heartbeats.topic.replication.factor"),
         checkpoints_topic_replication_factor=v.number("checkpoints.topic.replication.factor"),

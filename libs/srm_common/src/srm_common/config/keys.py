@@ -192,6 +192,23 @@ _SPECS: list[KeySpec] = [
         choices=("source", "target"),
     ),
     KeySpec("consumer.poll.timeout.ms", Kind.LONG, "1000", "Source poll timeout.", minimum=0),
+    # SRM's own keys (not MM2's): how source tasks cut batches.
+    KeySpec(
+        "srm.batch.max.records",
+        Kind.INT,
+        "100000",
+        "Most upstream offsets one source-task batch copies per partition.",
+        "batch_max_records",
+        minimum=1,
+    ),
+    KeySpec(
+        "srm.idle.wait.ms",
+        Kind.LONG,
+        "100",
+        "How long a source task waits before looking again when nothing was new.",
+        "idle_wait_ms",
+        minimum=1,
+    ),
     KeySpec("admin.timeout.ms", Kind.LONG, "60000", "Admin request timeout.", minimum=0),
     KeySpec(
         "topic.filter.class",

@@ -104,6 +104,8 @@ class FlowConfig:
     sync_topic_configs_enabled: bool
     sync_topic_configs_interval_seconds: int
     offset_lag_max: int
+    batch_max_records: int
+    idle_wait_ms: int
     offset_syncs_topic_location: str
     heartbeats_topic_replication_factor: int
     checkpoints_topic_replication_factor: int

@@ -1,0 +1,119 @@
+"""`srm-driver`: run the replication workers of a configuration until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from srm_common.config import load_config
+from srm_common.errors import ConfigError, SrmError
+
+EPILOG = """\
+examples:
+  srm-driver --config srm.yaml                  every enabled flow of srm.yaml
+  srm-driver --config mm2.properties            an MM2 properties file works as well
+  srm-driver --config srm.yaml --spark-master spark://spark-master:7077
+                                                run the copy jobs on a Spark cluster
+  srm-driver --config srm.yaml --set primary.bootstrap.servers=kafka-a:9092
+                                                override one key of the file (repeatable)
+
+Stop with Ctrl-C or SIGTERM: running batches finish and are recorded first (a second
+signal abandons them; the next start skips exactly what they already wrote).
+
+environment:
+  SRM_SPARK_MASTER   default for --spark-master (local[*])
+  SRM_SPARK_JARS     Spark's Kafka connector jars, comma separated (default: `make jars`)
+  SRM_LOG_LEVEL      DEBUG, INFO (default), WARNING
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("SRM_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        config = load_config(args.config, overrides=_overrides(args.set))
+    except ConfigError as exc:
+        print(f"srm-driver: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"srm-driver: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"srm-driver: cannot read {args.config}: {exc.strerror}", file=sys.stderr)
+        return 2
+    from srm_driver.driver import Driver
+
+    driver = Driver(config, spark_master=args.spark_master)
+    signals = {"count": 0}
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            logging.warning("second signal: abandoning running batches")
+            os._exit(130)
+        logging.info("%s: stopping after the running batches", signal.Signals(number).name)
+        driver.stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, on_signal)
+    try:
+        driver.start()
+        driver.wait()
+    except SrmError as exc:
+        print(f"srm-driver: {exc}", file=sys.stderr)
+        driver.shutdown()
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="srm-driver",
+        description=(
+            "Copy topics between Kafka clusters as configured: one worker per flow, source"
+            " tasks on Spark, heartbeats for every pair of clusters."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config",
+        required=True,
+        type=Path,
+        help="srm.yaml or an MM2 properties file (see docs/configuration.md)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        default=os.environ.get("SRM_SPARK_MASTER", "local[*]"),
+        help="Spark master URL (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the configuration, in MM2 properties form (repeatable)",
+    )
+    return parser
+
+
+def _overrides(items: Sequence[str]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tasks.max=4")
+        overrides[key.strip()] = value.strip()
+    return overrides

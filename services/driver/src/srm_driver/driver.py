@@ -1,0 +1,116 @@
+"""The driver process: a worker per enabled flow, heartbeats for every pair, one Spark.
+
+Until the coordinator lands, a driver plans its own tasks from the configuration (the
+same planning functions the coordinator will call) and runs all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.errors import SrmError
+
+from srm_driver.heartbeats import HeartbeatTask
+from srm_driver.worker import FlowWorker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def _int_setting(config: SrmConfig, flow: FlowConfig, key: str, default: int) -> int:
+    """A Connect worker key (``offset.storage.*``): flow or top level, else the target
+    cluster's ``<alias>.<key>``, else ``default``."""
+    raw = flow.extra.get(key) or config.cluster(flow.target).extra.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SrmError(f"{key} must be a whole number, got {raw!r}") from None
+
+
+class Driver:
+    """Owns the Spark session, the flow workers and the heartbeat thread."""
+
+    def __init__(self, config: SrmConfig, *, spark_master: str) -> None:
+        self.config = config
+        self.spark_master = spark_master
+        self.stop = threading.Event()
+        self.session: SparkSession | None = None
+        self.workers: list[FlowWorker] = []
+        self._heartbeats = threading.Thread(target=self._beat, name="heartbeats", daemon=True)
+        self.heartbeat_tasks = [
+            HeartbeatTask(flow) for flow in config.flows.values() if flow.emit_heartbeats_enabled
+        ]
+
+    def start(self) -> None:
+        """Start Spark (when a flow is enabled), every worker and the heartbeats."""
+        enabled = self.config.enabled_flows()
+        if enabled:
+            from srm_driver.spark import spark_session
+
+            log.info("starting Spark (%s)", self.spark_master)
+            self.session = spark_session(self.spark_master)
+        for flow in enabled:
+            worker = FlowWorker(
+                flow,
+                self.session,  # type: ignore[arg-type]
+                self.stop,
+                progress_partitions=_int_setting(
+                    self.config, flow, "offset.storage.partitions", 25
+                ),
+                progress_replication_factor=_int_setting(
+                    self.config, flow, "offset.storage.replication.factor", -1
+                ),
+            )
+            self.workers.append(worker)
+            worker.start()
+        self._heartbeats.start()
+        flows = ", ".join(flow.name for flow in enabled) or "none"
+        log.info(
+            "driver running: flows copying: %s; heartbeats: %d pairs",
+            flows,
+            len(self.heartbeat_tasks),
+        )
+
+    def _beat(self) -> None:
+        prepared: set[int] = set()
+        while not self.stop.is_set():
+            for index, task in enumerate(self.heartbeat_tasks):
+                try:
+                    if index not in prepared:
+                        task.prepare()
+                        prepared.add(index)
+                    if task.seconds_until_due() == 0:
+                        task.beat()
+                except SrmError as exc:
+                    log.error("%s: heartbeat failed: %s", task.flow.name, exc)
+            waits = [task.seconds_until_due() for task in self.heartbeat_tasks] or [1.0]
+            self.stop.wait(max(0.05, min(waits)))
+        for task in self.heartbeat_tasks:
+            task.close()
+
+    def wait(self) -> None:
+        """Block until ``stop`` is set, then let every worker finish its batch."""
+        while not self.stop.wait(0.5):
+            pass
+        self.shutdown()
+
+    def shutdown(self, timeout: float = 120.0) -> None:
+        self.stop.set()
+        for worker in self.workers:
+            worker.join(timeout)
+            if worker.is_alive():
+                log.warning("%s: batch still running at shutdown; abandoning it", worker.name)
+        self._heartbeats.join(10)
+        if self.session is not None:
+            from srm_driver.spark import stop_session
+
+            stop_session(self.session)
+            self.session = None
+        log.info("driver stopped")

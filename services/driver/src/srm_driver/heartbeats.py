@@ -1,0 +1,48 @@
+"""The heartbeat task of a flow: ``heartbeats`` on the target, one record per interval.
+
+Runs for every ordered pair with ``emit.heartbeats.enabled``, enabled flow or not, so
+every cluster that could be a source has a ``heartbeats`` topic, and flow ``A->B`` copies
+A's as ``A.heartbeats`` to B: proof that the A->B path works end to end.
+"""
+
+from __future__ import annotations
+
+import time
+
+from srm_common.config.model import FlowConfig
+from srm_common.domain.records import Heartbeat
+
+from srm_driver.internal_writer import InternalWriter
+from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+
+
+class HeartbeatTask:
+    """Emits ``Heartbeat(source, target, now)`` every ``emit.heartbeats.interval.seconds``."""
+
+    def __init__(self, flow: FlowConfig) -> None:
+        self.flow = flow
+        self.topic = flow.replication_policy().heartbeats_topic()
+        self.interval = float(flow.emit_heartbeats_interval_seconds)
+        self._writer = InternalWriter(self.topic, flow.target_internal_producer)
+        self._next_due = 0.0
+        self.emitted = 0
+
+    def prepare(self) -> None:
+        ensure_compacted_topic(
+            admin_client(self.flow.target_admin),
+            self.topic,
+            replication_factor=self.flow.heartbeats_topic_replication_factor,
+        )
+
+    def seconds_until_due(self, now: float | None = None) -> float:
+        return max(0.0, self._next_due - (time.monotonic() if now is None else now))
+
+    def beat(self) -> None:
+        """Emit one heartbeat now and schedule the next."""
+        heartbeat = Heartbeat(self.flow.source, self.flow.target, int(time.time() * 1000))
+        self._writer.write([(heartbeat.encode_key(), heartbeat.encode_value())], timeout=30)
+        self.emitted += 1
+        self._next_due = time.monotonic() + self.interval
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,194 @@
+"""A flow worker: the source tasks of one enabled flow ``S->T`` in a thread.
+
+Keeps the remote topics in step with the source (created before the first copy, grown,
+configs synced), plans source tasks with the core's planner and copies batches until
+told to stop. A stop lets the running batch finish and be recorded first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from srm_common.config.model import FlowConfig
+from srm_common.domain.tasks import SourceTask, plan_source_tasks
+
+from srm_driver.copier import BatchReport, FlowCopier
+from srm_driver.kafka_admin import admin_client
+from srm_driver.topic_sync import TopicSync
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 2.0
+STATUS_SECONDS = 10.0
+
+
+@dataclass
+class FlowStatus:
+    """What a worker has done, for status lines and (later) the per-flow REST endpoint."""
+
+    flow: str
+    topics: int = 0
+    partitions: int = 0
+    tasks: tuple[SourceTask, ...] = ()
+    records: int = 0
+    value_bytes: int = 0
+    batches: int = 0
+    lost: int = 0
+    halted: dict[tuple[str, int], str] = field(default_factory=dict)
+    last_error: str | None = None
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for the log: the root cause of a Py4J/Java error, else the message."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None and java.getCause() != java:
+                java = java.getCause()
+            return str(java.toString())
+        except Exception:  # noqa: BLE001 - the JVM may be gone
+            pass
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class FlowWorker(threading.Thread):
+    """Runs the source tasks of one flow until ``stop`` is set."""
+
+    def __init__(
+        self,
+        flow: FlowConfig,
+        session: SparkSession,
+        stop: threading.Event,
+        *,
+        progress_partitions: int = 25,
+        progress_replication_factor: int = -1,
+    ) -> None:
+        super().__init__(name=f"flow {flow.name}", daemon=True)
+        self.flow = flow
+        self.stop = stop
+        self.status = FlowStatus(flow.name)
+        self._source_admin = admin_client(flow.source_admin)
+        self._target_admin = admin_client(flow.target_admin)
+        self.topics = TopicSync(flow, self._source_admin, self._target_admin)
+        self.copier = FlowCopier(
+            flow,
+            session,
+            max_records=flow.batch_max_records,
+            progress_partitions=progress_partitions,
+            progress_replication_factor=progress_replication_factor,
+        )
+        self._replicated: dict[str, int] = {}
+        self._next_refresh = 0.0
+        self._next_config_sync = 0.0
+        self._window = BatchReport()
+        self._window_started = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.copier.prepare()
+                break
+            except Exception as exc:  # noqa: BLE001 - e.g. a new topic without a leader yet
+                self._failed("cannot start, retrying", exc)
+        while not self.stop.is_set():
+            try:
+                self._maintain_topics()
+                report = self.copier.run_batch()
+            except Exception as exc:  # noqa: BLE001 - a batch failure is logged and retried
+                self._failed("batch failed, retrying after reconciling", exc)
+                continue
+            if report is None:
+                self.stop.wait(self.flow.idle_wait_ms / 1000)
+            else:
+                self._count(report)
+            self._maybe_log_status()
+        self.copier.close()
+        log.info("%s: stopped after %d batches", self.flow.name, self.status.batches)
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        message = describe_failure(exc)
+        self.status.last_error = message
+        log.error("%s: %s: %s", self.flow.name, what, message)
+        self.stop.wait(RETRY_SECONDS)
+
+    def _maintain_topics(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_refresh:
+            self._refresh_topics()
+            interval = self.flow.refresh_topics_interval_seconds
+            self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
+        if self.flow.sync_topic_configs_enabled and now >= self._next_config_sync:
+            if self._next_config_sync:  # creation copied the configs; sync from then on
+                for change in self.topics.sync_configs(self._replicated):
+                    log.info("%s: %s", self.flow.name, change)
+            self._next_config_sync = now + self.flow.sync_topic_configs_interval_seconds
+
+    def _refresh_topics(self) -> None:
+        replicated = self.topics.replicated_topics()
+        for change in self.topics.ensure_remote_topics(replicated):
+            log.info("%s: %s", self.flow.name, change)
+        for gone in sorted(set(self._replicated) - set(replicated)):
+            log.info("%s: %s is no longer replicated", self.flow.name, gone)
+        for new in sorted(set(replicated) - set(self._replicated)):
+            log.info("%s: replicating %s -> %s", self.flow.name, new, self.topics.remote_topic(new))
+        self._replicated = replicated
+        partitions = [(topic, p) for topic, count in replicated.items() for p in range(count)]
+        # A single driver runs every task of the flow; the coordinator will hand out
+        # subsets of the same plan.
+        tasks = plan_source_tasks(self.flow.name, partitions, self.flow.tasks_max)
+        owned = {tp for task in tasks for tp in task.partitions}
+        self.copier.assign({tp: self.topics.remote_topic(tp[0]) for tp in owned})
+        self.status.tasks = tasks
+        self.status.topics = len(replicated)
+        self.status.partitions = len(owned)
+
+    def _count(self, report: BatchReport) -> None:
+        self.status.batches += 1
+        self.status.records += report.written
+        self.status.value_bytes += report.value_bytes
+        self.status.lost += report.lost
+        self.status.halted.update(report.halted)
+        self.status.last_error = None
+        window = self._window
+        window.written += report.written
+        window.value_bytes += report.value_bytes
+        window.latency_sum_ms += report.latency_sum_ms
+        window.latency_max_ms = max(window.latency_max_ms, report.latency_max_ms)
+        window.partitions += 1
+
+    def _maybe_log_status(self) -> None:
+        elapsed = time.monotonic() - self._window_started
+        if elapsed < STATUS_SECONDS:
+            return
+        window = self._window
+        if window.written:
+            log.info(
+                "%s: copied %d records (%.1f MB) in %.0f s, %.0f records/s; latency avg %d ms,"
+                " max %d ms; %d topics, %d partitions, %d tasks",
+                self.flow.name,
+                window.written,
+                window.value_bytes / 1e6,
+                elapsed,
+                window.written / elapsed,
+                window.latency_sum_ms // max(window.written, 1),
+                window.latency_max_ms,
+                self.status.topics,
+                self.status.partitions,
+                len(self.status.tasks),
+            )
+        if self.status.halted:
+            log.warning(
+                "%s: %d partitions halted (see earlier errors)",
+                self.flow.name,
+                len(self.status.halted),
+            )
+        self._window = BatchReport()
+        self._window_started = time.monotonic()
