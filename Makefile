@@ -15,7 +15,7 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration lint format clean
+        test-integration bench lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ test-unit: install ## unit tests only (no Kafka, no Spark)
 
 test-integration: jars ## integration tests only
 	@$(VENV)/bin/python -m pytest -m integration
+
+bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
+	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
 
 lint: install ## ruff
 	@$(VENV)/bin/ruff check .

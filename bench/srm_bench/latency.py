@@ -1,0 +1,185 @@
+"""End-to-end replication latency at a steady produce rate.
+
+While a replicator runs (after its catch-up), records are produced to the source at
+``rate`` records/s for ``seconds``, each with CreateTime = now and its sequence number
+and send time (µs) in the first 16 bytes of its value. A consumer on the target reads
+the remote topic and takes ``receive time - record timestamp`` for each record (both
+replicators keep the source's CreateTime; a record whose timestamp differs from the send
+time in its value is counted as ``timestamps_changed``, and its latency is taken from
+the value instead). Records sent during the first ``warmup`` seconds are left out.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from srm_bench.progress import say
+from srm_bench.stack import admin_client, wait_for_topic
+
+_HEADER = struct.Struct(">QQ")  # sequence number, send time in µs since the epoch
+DRAIN_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+    max_ms: float
+    measured: int
+    expected: int
+    lost: int
+    duplicates: int
+    timestamps_changed: int
+    sent: int
+    send_rate: float
+
+    def describe(self) -> dict[str, object]:
+        values = asdict(self)
+        return {k: round(v, 2) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending list (NaN when empty)."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+class _Receiver(threading.Thread):
+    """Reads the remote topic from its start; latency per sequence number."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(name="latency-receiver", daemon=True)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "srm-bench-latency",  # required by librdkafka; never joined
+                "enable.auto.commit": False,
+                "log_level": 2,
+            }
+        )
+        self.topic = topic
+        self.partitions = partitions
+        self.latency_ms: dict[int, float] = {}
+        self.duplicates = 0
+        self.timestamps_changed = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        assignment = [
+            TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)
+        ]
+        self.consumer.assign(assignment)
+        try:
+            while not self.stopping.is_set():
+                messages = self.consumer.consume(500, timeout=0.1)
+                received_ms = time.time() * 1000
+                for message in messages:
+                    if message.error() is None:
+                        self._record(message.value(), message.timestamp()[1], received_ms)
+        finally:
+            self.consumer.close()
+
+    def has_all(self, sequences: set[int]) -> bool:
+        # Lookups only: safe while the receiver thread inserts.
+        return all(sequence in self.latency_ms for sequence in sequences)
+
+    def _record(self, value: bytes, timestamp_ms: int, received_ms: float) -> None:
+        sequence, sent_us = _HEADER.unpack_from(value)
+        if sequence in self.latency_ms:
+            self.duplicates += 1
+            return
+        if timestamp_ms != sent_us // 1000:
+            self.timestamps_changed += 1
+            timestamp_ms = sent_us // 1000
+        self.latency_ms[sequence] = received_ms - timestamp_ms
+
+
+def measure_latency(
+    *,
+    label: str,
+    source: str,
+    target: str,
+    topic: str,
+    remote: str,
+    partitions: int,
+    record_size: int,
+    rate: int,
+    seconds: float,
+    warmup: float,
+) -> LatencyResult:
+    """Produce at ``rate`` for ``seconds`` and measure; see the module docstring."""
+    if not wait_for_topic(admin_client(target), remote, partitions, 60):
+        say(f"  {label}: {remote} not on the target after 60 s; producing anyway")
+    receiver = _Receiver(target, remote, partitions)
+    receiver.start()
+    say(f"  {label}: latency: {rate} records/s for {seconds:.0f} s ({warmup:.0f} s warm-up)")
+    sent, send_seconds = _produce_steadily(source, topic, partitions, record_size, rate, seconds)
+    warm = min(sent, int(warmup * rate))
+    expected = set(range(warm, sent))
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < deadline and not receiver.has_all(expected):
+        time.sleep(0.2)
+    receiver.stopping.set()
+    receiver.join()
+    values = sorted(receiver.latency_ms[s] for s in expected if s in receiver.latency_ms)
+    result = LatencyResult(
+        p50_ms=percentile(values, 50),
+        p99_ms=percentile(values, 99),
+        mean_ms=sum(values) / len(values) if values else math.nan,
+        max_ms=values[-1] if values else math.nan,
+        measured=len(values),
+        expected=len(expected),
+        lost=len(expected) - len(values),
+        duplicates=receiver.duplicates,
+        timestamps_changed=receiver.timestamps_changed,
+        sent=sent,
+        send_rate=sent / send_seconds,
+    )
+    say(
+        f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "
+        f"({result.measured:,} records, {result.lost} missing)"
+    )
+    return result
+
+
+def _produce_steadily(
+    bootstrap: str, topic: str, partitions: int, record_size: int, rate: int, seconds: float
+) -> tuple[int, float]:
+    """Send ``rate`` records/s for ``seconds``; returns (records sent, seconds taken)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            "log_level": 2,
+        }
+    )
+    padding = bytes(max(0, record_size - _HEADER.size))
+    started = time.monotonic()
+    sent = 0
+    last_report = started
+    while (elapsed := time.monotonic() - started) < seconds:
+        while sent < int(elapsed * rate):
+            now_us = time.time_ns() // 1000
+            value = _HEADER.pack(sent, now_us) + padding
+            producer.produce(topic, value, partition=sent % partitions, timestamp=now_us // 1000)
+            sent += 1
+        producer.poll(0)
+        if time.monotonic() - last_report >= 10:
+            say(f"  latency: {sent:,} records sent ({elapsed:.0f}/{seconds:.0f} s)")
+            last_report = time.monotonic()
+        time.sleep(0.002)
+    taken = time.monotonic() - started
+    if producer.flush(30):
+        raise RuntimeError(f"latency producer: records to {topic} unacknowledged after 30 s")
+    return sent, taken

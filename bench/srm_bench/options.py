@@ -1,0 +1,144 @@
+"""The benchmark's command-line options and the data set they describe."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from srm_local.paths import project_root
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The fixed data set every measurement copies: ``records`` values of ``record_size``
+    bytes (no key, no headers), spread round-robin over ``partitions`` of ``topic``."""
+
+    topic: str
+    partitions: int
+    record_size: int
+    records: int
+
+    @property
+    def bytes(self) -> int:
+        return self.records * self.record_size
+
+    @property
+    def mib(self) -> float:
+        return self.bytes / MIB
+
+    def describe(self) -> dict[str, object]:
+        return {**asdict(self), "bytes": self.bytes, "mb": round(self.mib, 1)}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    size_mb: int = 1024
+    partitions: int = 8
+    record_size: int = 1024
+    latency_seconds: float = 30.0
+    latency_rate: int = 500
+    latency_warmup: float = 5.0
+    skip_srm: bool = False
+    skip_mm2: bool = False
+    skip_raw: bool = False
+    skip_latency: bool = False
+    spark_master: str | None = None
+    srm_set: tuple[str, ...] = ()
+    mm2_set: tuple[str, ...] = ()
+    mm2_heap: str = "2g"
+    catchup_timeout: float | None = None
+    results_dir: Path = field(default_factory=lambda: project_root() / "bench" / "results")
+    keep_data: bool = False
+
+    def dataset(self) -> Dataset:
+        records = max(1, self.size_mb * MIB // self.record_size)
+        return Dataset("bench-data", self.partitions, self.record_size, records)
+
+    def catchup_deadline(self) -> float:
+        """Seconds a replicator may take to catch up: start-up plus 1 MB/s at worst."""
+        if self.catchup_timeout is not None:
+            return self.catchup_timeout
+        return 180.0 + self.size_mb
+
+    def describe(self) -> dict[str, object]:
+        described = asdict(self)
+        described["results_dir"] = str(self.results_dir)
+        return described
+
+
+def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
+    parser = argparse.ArgumentParser(
+        prog="make bench",
+        description=(
+            "Measure SRM's driver and Apache MirrorMaker 2 on the same data in one run: "
+            "catch-up throughput, memory, end-to-end latency, against Kafka's perf tools. "
+            "Details: docs/benchmark.md."
+        ),
+    )
+    add = parser.add_argument
+    add("--size-mb", type=_positive_int, default=1024, help="data set size in MiB (1024)")
+    add("--partitions", type=_positive_int, default=8, help="partitions of the data set (8)")
+    add("--record-size", type=_positive_int, default=1024, help="value bytes per record (1024)")
+    add("--latency-seconds", type=float, default=30.0, help="steady-rate phase length (30)")
+    add("--latency-rate", type=_positive_int, default=500, help="records/s in that phase (500)")
+    add("--latency-warmup", type=float, default=5.0, help="seconds excluded at its start (5)")
+    add("--skip-srm", action="store_true", help="do not run SRM's driver")
+    add("--skip-mm2", action="store_true", help="do not run MirrorMaker 2")
+    add("--skip-raw", action="store_true", help="do not run Kafka's perf tools")
+    add("--skip-latency", action="store_true", help="catch-up only, no latency phase")
+    add("--spark-master", help="passed to srm-driver as --spark-master (e.g. local[2])")
+    add(
+        "--srm-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra key for SRM's configuration (repeatable)",
+    )
+    add(
+        "--mm2-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra key for mm2.properties (repeatable)",
+    )
+    add("--mm2-heap", default="2g", help="MirrorMaker 2's -Xmx (2g, as connect-mirror-maker.sh)")
+    add("--catchup-timeout", type=float, help="seconds per replicator (180 + size in MiB)")
+    add("--results-dir", type=Path, help="where the JSON goes (bench/results)")
+    add("--keep-data", action="store_true", help="keep the clusters' data folders afterwards")
+    args = parser.parse_args(argv)
+    for item in (*args.srm_set, *args.mm2_set):
+        if "=" not in item:
+            parser.error(f"'{item}' is not KEY=VALUE")
+    if args.latency_warmup >= args.latency_seconds and not args.skip_latency:
+        parser.error("--latency-warmup must be shorter than --latency-seconds")
+    extra = {"results_dir": args.results_dir} if args.results_dir else {}
+    return BenchOptions(
+        size_mb=args.size_mb,
+        partitions=args.partitions,
+        record_size=args.record_size,
+        latency_seconds=args.latency_seconds,
+        latency_rate=args.latency_rate,
+        latency_warmup=args.latency_warmup,
+        skip_srm=args.skip_srm,
+        skip_mm2=args.skip_mm2,
+        skip_raw=args.skip_raw,
+        skip_latency=args.skip_latency,
+        spark_master=args.spark_master,
+        srm_set=tuple(args.srm_set),
+        mm2_set=tuple(args.mm2_set),
+        mm2_heap=args.mm2_heap,
+        catchup_timeout=args.catchup_timeout,
+        keep_data=args.keep_data,
+        **extra,
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value

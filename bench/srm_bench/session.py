@@ -1,0 +1,215 @@
+"""One benchmark run, start to end: clusters, data set, raw limit, each replicator, report.
+
+Order: start ``primary`` and ``backup``; load the data set into ``primary``; run the
+perf tools (raw limit); then MirrorMaker 2 and SRM's driver one after the other, each
+on a freshly wiped ``backup`` (see ``stack.py``) and a source cleaned of the previous
+replicator's topics and groups: catch-up first, then the latency phase while it keeps
+running. A replicator that fails is reported as failed; the others still run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from confluent_kafka import KafkaException
+from srm_local.clusters import ClusterStartError
+from srm_local.jars import JarFetchError
+from srm_local.paths import run_dir
+
+from srm_bench.catchup import ReplicatorFailedError, RunningReplicator, measure_catchup
+from srm_bench.dataset import load_dataset
+from srm_bench.latency import measure_latency
+from srm_bench.machine import ForeignCpu, describe_machine, describe_versions
+from srm_bench.options import MIB, BenchOptions, parse_options
+from srm_bench.progress import say
+from srm_bench.raw import measure_raw
+from srm_bench.replicators import (
+    LABELS,
+    MM2,
+    SRM,
+    Replicator,
+    latency_topic,
+    mirrormaker2,
+    remote_topic,
+    shared_properties,
+    srm_driver,
+    srm_driver_available,
+    write_properties,
+)
+from srm_bench.report import BenchReport, SystemResult
+from srm_bench.stack import (
+    BenchStack,
+    create_topic,
+    delete_consumer_groups,
+    delete_topics_except,
+    stop_orphaned_stacks,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(argv)
+    started_at = datetime.now(UTC).replace(microsecond=0)
+    folder = run_dir() / f"bench-{started_at.strftime('%Y%m%dT%H%M%SZ')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bench.pid").write_text(f"{os.getpid()}\n")
+    for stale in stop_orphaned_stacks(run_dir()):
+        say(f"stopped a cluster left by a killed bench run: {stale}")
+    report = BenchReport(
+        options=options,
+        dataset=options.dataset(),
+        started_at=started_at,
+        run_folder=folder,
+        machine=describe_machine(),
+        versions=describe_versions(),
+    )
+    signal.signal(signal.SIGTERM, _interrupt)
+    stack = BenchStack(folder)
+    try:
+        _run(options, report, stack, folder)
+    except KeyboardInterrupt:
+        say("interrupted; stopping everything")
+        return 130
+    except (ClusterStartError, JarFetchError, KafkaException, RuntimeError, TimeoutError) as exc:
+        say(f"make bench failed before any replicator ran: {exc}")
+        return 2
+    finally:
+        say("stopping the clusters...")
+        stack.stop(keep_data=options.keep_data)
+    report.finished_at = datetime.now(UTC).replace(microsecond=0)
+    say("\n" + report.table() + "\n")
+    path = report.write_json(options.results_dir)
+    say(f"results: {_relative(path)}; logs and configurations: {_relative(folder)}")
+    return 1 if report.errors else 0
+
+
+def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: Path) -> None:
+    dataset = report.dataset
+    say(
+        f"make bench: {dataset.records:,} records of {dataset.record_size} B "
+        f"({dataset.mib:,.0f} MB) in {dataset.partitions} partitions; run folder {folder}"
+    )
+    say("starting clusters primary (source) and backup (target)...")
+    stack.start()
+    say(f"  primary {stack.source.bootstrap_servers}, backup {stack.target.bootstrap_servers}")
+    report.load_seconds = load_dataset(stack.source.bootstrap_servers, dataset)
+    if not options.skip_raw:
+        say("raw limit: consumer perf on primary and producer perf on backup at the same time")
+        try:
+            with ForeignCpu() as foreign:
+                report.raw = measure_raw(
+                    stack.source.bootstrap_servers, stack.target.bootstrap_servers, dataset, folder
+                )
+            report.foreign_cpu["raw"] = foreign.share
+            say(f"  raw: {report.raw.mb_s:.1f} MB/s ({report.raw.records_s:,.0f} records/s)")
+        except (RuntimeError, ValueError) as exc:  # a perf tool failed or printed no summary
+            report.errors["raw"] = str(exc)
+            say(f"  raw limit FAILED: {exc}")
+    for name in _systems(options):
+        say(f"{LABELS[name]}:")
+        try:
+            with ForeignCpu() as foreign:
+                report.systems[name] = _run_replicator(name, options, stack, folder)
+            report.foreign_cpu[name] = foreign.share
+        except (ReplicatorFailedError, RuntimeError, TimeoutError) as exc:
+            report.errors[name] = str(exc)
+            say(f"  {LABELS[name]} FAILED: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one replicator's bug must not lose the others
+            report.errors[name] = f"{type(exc).__name__}: {exc}"
+            say(f"  {LABELS[name]} FAILED:\n{traceback.format_exc()}")
+
+
+def _systems(options: BenchOptions) -> list[str]:
+    systems = []
+    if not options.skip_mm2:
+        systems.append(MM2)
+    if not options.skip_srm:
+        systems.append(SRM)
+    return systems
+
+
+def _run_replicator(
+    name: str, options: BenchOptions, stack: BenchStack, folder: Path
+) -> SystemResult:
+    dataset = options.dataset()
+    if name == SRM and not srm_driver_available():
+        raise RuntimeError("srm-driver is not installed in this environment (.venv/bin/srm-driver)")
+    say(f"  wiping and restarting backup ({stack.reset_target():.1f} s)")
+    source_admin = stack.source_admin()
+    for topic in delete_topics_except(source_admin, {dataset.topic}):
+        say(f"  deleted {topic} on primary")
+    delete_consumer_groups(source_admin)
+    latency = latency_topic(name)
+    create_topic(source_admin, latency, dataset.partitions)
+    replicator = _replicator(name, options, folder)
+    properties = shared_properties(
+        stack.source.bootstrap_servers,
+        stack.target.bootstrap_servers,
+        [dataset.topic, latency],
+        dataset.partitions,
+    )
+    extra = options.srm_set if name == SRM else options.mm2_set
+    write_properties(replicator.config_path, properties, extra)
+    say(f"  starting {replicator.display()}\n  log: {replicator.log_path}")
+    with RunningReplicator(replicator) as running:
+        catchup = measure_catchup(
+            running, stack.target_admin(), dataset, options.catchup_deadline()
+        )
+        say(
+            f"  {replicator.label}: caught up in {catchup.wall_seconds:.1f} s; copy "
+            f"{catchup.mb_s:.1f} MB/s ({catchup.records_s:,.0f} records/s), "
+            f"peak RSS {catchup.peak_rss_mb:,.0f} MB"
+        )
+        latency_result = None
+        if not options.skip_latency:
+            latency_result = measure_latency(
+                label=replicator.label,
+                source=stack.source.bootstrap_servers,
+                target=stack.target.bootstrap_servers,
+                topic=latency,
+                remote=remote_topic(latency),
+                partitions=dataset.partitions,
+                record_size=dataset.record_size,
+                rate=options.latency_rate,
+                seconds=options.latency_seconds,
+                warmup=options.latency_warmup,
+            )
+        running.check_running()
+        running.stop()
+        assert running.monitor is not None
+        peak = running.monitor.peak
+        say(f"  {replicator.label}: stopped in {running.stop_seconds:.1f} s")
+        return SystemResult(
+            catchup,
+            latency_result,
+            peak.rss_bytes / MIB,
+            running.stop_seconds,
+            tuple((command, rss / MIB) for command, rss in peak.members),
+        )
+
+
+def _replicator(name: str, options: BenchOptions, folder: Path) -> Replicator:
+    if name == MM2:
+        return mirrormaker2(folder, options.mm2_heap)
+    return srm_driver(folder, options.spark_master)
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

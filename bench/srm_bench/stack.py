@@ -1,0 +1,150 @@
+"""The benchmark's two clusters: ``primary`` (holds the data set) and ``backup`` (target).
+
+Both are single-node KRaft clusters under ``.run/bench-<timestamp>/kafka/``. The target
+is wiped and restarted before every measurement, so each one starts from an identical
+empty cluster: no remote or internal topics, groups or pending log deletions left by
+the previous one. The source keeps the data set (and its page cache) for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_port_pair, start_clusters
+
+SOURCE = "primary"
+TARGET = "backup"
+
+# Deleted topics go away after 1 s instead of 60 s, so a clean-up's disk work does not
+# land in the middle of the next measurement.
+BROKER_PROPERTIES = {"file.delete.delay.ms": "1000"}
+
+
+class BenchStack:
+    """Source and target clusters of one benchmark run."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.source = _cluster(SOURCE, folder)
+        self.target = _cluster(TARGET, folder)
+
+    def start(self) -> None:
+        for cluster in (self.source, self.target):
+            _wipe(cluster)
+        start_clusters([self.source, self.target])
+
+    def reset_target(self) -> float:
+        """Stop the target, wipe its data and start it again; returns the seconds taken."""
+        started = time.monotonic()
+        self.target.stop()
+        _wipe(self.target)
+        self.target.start()
+        return time.monotonic() - started
+
+    def stop(self, *, keep_data: bool) -> None:
+        for cluster in (self.source, self.target):
+            cluster.stop()
+            if not keep_data:
+                shutil.rmtree(cluster.folder / "data", ignore_errors=True)
+
+    def source_admin(self) -> AdminClient:
+        return admin_client(self.source.bootstrap_servers)
+
+    def target_admin(self) -> AdminClient:
+        return admin_client(self.target.bootstrap_servers)
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    # librdkafka logs every refused connection (the target restarts between
+    # measurements); failures that matter surface as exceptions.
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+
+
+def create_topic(admin: AdminClient, name: str, partitions: int, timeout: float = 30) -> None:
+    """Create ``name`` and wait until its metadata shows every partition."""
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout)
+    wait_for_topic(admin, name, partitions, timeout)
+
+
+def wait_for_topic(admin: AdminClient, name: str, partitions: int, timeout: float) -> bool:
+    """True once ``name`` has ``partitions`` partitions, False after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=5).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def delete_topics_except(admin: AdminClient, keep: set[str], timeout: float = 60) -> list[str]:
+    """Delete every topic but ``keep`` and Kafka's own (``__*``); wait until gone."""
+    doomed = [
+        name
+        for name in admin.list_topics(timeout=10).topics
+        if name not in keep and name[:2] != "__"
+    ]
+    if not doomed:
+        return []
+    for future in admin.delete_topics(doomed, operation_timeout=timeout).values():
+        future.result(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = set(admin.list_topics(timeout=10).topics) & set(doomed)
+        if not left:
+            time.sleep(2)  # file.delete.delay.ms plus the deletion itself
+            return doomed
+        time.sleep(0.2)
+    raise TimeoutError(f"topics {sorted(doomed)} were still listed after {timeout:.0f} s")
+
+
+def delete_consumer_groups(admin: AdminClient, timeout: float = 30) -> list[str]:
+    """Delete every consumer group (the raw consumer's, a replicator's), so none is
+    checkpointed by the next replicator."""
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+    groups = [group.group_id for group in listed.valid]
+    if groups:
+        for future in admin.delete_consumer_groups(groups, request_timeout=timeout).values():
+            future.result(timeout)
+    return groups
+
+
+def stop_orphaned_stacks(run_root: Path) -> list[str]:
+    """Stop clusters of earlier bench runs whose bench process is gone (killed runs)."""
+    stopped = []
+    for folder in sorted(run_root.glob("bench-*")):
+        owner = folder / "bench.pid"
+        if not owner.exists() or _is_alive(owner.read_text().strip()):
+            continue
+        for alias in (SOURCE, TARGET):
+            cluster_folder = folder / "kafka" / alias
+            if (cluster_folder / "kafka.pid").exists():
+                cluster = LocalKafkaCluster(ClusterSpec(alias, 0), cluster_folder)
+                if cluster.stop():
+                    stopped.append(str(cluster_folder))
+    return stopped
+
+
+def _wipe(cluster: LocalKafkaCluster) -> None:
+    """An empty cluster folder: the next start formats fresh storage."""
+    shutil.rmtree(cluster.folder, ignore_errors=True)
+    cluster.folder.mkdir(parents=True)
+
+
+def _cluster(alias: str, folder: Path) -> LocalKafkaCluster:
+    spec = ClusterSpec(alias, free_port_pair(), properties=BROKER_PROPERTIES)
+    return LocalKafkaCluster(spec, folder / "kafka" / alias)
+
+
+def _is_alive(pid_text: str) -> bool:
+    try:
+        os.kill(int(pid_text), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,6 @@
+"""The benchmark is not an installed package: its tests import it from ``bench/``."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
