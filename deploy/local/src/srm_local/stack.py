@@ -3,8 +3,10 @@
 Steps: load the configuration (one clear message if it is wrong), fetch jars, start a
 local KRaft cluster for every cluster whose bootstrap servers are one loopback address,
 list their topics, print the replication plan, end with a summary of what runs where,
-then watch: the plan is printed again when topics appear or disappear, and everything
-stops on Ctrl-C, SIGTERM or `make down` (which signals this process via its pid file).
+start the driver (replication), then watch: the plan is printed again when topics appear
+or disappear, a driver that dies is restarted (its resume makes that safe), and
+everything stops on Ctrl-C, SIGTERM or `make down` (which signals this process via its
+pid file): the driver first, so its running batches are recorded, then the clusters.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from srm_local.clusters import (
 )
 from srm_local.jars import fetch_all
 from srm_local.paths import project_root, run_dir
+from srm_local.services import ServiceProcess, driver_service
 
 DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
 WATCH_SECONDS = 2.0
@@ -96,19 +99,25 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
         return 2
     fetch_all()
     clusters = start_local_clusters(specs, fresh=fresh)
+    driver: ServiceProcess | None = None
     try:
         list_topics = TopicLister(config)
         topics = list_topics()
         plans = plan_replication(config, topics)
         print(f"\nreplication plan ({path}):")
         print(render_plan(plans))
-        print(summary(config, path, clusters, remote))
+        driver = None if detach else driver_service(path, overrides)
+        if driver is not None:
+            driver.start()
+        print(summary(config, path, clusters, remote, driver))
         if detach:
             return 0
         stack_pid_file().write_text(f"{os.getpid()}\n")
-        return watch(config, clusters, list_topics, topics)
+        return watch(config, clusters, list_topics, topics, driver)
     except BaseException:
         if not detach:
+            if driver is not None:
+                driver.stop()
             stop_clusters(clusters)
         raise
     finally:
@@ -161,7 +170,11 @@ class TopicLister:
 
 
 def summary(
-    config: SrmConfig, path: Path, clusters: Sequence[LocalKafkaCluster], remote: Sequence[str]
+    config: SrmConfig,
+    path: Path,
+    clusters: Sequence[LocalKafkaCluster],
+    remote: Sequence[str],
+    driver: ServiceProcess | None,
 ) -> str:
     lines = ["", "what runs where:"]
     for cluster in clusters:
@@ -178,7 +191,17 @@ def summary(
         f"  enabled flows    {flows}",
         "  kafka tools      .venv/bin/kafka-topics, kafka-consumer-groups, kafka-console-*,"
         " kafka-*-perf-test",
-        "  replication      not running yet: this stack starts the clusters and shows the plan",
+        (
+            f"  driver           pid {driver.pid}  log {driver.log_path}  (srm-driver: copies"
+            " every enabled flow, heartbeats for every pair)"
+            if driver is not None
+            else "  driver           not started (--detach starts only the clusters)"
+        ),
+        "",
+        "Produce to a topic on one cluster and it appears on the other within seconds, e.g.",
+        "  .venv/bin/kafka-console-producer --bootstrap-server 127.0.0.1:9092 --topic orders",
+        "  .venv/bin/kafka-console-consumer --bootstrap-server 127.0.0.1:9192"
+        " --topic primary.orders --from-beginning",
         "",
         "Ctrl-C here, or `make down` anywhere, stops everything.",
     ]
@@ -190,8 +213,10 @@ def watch(
     clusters: Sequence[LocalKafkaCluster],
     list_topics: TopicLister,
     topics: Mapping[str, set[str]],
+    driver: ServiceProcess | None = None,
 ) -> int:
-    """Stay in the foreground; reprint the plan when topics change; stop on a signal."""
+    """Stay in the foreground; reprint the plan when topics change; restart a driver
+    that died; stop on a signal (the driver first, then the clusters)."""
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
         raise _Stop
@@ -207,8 +232,17 @@ def watch(
             gone = [c.alias for c in clusters if not c.is_running()]
             if gone:
                 print(f"cluster(s) {', '.join(gone)} stopped; stopping the stack")
+                if driver is not None:
+                    driver.stop()
                 stop_clusters(clusters)
                 return 0 if len(gone) == len(clusters) else 1
+            if driver is not None and driver.exit_code() is not None:
+                print(
+                    f"\ndriver exited with code {driver.exit_code()}; last lines of"
+                    f" {driver.log_path}:\n{driver.tail()}\nrestarting it"
+                )
+                driver.restarts += 1
+                driver.start()
             current = list_topics()
             if current != known:
                 known = current
@@ -216,6 +250,9 @@ def watch(
                 print(render_plan(plan_replication(config, current)))
     except (KeyboardInterrupt, _Stop):
         print("\nstopping...")
+        if driver is not None:
+            print("stopping the driver (it finishes its running batches)...", flush=True)
+            driver.stop()
         stop_clusters(clusters)
         return 0
 

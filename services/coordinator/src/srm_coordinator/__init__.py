@@ -1,1 +1,1 @@
-"""SRM coordinator: sole writer of the configuration and assignment event log; lands with the coordinator issue."""
+"""SRM coordinator: the only writer of the configuration and assignment event log."""

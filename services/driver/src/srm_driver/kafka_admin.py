@@ -8,6 +8,7 @@ futures are pending, so callers keep the client for as long as they use its resu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,7 @@ def create_topic(
         if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return False
         raise KafkaAdminError(f"cannot create topic {name!r}: {exc}") from exc
+    wait_for_leaders(admin, [name], timeout=timeout)
     return True
 
 
@@ -140,3 +142,26 @@ def _list_offsets(
                 f"cannot read offsets of {tp.topic}-{tp.partition}: {exc}"
             ) from exc
     return found
+
+
+def wait_for_leaders(admin: AdminClient, names: Iterable[str], *, timeout: float = 15.0) -> bool:
+    """Wait until every partition of ``names`` has a leader (a new topic or partition
+    answers NOT_LEADER_FOR_PARTITION for a moment); False if some still had none."""
+    pending = set(names)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for name in list(pending):
+            try:
+                topic = admin.list_topics(name, timeout=5).topics.get(name)
+            except KafkaException:
+                continue
+            if (
+                topic is not None
+                and topic.error is None
+                and topic.partitions
+                and all(p.leader >= 0 and not p.error for p in topic.partitions.values())
+            ):
+                pending.discard(name)
+        if pending:
+            time.sleep(0.1)
+    return not pending

@@ -39,7 +39,7 @@ from srm_common.domain.topic_configs import (
 )
 from srm_common.replication_plan import reason_not_replicated
 
-from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, topic_partitions
+from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, topic_partitions, wait_for_leaders
 
 _T = TypeVar("_T")
 _MAX_LISTED_FAILURES = 5
@@ -124,6 +124,10 @@ class TopicSync:
             self._create(to_create, configs, changes, failures)
         if smaller:
             self._grow(smaller, changes, failures)
+        if missing or smaller:
+            # New partitions refuse reads and writes until they have a leader.
+            touched = [self.remote_topic(t) for t in missing] + list(smaller)
+            wait_for_leaders(self._target_admin, touched, timeout=self._timeout)
         self._raise_if_failed("update remote topics", changes, failures)
         return changes
 

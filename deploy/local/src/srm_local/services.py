@@ -1,0 +1,81 @@
+"""SRM services as local processes for `make up`: started, watched, restarted, stopped.
+
+Each runs as ``python -m <module>`` from this environment in its own process group (so
+Ctrl-C in the terminal reaches only the stack, which then stops it in order) and logs
+to ``.run/services/<name>.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from srm_local.paths import run_dir
+
+
+class ServiceProcess:
+    """One service: its command line, its log, its process."""
+
+    def __init__(self, name: str, module: str, args: Sequence[str]) -> None:
+        self.name = name
+        self.command = [sys.executable, "-m", module, *args]
+        self.log_path = run_dir() / "services" / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(
+                f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(self.command)}\n".encode()
+            )
+            log.flush()
+            self.process = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def exit_code(self) -> int | None:
+        """None while running (or never started)."""
+        return None if self.process is None else self.process.poll()
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 90) -> None:
+        """SIGTERM, wait (a driver finishes its running batch), then SIGKILL the group."""
+        process = self.process
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the service's children (Spark's JVM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.wait()
+
+
+def driver_service(config_path: Path, overrides: dict[str, str]) -> ServiceProcess:
+    """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT)."""
+    args = ["--config", str(config_path)]
+    for key, value in overrides.items():
+        args += ["--set", f"{key}={value}"]
+    spark_master = os.environ.get("SRM_SPARK_MASTER", "local[2]")
+    return ServiceProcess("driver", "srm_driver", [*args, "--spark-master", spark_master])
