@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        config = load_config(args.config, overrides=_overrides(args.set))
+        config = load_config(args.config, overrides=_pairs(args.set, "--set", "tasks.max=4"))
     except ConfigError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         return 2
@@ -55,7 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from srm_driver.driver import Driver
 
-    driver = Driver(config, spark_master=args.spark_master)
+    try:
+        spark_conf = _pairs(args.spark_conf, "--spark-conf", "spark.driver.memory=2g")
+    except ValueError as exc:
+        print(f"srm-driver: {exc}", file=sys.stderr)
+        return 2
+    driver = Driver(config, spark_master=args.spark_master, spark_conf=spark_conf)
     signals = {"count": 0}
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
@@ -100,6 +105,13 @@ def _parser() -> argparse.ArgumentParser:
         help="Spark master URL (default: %(default)s)",
     )
     parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.driver.memory=2g (repeatable)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -109,11 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _overrides(items: Sequence[str]) -> dict[str, str]:
-    overrides = {}
+def _pairs(items: Sequence[str], option: str, example: str) -> dict[str, str]:
+    pairs = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tasks.max=4")
-        overrides[key.strip()] = value.strip()
-    return overrides
+            raise ValueError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
+        pairs[key.strip()] = value.strip()
+    return pairs

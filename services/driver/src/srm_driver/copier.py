@@ -128,7 +128,9 @@ class FlowCopier:
         self._recorded: dict[TopicPartition, Progress] | None = None
         self.halted: dict[TopicPartition, str] = {}
         self._producer_config = self._writer_config(flow.target_producer)
-        self._read_options = self._source_options(flow.source_consumer)
+        self._read_options = self._source_options(
+            flow.source_consumer, f"srm-{flow.source}-{flow.target}-copier"
+        )
         # Under the identity policy names do not change, so an origin header keeps
         # active/active loop free (DESIGN.md, beyond MM2 3).
         self._stamp_origin = isinstance(self.policy, IdentityReplicationPolicy)
@@ -318,7 +320,7 @@ class FlowCopier:
         return config
 
     @staticmethod
-    def _source_options(source_consumer: Mapping[str, str]) -> dict[str, str]:
+    def _source_options(source_consumer: Mapping[str, str], group_id: str) -> dict[str, str]:
         options = {
             f"kafka.{key}": value
             for key, value in source_consumer.items()
@@ -326,6 +328,11 @@ class FlowCopier:
         }
         options.setdefault("kafka.isolation.level", "read_committed")
         options["includeHeaders"] = "true"
+        # One group id per flow (nothing is ever committed with it; partitions are
+        # assigned): Spark keys its consumer and fetched-data caches by group id, so a
+        # new id per batch would fill the heap with caches never used again, while a
+        # stable one lets the next batch continue from the data the last one fetched.
+        options["kafka.group.id"] = group_id
         return options
 
     def close(self) -> None:

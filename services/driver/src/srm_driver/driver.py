@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from srm_common.config.model import FlowConfig, SrmConfig
@@ -37,9 +38,16 @@ def _int_setting(config: SrmConfig, flow: FlowConfig, key: str, default: int) ->
 class Driver:
     """Owns the Spark session, the flow workers and the heartbeat thread."""
 
-    def __init__(self, config: SrmConfig, *, spark_master: str) -> None:
+    def __init__(
+        self,
+        config: SrmConfig,
+        *,
+        spark_master: str,
+        spark_conf: Mapping[str, str] | None = None,
+    ) -> None:
         self.config = config
         self.spark_master = spark_master
+        self.spark_conf = dict(spark_conf or {})
         self.stop = threading.Event()
         self.session: SparkSession | None = None
         self.workers: list[FlowWorker] = []
@@ -55,7 +63,7 @@ class Driver:
             from srm_driver.spark import spark_session
 
             log.info("starting Spark (%s)", self.spark_master)
-            self.session = spark_session(self.spark_master)
+            self.session = spark_session(self.spark_master, conf=self.spark_conf)
         for flow in enabled:
             worker = FlowWorker(
                 flow,

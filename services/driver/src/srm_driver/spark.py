@@ -130,6 +130,9 @@ def spark_session(
         .config("spark.task.maxFailures", "1")
         .config("spark.speculation", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        # Consumers and fetched data idle this long are dropped (default 5 minutes).
+        .config("spark.kafka.consumer.cache.timeout", "60s")
+        .config("spark.kafka.consumer.fetchedData.cache.timeout", "60s")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
