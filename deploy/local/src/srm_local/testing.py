@@ -12,9 +12,12 @@ Environment:
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,3 +266,88 @@ def write_config(
 def content(records: Iterable[Record]) -> list[tuple[object, ...]]:
     """What must be equal between a partition and its copy: records in order."""
     return [record.content() for record in records]
+
+
+class DriverProcess:
+    """``srm-driver --config FILE`` as a child in its own process group (Spark's JVM
+    included), so a test can kill -9 the whole driver as a crashed container would die."""
+
+    def __init__(self, config: Path, log_path: Path, *, spark_master: str = "local[2]") -> None:
+        self.config = config
+        self.log_path = log_path
+        self.spark_master = spark_master
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        log.write(f"--- start {self.starts + 1}\n".encode())
+        log.flush()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "srm_driver",
+                "--config",
+                str(self.config),
+                "--spark-master",
+                self.spark_master,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.starts += 1
+
+    def kill9(self) -> None:
+        """SIGKILL to the driver and its JVM, no warning, as a crash would."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self, timeout: float = 120) -> int:
+        """SIGTERM and wait: running batches finish and are recorded; the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            # To the driver only, as `docker stop` does; Spark's JVM is its child.
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout)
+        finally:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group
+            except ProcessLookupError:
+                pass
+        return code
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """High watermark of every partition of ``topic`` (empty if it does not exist)."""
+    client = admin(bootstrap)
+    described = client.list_topics(topic, timeout=10).topics.get(topic)
+    if described is None or described.error is not None:
+        return {}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "srm-test-offsets"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in described.partitions
+        }
+    finally:
+        consumer.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(step)
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
