@@ -182,8 +182,11 @@ class FlowCopier:
         try:
             copies = self._copy(plan)
         except Exception:
-            for tp in plan:  # reconcile against the target before the next attempt
+            # Reconcile against the target before the next attempt, from the store: it
+            # holds the in-flight record just written.
+            for tp in plan:
                 self._resume.pop(tp, None)
+            self._recorded = None
             raise
         self._record(plan, copies, report)
         return report

@@ -1,0 +1,474 @@
+"""Record fidelity of source-task batches on real clusters and a real Spark.
+
+Each test builds flow ``primary->backup`` from a YAML file, runs ``FlowCopier`` batches
+until one returns None, and compares the full content of every source partition (key,
+value, headers, timestamp, order) with its remote twin. ``test_copier.py`` covers the
+ordinary record shapes; these cover what makes offsets or bytes unusual: log-append
+timestamps, compaction gaps, transactions, records near the size limit, empty
+partitions and a restart between batches.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from srm_common.config import FlowConfig, load_config
+from srm_common.domain.records import OffsetSync
+from srm_driver.copier import FlowCopier
+from srm_driver.kafka_admin import admin_client, partition_offsets
+from srm_driver.topic_sync import TopicSync
+from srm_local import testing
+from srm_local.testing import Record, content
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SYNCS_TOPIC = "mm2-offset-syncs.backup.internal"  # on primary (location "source")
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def _flow(kafka, tmp_path: Path, **flow_keys: object) -> FlowConfig:  # type: ignore[no-untyped-def]
+    path = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={"primary->backup": {"enabled": True, **flow_keys}},
+    )
+    return load_config(path).flow("primary", "backup")
+
+
+def _copier(flow: FlowConfig, spark, routes: Mapping[tuple[str, int], str]) -> FlowCopier:  # type: ignore[no-untyped-def]
+    copier = FlowCopier(flow, spark, max_records=flow.batch_max_records, progress_partitions=3)
+    copier.prepare()
+    copier.assign(routes)
+    return copier
+
+
+def _drain(copier: FlowCopier) -> int:
+    """Batches until nothing is left; how many copied something."""
+    batches = 0
+    while copier.run_batch() is not None:
+        batches += 1
+        assert batches < 200, "the copier never runs out of work"
+    assert not copier.halted
+    return batches
+
+
+def _routes(topic: str, partitions: int) -> dict[tuple[str, int], str]:
+    return {(topic, p): f"primary.{topic}" for p in range(partitions)}
+
+
+def _sync_remote(kafka, flow: FlowConfig, topics: Mapping[str, int]) -> list[str]:  # type: ignore[no-untyped-def]
+    """Create the remote topics as the driver does (source configs copied)."""
+    source, target = admin_client(flow.source_admin), admin_client(flow.target_admin)
+    sync = TopicSync(flow, source, target)
+    changes = sync.ensure_remote_topics(topics)
+    for topic in topics:
+        kafka.created.append(("backup", sync.remote_topic(topic)))
+    testing.wait_until(
+        lambda: all(
+            len(testing.end_offsets(kafka["backup"], sync.remote_topic(t))) == n
+            for t, n in topics.items()
+        ),
+        30,
+        "remote topics show every partition",
+    )
+    return changes
+
+
+def _assert_copied(kafka, topic: str, remote: str) -> dict[int, list[Record]]:  # type: ignore[no-untyped-def]
+    """Every partition of the remote topic equals its source partition (read_committed)."""
+    source = testing.consume_all(kafka["primary"], topic)
+    target = testing.consume_all(kafka["backup"], remote)
+    assert sorted(target) == sorted(source)
+    for partition, records in source.items():
+        assert content(target[partition]) == content(records), f"partition {partition}"
+    return source
+
+
+def _offset_syncs(kafka, topic: str) -> dict[int, set[tuple[int, int]]]:  # type: ignore[no-untyped-def]
+    """Every (upstream, downstream) pair written for ``topic``, per partition."""
+    found: dict[int, set[tuple[int, int]]] = {}
+    for records in testing.consume_all(kafka["primary"], SYNCS_TOPIC).values():
+        for record in records:
+            sync = OffsetSync.decode(record.key, record.value)
+            if sync.topic == topic:
+                found.setdefault(sync.partition, set()).add(
+                    (sync.upstream_offset, sync.downstream_offset)
+                )
+    return found
+
+
+def _assert_syncs_exact(source: Sequence[Record], syncs: set[tuple[int, int]]) -> int:
+    """The syncs of a partition copied from its start to a fresh remote partition give the
+    exact (upstream, downstream) pair of every record; returns how many upstream gaps."""
+    pairs = [(record.offset, down) for down, record in enumerate(source)]
+    truth = dict(pairs)
+    wrong = sorted((up, down) for up, down in syncs if truth.get(up) != down)
+    assert not wrong, f"syncs that name no copied record: {wrong[:5]}"
+    gaps = [(a, b) for a, b in zip(pairs, pairs[1:], strict=False) if b[0] != a[0] + 1]
+    for before, after in gaps:
+        assert before in syncs and after in syncs, f"upstream gap {before} -> {after} not synced"
+    ordered = sorted(syncs)
+    uppers = [up for up, _ in ordered]
+    for up, down in pairs:
+        index = bisect.bisect_right(uppers, up) - 1
+        assert index >= 0, f"no sync at or before upstream {up}"
+        sync_up, sync_down = ordered[index]
+        assert sync_down + (up - sync_up) == down, f"upstream {up} translates wrongly"
+    return len(gaps)
+
+
+def _stable(bootstrap: str, topic: str, partitions: int) -> bool:
+    """No open transaction: every last stable offset is at the high watermark."""
+    client = testing.admin(bootstrap)
+    wanted = [(topic, p) for p in range(partitions)]
+    committed = partition_offsets(client, wanted, read_committed=True)
+    uncommitted = partition_offsets(client, wanted, read_committed=False)
+    return all(committed[tp].end == uncommitted[tp].end for tp in wanted)
+
+
+def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
+    client = testing.admin(bootstrap)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = client.describe_configs([resource])[resource].result(30)
+    return entries[name].value
+
+
+# --- record shapes --------------------------------------------------------------------
+
+
+def test_unusual_headers_keys_and_timestamps(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    """What test_copier.py does not produce: empty header keys, empty vs null header values,
+    non-ASCII names, hundreds of headers, a 64 KiB key, timestamps at 1 ms and in 2001."""
+    topic = kafka.create_topic("primary", unique_name("shapes"), partitions=2)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    records = [
+        Record(b"k", b"v", (("", b"empty key"), ("e", b""), ("n", None), ("e", b"")), 1, 0),
+        Record(None, None, (("ключ-ü-🔑", "wert ✓".encode()),), 2, 0),
+        Record(b"many", b"headers", tuple((f"h{i % 7}", bytes([i])) for i in range(200)), 3, 1),
+        Record(bytes(range(256)) * 256, b"", (), 1_000_000_000_000, 1),
+        Record(b"", None, (("", None),), 1_000_000_000_000, 1),
+    ]
+    testing.produce(kafka["primary"], topic, records)
+    copier = _copier(_flow(kafka, tmp_path), spark, _routes(topic, 2))
+    assert _drain(copier) == 1
+    assert copier.run_batch() is None
+    source = _assert_copied(kafka, topic, remote)
+    assert [r.timestamp_ms for r in source[0]] == [1, 2]  # the broker kept the CreateTimes
+    assert sum(len(rs) for rs in source.values()) == len(records)
+
+
+def test_log_append_time_source_keeps_the_source_timestamps(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    """The copy carries the source broker's log-append times, and the remote topic (created
+    as the driver does) stays CreateTime, so the target does not stamp its own times."""
+    topic = kafka.create_topic(
+        "primary",
+        unique_name("appendtime"),
+        partitions=2,
+        config={"message.timestamp.type": "LogAppendTime"},
+    )
+    flow = _flow(kafka, tmp_path)
+    _sync_remote(kafka, flow, {topic: 2})
+    remote = f"primary.{topic}"
+    assert _topic_config(kafka["backup"], remote, "message.timestamp.type") == "CreateTime"
+    created = 1_234_567_890_000
+    for round_ in range(3):  # three produce calls: distinct append times
+        testing.produce(
+            kafka["primary"],
+            topic,
+            [
+                Record(f"k{i}".encode(), f"{round_}-{i}".encode(), (), created, i % 2)
+                for i in range(20)
+            ],
+        )
+        time.sleep(0.05)
+    before_copy = int(time.time() * 1000)
+    time.sleep(0.05)  # any time the target would stamp is later than every source time
+    copier = _copier(flow, spark, _routes(topic, 2))
+    _drain(copier)
+    source = _assert_copied(kafka, topic, remote)
+    stamps = {r.timestamp_ms for rs in source.values() for r in rs}
+    assert created not in stamps
+    assert all(stamp is not None and stamp < before_copy for stamp in stamps)
+
+
+# --- compaction gaps and offset syncs ----------------------------------------------------
+
+
+def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
+    kafka, spark, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic(
+        "primary",
+        unique_name("compacted"),
+        partitions=2,
+        config={
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "100",
+        },
+    )
+    # Plain remote topic: compacting the copy too would make it differ from the source.
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    rng = random.Random(7)
+    keys_written: dict[int, set[bytes]] = {0: set(), 1: set()}
+    for round_ in range(8):  # one segment per round (segment.ms=100 rolls on the next append)
+        batch = []
+        for i in range(50):
+            partition = i % 2
+            key = f"key-{rng.randrange(30)}".encode()  # survivors end up scattered
+            keys_written[partition].add(key)
+            headers = (("round", bytes([round_])),)
+            batch.append(Record(key, f"r{round_}-{i}".encode(), headers, None, partition))
+        testing.produce(kafka["primary"], topic, batch)
+        time.sleep(0.2)
+    # One last record per partition rolls the previous segment, so everything before it
+    # can be cleaned; the active segment (this record alone) never is.
+    testing.produce(kafka["primary"], topic, [Record(b"roll", b"", (), None, p) for p in (0, 1)])
+    cleaned = {p: len(keys) + 1 for p, keys in keys_written.items()}
+
+    def compacted() -> bool:
+        records = testing.consume_all(kafka["primary"], topic)
+        return {p: len(rs) for p, rs in records.items()} == cleaned
+
+    testing.wait_until(compacted, 120, "the log cleaner compacts the source", step=2)
+    ends = testing.end_offsets(kafka["primary"], topic)
+    assert all(ends[p] == 201 for p in (0, 1)) and all(n < 40 for n in cleaned.values())
+
+    copier = _copier(
+        _flow(kafka, tmp_path, **{"srm.batch.max.records": 60}), spark, _routes(topic, 2)
+    )
+    assert _drain(copier) == 4  # 201 offsets per partition, 60 per batch
+    source = _assert_copied(kafka, topic, remote)
+    assert testing.end_offsets(kafka["backup"], remote) == cleaned  # no gaps downstream
+
+    syncs = _offset_syncs(kafka, topic)
+    for partition in (0, 1):
+        gaps = _assert_syncs_exact(source[partition], syncs[partition])
+        assert gaps >= 5, f"partition {partition}: compaction left only {gaps} gaps"
+
+
+# --- transactions -----------------------------------------------------------------------
+
+
+def test_transactions_only_committed_records_are_copied_once(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("txn"), partitions=2)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    txn = Producer(
+        {
+            "bootstrap.servers": kafka["primary"],
+            "transactional.id": unique_name("txn-producer"),
+            "linger.ms": 5,
+        }
+    )
+    txn.init_transactions(60)
+
+    def transaction(label: str, count: int, *, commit: bool | None) -> None:
+        txn.begin_transaction()
+        for i in range(count):
+            txn.produce(
+                topic,
+                key=f"{label}-{i}".encode(),
+                value=f"{label} {i}".encode(),
+                headers=[("kind", label.encode())],
+                partition=i % 2,
+            )
+        txn.flush(30)
+        if commit is True:
+            txn.commit_transaction(60)
+        elif commit is False:
+            txn.abort_transaction(60)
+
+    plain = [
+        Record(f"plain-{i}".encode(), f"plain {i}".encode(), (), None, i % 2) for i in range(6)
+    ]
+    for n in range(6):
+        transaction(f"{'committed' if n % 2 == 0 else 'aborted'}{n}", 10 + n, commit=n % 2 == 0)
+        testing.produce(kafka["primary"], topic, plain[n : n + 1])
+    transaction("aborted-last", 4, commit=False)  # the first ranges end on abort markers
+    transaction("open", 8, commit=None)  # still open while the copier runs
+    testing.produce(kafka["primary"], topic, [Record(b"after-open", b"waits", (), None, 0)])
+
+    copier = _copier(
+        _flow(kafka, tmp_path, **{"srm.batch.max.records": 25}), spark, _routes(topic, 2)
+    )
+    _drain(copier)
+    assert copier.run_batch() is None  # nothing past the last stable offset
+    copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+    values = [r.value for rs in copied.values() for r in rs]
+    assert values and not any(b"aborted" in v or b"open" in v or b"waits" in v for v in values)
+
+    txn.commit_transaction(60)
+    # The commit markers are written after commit_transaction returns: wait for them.
+    testing.wait_until(
+        lambda: _stable(kafka["primary"], topic, 2), 30, "the last stable offset moves on"
+    )
+    _drain(copier)
+    source = _assert_copied(kafka, topic, remote)
+    copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+    values = sorted(r.value for rs in copied.values() for r in rs)
+    expected = sorted(r.value for rs in source.values() for r in rs)
+    assert values == expected and len(values) == len(set(values))  # each exactly once
+    assert not any(b"aborted" in v for v in values)
+    assert len(values) == sum(10 + n for n in (0, 2, 4)) + 6 + 8 + 1
+
+    syncs = _offset_syncs(kafka, topic)  # markers and aborted records are upstream gaps
+    for partition in (0, 1):
+        assert _assert_syncs_exact(source[partition], syncs[partition]) >= 3
+
+
+# --- size limits --------------------------------------------------------------------------
+
+
+def test_records_near_the_default_size_limit(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    """~900 KiB values, and one just under the broker's default message.max.bytes
+    (1048588), copy with every client and topic at its default size settings."""
+    topic = kafka.create_topic("primary", unique_name("large"), partitions=2)
+    flow = _flow(kafka, tmp_path)
+    _sync_remote(kafka, flow, {topic: 2})
+    remote = f"primary.{topic}"
+    big = 900 * 1024
+    records = [
+        Record(f"big-{i}".encode(), bytes([i]) * big, (("n", str(i).encode()),), None, i % 2)
+        for i in range(6)
+    ]
+    records.insert(3, Record(b"small", b"between", (), None, 0))
+    records.append(Record(b"edge", b"e" * 1_048_000, (), None, 1))
+    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": 1_048_588})
+    copier = _copier(flow, spark, _routes(topic, 2))
+    _drain(copier)
+    source = _assert_copied(kafka, topic, remote)
+    assert sum(len(rs) for rs in source.values()) == len(records)
+
+
+def test_records_above_the_default_limit_need_topic_and_producer_settings(
+    kafka, spark, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """A 2 MiB record on a topic allowing 3 MiB: the remote topic inherits
+    max.message.bytes from the source, and the copy producer needs max.request.size."""
+    limit = 3 * 1024 * 1024
+    topic = kafka.create_topic(
+        "primary", unique_name("huge"), partitions=1, config={"max.message.bytes": str(limit)}
+    )
+    flow = _flow(kafka, tmp_path, **{"producer.override.max.request.size": limit})
+    _sync_remote(kafka, flow, {topic: 1})
+    remote = f"primary.{topic}"
+    assert _topic_config(kafka["backup"], remote, "max.message.bytes") == str(limit)
+    records = [
+        Record(b"huge", b"h" * (2 * 1024 * 1024), (), None, 0),
+        Record(b"k", b"v", (), None, 0),
+    ]
+    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    copier = _copier(flow, spark, _routes(topic, 1))
+    _drain(copier)
+    _assert_copied(kafka, topic, remote)
+
+
+def test_a_failed_batch_is_retried_after_reconciling(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    """The remote topic refuses a 2 MiB record (max.message.bytes at its default): the batch
+    fails with part of it written; once the operator raises the limit, the next batches
+    skip what is there and copy the rest, nothing twice."""
+    limit = 3 * 1024 * 1024
+    topic = kafka.create_topic(
+        "primary", unique_name("retry"), partitions=2, config={"max.message.bytes": str(limit)}
+    )
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    flow = _flow(kafka, tmp_path, **{"producer.override.max.request.size": limit})
+    records = [
+        *[Record(f"before-{i}".encode(), b"x", (), None, 0) for i in range(5)],
+        Record(b"big", b"b" * (2 * 1024 * 1024), (), None, 0),
+        *[Record(f"after-{i}".encode(), b"x", (), None, 0) for i in range(5)],
+        *[Record(f"other-{i}".encode(), b"y", (), None, 1) for i in range(20)],
+    ]
+    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    copier = _copier(flow, spark, _routes(topic, 2))
+    with pytest.raises(Exception, match="RangeCopier"):
+        copier.run_batch()
+    assert testing.end_offsets(kafka["backup"], remote)[0] == 5  # the prefix before "big"
+
+    client = testing.admin(kafka["backup"])
+    raise_limit = ConfigResource(
+        ResourceType.TOPIC,
+        remote,
+        incremental_configs=[
+            ConfigEntry(
+                "max.message.bytes", str(limit), incremental_operation=AlterConfigOpType.SET
+            )
+        ],
+    )
+    for future in client.incremental_alter_configs([raise_limit]).values():
+        future.result(30)
+    _drain(copier)
+    _assert_copied(kafka, topic, remote)
+    assert testing.end_offsets(kafka["backup"], remote) == {0: 11, 1: 20}
+
+
+# --- empty partitions -----------------------------------------------------------------------
+
+
+def test_empty_topic_and_partitions_copy_nothing(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    empty = kafka.create_topic("primary", unique_name("empty"), partitions=3)
+    mixed = kafka.create_topic("primary", unique_name("mixed"), partitions=3)
+    empty_remote = kafka.create_topic("backup", f"primary.{empty}", partitions=3)
+    mixed_remote = kafka.create_topic("backup", f"primary.{mixed}", partitions=3)
+    # Partition 1 of "mixed" has records; partition 2 had some, all deleted since.
+    testing.produce(
+        kafka["primary"],
+        mixed,
+        [Record(f"k{i}".encode(), b"v", (), None, 1 if i < 5 else 2) for i in range(9)],
+    )
+    client = testing.admin(kafka["primary"])
+    deleted = client.delete_records([TopicPartition(mixed, 2, 4)])  # up to the end offset
+    for future in deleted.values():
+        future.result(30)
+
+    copier = _copier(_flow(kafka, tmp_path), spark, _routes(empty, 3))
+    assert copier.run_batch() is None
+    assert testing.end_offsets(kafka["backup"], empty_remote) == {0: 0, 1: 0, 2: 0}
+
+    copier.assign({**_routes(empty, 3), **_routes(mixed, 3)})
+    assert _drain(copier) == 1
+    assert copier.run_batch() is None
+    assert testing.end_offsets(kafka["backup"], mixed_remote) == {0: 0, 1: 5, 2: 0}
+    _assert_copied(kafka, mixed, mixed_remote)
+
+
+# --- restart between batches ----------------------------------------------------------------
+
+
+def test_a_new_copier_resumes_where_the_last_one_stopped(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("resume"), partitions=2)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    records = [
+        Record(f"k{i}".encode(), f"v{i}".encode(), (("seq", str(i).encode()),), None, i % 2)
+        for i in range(300)
+    ]
+    testing.produce(kafka["primary"], topic, records)
+    flow = _flow(kafka, tmp_path, **{"srm.batch.max.records": 40})
+
+    first = _copier(flow, spark, _routes(topic, 2))
+    assert first.run_batch() is not None
+    first.close()
+    assert testing.end_offsets(kafka["backup"], remote) == {0: 40, 1: 40}
+
+    second = _copier(flow, spark, _routes(topic, 2))  # a restart: progress read back
+    assert _drain(second) == 3  # 150 per partition: 40 done, then 40, 40, 30
+    second.close()
+    _assert_copied(kafka, topic, remote)
+    assert testing.end_offsets(kafka["backup"], remote) == {0: 150, 1: 150}
+
+    testing.produce(kafka["primary"], topic, records[:10])  # and a third start copies only those
+    third = _copier(flow, spark, _routes(topic, 2))
+    assert _drain(third) == 1
+    third.close()
+    _assert_copied(kafka, topic, remote)
+    assert testing.end_offsets(kafka["backup"], remote) == {0: 155, 1: 155}
