@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from srm_common.domain.progress import Halt, Progress, Resume, batch_end, reconcile
+from srm_common.domain.progress import (
+    Halt,
+    Progress,
+    Resume,
+    batch_end,
+    reconcile,
+    reconcile_shared,
+)
 from srm_common.errors import RecordFormatError
 
 WHERE = "A:t-0 -> B:A.t-0"
@@ -126,3 +133,16 @@ def test_crashes_anywhere_never_lose_or_double(
         remote.extend(to_write)
         recorded = Progress(end, decision.downstream + len(batch))
     assert remote == upstream
+
+
+def test_shared_partition_resumes_after_the_last_copy_found() -> None:
+    recorded = Progress(50, 20, 90)
+    found = reconcile_shared(recorded, last_copied=61, target_end=40, source_log_start=0)
+    assert found == Resume(start=62, downstream=40)
+    none_landed = reconcile_shared(recorded, last_copied=None, target_end=40, source_log_start=0)
+    assert none_landed == Resume(start=50, downstream=40)
+    assert reconcile_shared(None, last_copied=None, target_end=7, source_log_start=3) == Resume(
+        start=3, downstream=7
+    )
+    older = reconcile_shared(recorded, last_copied=10, target_end=40, source_log_start=0)
+    assert older.start == 50  # a copy from before the recorded position changes nothing

@@ -7,16 +7,17 @@ from srm_driver.worker import describe_failure
 
 
 def test_summary_line_parses_counts_and_syncs() -> None:
-    line = "orders\t3\t10\t2\t8\t1\t100\t112\t4096\t80\t15\t100:40,105:44,106:45,112:49"
+    line = "orders\t3\t10\t2\t8\t1\t100\t112\t4096\t80\t15\t49\t100:40,105:44,106:45,112:49"
     where, copy = PartitionCopy.parse(line)
     assert where == ("orders", 3)
     assert (copy.passed, copy.skipped, copy.written, copy.dropped) == (10, 2, 8, 1)
     assert (copy.value_bytes, copy.latency_sum_ms, copy.latency_max_ms) == (4096, 80, 15)
+    assert copy.last_downstream == 49
     assert copy.syncs == ((100, 40), (105, 44), (106, 45), (112, 49))
 
 
 def test_summary_without_syncs() -> None:
-    _, copy = PartitionCopy.parse("t\t0\t0\t0\t0\t0\t-1\t-1\t0\t0\t0\t")
+    _, copy = PartitionCopy.parse("t\t0\t0\t0\t0\t0\t-1\t-1\t0\t0\t0\t-1\t")
     assert copy.syncs == () and copy.passed == 0
 
 

@@ -22,12 +22,20 @@ from typing import TYPE_CHECKING
 
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import ORIGIN_HEADER, IdentityReplicationPolicy
-from srm_common.domain.progress import Halt, Progress, Resume, batch_end, reconcile
+from srm_common.domain.progress import (
+    Halt,
+    Progress,
+    Resume,
+    batch_end,
+    reconcile,
+    reconcile_shared,
+)
 from srm_common.domain.records import OffsetSync
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, partition_offsets
 from srm_driver.progress_store import ProgressStore
+from srm_driver.shared_target import COPY_HEADER, last_copied_offset
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,19 +66,23 @@ class PartitionCopy:
     value_bytes: int = 0
     latency_sum_ms: int = 0
     latency_max_ms: int = 0
+    last_downstream: int = -1
     syncs: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def parse(cls, line: str) -> tuple[TopicPartition, PartitionCopy]:
         fields = line.split("\t")
         topic, partition = fields[0], int(fields[1])
-        numbers = [int(value) for value in fields[2:11]]
-        passed, skipped, written, dropped, _first, _last, value_bytes, lat_sum, lat_max = numbers
+        numbers = [int(value) for value in fields[2:12]]
+        passed, skipped, written, dropped, _first, _last, value_bytes = numbers[:7]
+        lat_sum, lat_max, last_down = numbers[7:]
         syncs = tuple(
             (int(up), int(down))
-            for up, down in (item.split(":") for item in fields[11].split(",") if item)
+            for up, down in (item.split(":") for item in fields[12].split(",") if item)
         )
-        copy = cls(passed, skipped, written, dropped, value_bytes, lat_sum, lat_max, syncs)
+        copy = cls(
+            passed, skipped, written, dropped, value_bytes, lat_sum, lat_max, last_down, syncs
+        )
         return (topic, partition), copy
 
 
@@ -132,8 +144,9 @@ class FlowCopier:
             flow.source_consumer, f"srm-{flow.source}-{flow.target}-copier"
         )
         # Under the identity policy names do not change, so an origin header keeps
-        # active/active loop free (DESIGN.md, beyond MM2 3).
-        self._stamp_origin = isinstance(self.policy, IdentityReplicationPolicy)
+        # active/active loop free (DESIGN.md, beyond MM2 3), and the remote partition is
+        # the target's own, written by its producers too ("shared").
+        self._shared = isinstance(self.policy, IdentityReplicationPolicy)
 
     # -- set-up ----------------------------------------------------------------------
 
@@ -204,12 +217,7 @@ class FlowCopier:
                 f"{self.flow.source}:{tp[0]}-{tp[1]} -> "
                 f"{self.flow.target}:{self._routes[tp]}-{tp[1]}"
             )
-            decision = reconcile(
-                self._recorded.get(tp),
-                target_end=targets[remote[tp]].end,
-                source_log_start=sources[tp].log_start,
-                where=where,
-            )
+            decision = self._decide(tp, where, targets[remote[tp]].end, sources[tp].log_start)
             if isinstance(decision, Halt):
                 self.halted[tp] = decision.reason
                 report.halted[tp] = decision.reason
@@ -229,6 +237,28 @@ class FlowCopier:
                     decision.skip,
                 )
             self._resume[tp] = decision
+
+    def _decide(
+        self, tp: TopicPartition, where: str, target_end: int, source_log_start: int
+    ) -> Resume | Halt:
+        assert self._recorded is not None
+        progress = self._recorded.get(tp)
+        if not self._shared:
+            return reconcile(
+                progress, target_end=target_end, source_log_start=source_log_start, where=where
+            )
+        last = None
+        if progress is not None:
+            last = last_copied_offset(
+                self.flow.target_consumer,
+                self._routes[tp],
+                tp[1],
+                start=progress.next_downstream or 0,
+                source_alias=self.flow.source,
+            )
+        return reconcile_shared(
+            progress, last_copied=last, target_end=target_end, source_log_start=source_log_start
+        )
 
     def _copy(
         self, plan: Mapping[TopicPartition, tuple[Resume, int]]
@@ -260,7 +290,8 @@ class FlowCopier:
             frame._jdf,
             convert(self._producer_config, client),
             convert(copier_plan, client),
-            ORIGIN_HEADER if self._stamp_origin else None,
+            ORIGIN_HEADER if self._shared else None,
+            COPY_HEADER if self._shared else None,
             self.flow.source,
             self.flow.target,
         )
@@ -290,7 +321,11 @@ class FlowCopier:
             for up, down in copy.syncs:
                 sync = OffsetSync(tp[0], tp[1], up, down)
                 syncs.append((sync.encode_key(), sync.encode_value()))
-            after = Resume(start=end, downstream=resume.downstream + copy.passed)
+            if self._shared:  # where the next restart starts looking for our copies
+                landed = copy.last_downstream + 1 if copy.written else resume.downstream
+                after = Resume(start=end, downstream=landed)
+            else:
+                after = Resume(start=end, downstream=resume.downstream + copy.passed)
             self._resume[tp] = after
             progress.append((tp, after.progress()))
             report.partitions += 1

@@ -131,16 +131,30 @@ def _list_offsets(
     isolation: IsolationLevel,
     timeout: float,
 ) -> dict[tuple[str, int], int]:
-    request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
-    futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
     found: dict[tuple[str, int], int] = {}
-    for tp, future in futures.items():
-        try:
-            found[(tp.topic, tp.partition)] = future.result(timeout).offset
-        except KafkaException as exc:
-            raise KafkaAdminError(
-                f"cannot read offsets of {tp.topic}-{tp.partition}: {exc}"
-            ) from exc
+    failed: dict[tuple[str, int], KafkaException] = {}
+    for attempt in range(2):
+        wanted = [tp for tp in partitions if tp not in found]
+        request = {TopicPartition(topic, partition): spec for topic, partition in wanted}
+        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+        failed = {}
+        for tp, future in futures.items():
+            try:
+                found[(tp.topic, tp.partition)] = future.result(timeout).offset
+            except KafkaException as exc:
+                failed[(tp.topic, tp.partition)] = exc
+        if not failed or attempt:
+            break
+        # librdkafka answers from metadata cached for minutes; partitions added since
+        # look leaderless until the topics' metadata is fetched again.
+        for topic in {topic for topic, _ in failed}:
+            try:
+                admin.list_topics(topic, timeout=timeout)
+            except KafkaException:
+                pass
+    if failed:
+        (topic, partition), exc = next(iter(failed.items()))
+        raise KafkaAdminError(f"cannot read offsets of {topic}-{partition}: {exc}") from exc
     return found
 
 

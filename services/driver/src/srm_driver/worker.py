@@ -17,8 +17,8 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.tasks import SourceTask, plan_source_tasks
 
 from srm_driver.copier import BatchReport, FlowCopier
-from srm_driver.kafka_admin import admin_client
-from srm_driver.topic_sync import TopicSync
+from srm_driver.kafka_admin import admin_client, topic_partitions
+from srm_driver.topic_sync import TopicSync, TopicSyncError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,9 +122,9 @@ class FlowWorker(threading.Thread):
     def _maintain_topics(self) -> None:
         now = time.monotonic()
         if now >= self._next_refresh:
-            self._refresh_topics()
             interval = self.flow.refresh_topics_interval_seconds
             self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
+            self._refresh_topics()
         if self.flow.sync_topic_configs_enabled and now >= self._next_config_sync:
             if self._next_config_sync:  # creation copied the configs; sync from then on
                 for change in self.topics.sync_configs(self._replicated):
@@ -133,7 +133,24 @@ class FlowWorker(threading.Thread):
 
     def _refresh_topics(self) -> None:
         replicated = self.topics.replicated_topics()
-        for change in self.topics.ensure_remote_topics(replicated):
+        try:
+            changes = self.topics.ensure_remote_topics(replicated)
+        except TopicSyncError as exc:
+            # Copy what has a remote twin; the others are tried again next refresh.
+            changes = exc.changes
+            log.error(
+                "%s: %s (retrying in %d s)",
+                self.flow.name,
+                exc,
+                self.flow.refresh_topics_interval_seconds,
+            )
+            ready = topic_partitions(self._target_admin)
+            replicated = {
+                topic: count
+                for topic, count in replicated.items()
+                if ready.get(self.topics.remote_topic(topic), 0) >= count
+            }
+        for change in changes:
             log.info("%s: %s", self.flow.name, change)
         for gone in sorted(set(self._replicated) - set(replicated)):
             log.info("%s: %s is no longer replicated", self.flow.name, gone)

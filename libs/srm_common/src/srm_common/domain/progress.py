@@ -191,3 +191,26 @@ def batch_end(resume: Resume, *, committed_end: int, max_records: int) -> int | 
     if resume.must_reach is not None:
         end = max(end, min(resume.must_reach, committed_end))
     return end if end > resume.start else None
+
+
+def reconcile_shared(
+    progress: Progress | None,
+    *,
+    last_copied: int | None,
+    target_end: int,
+    source_log_start: int,
+) -> Resume:
+    """Resume for a remote partition that other producers write too (identity policy).
+
+    Counting records cannot work there, so each copy names its upstream offset in a
+    header and the restart looks for the last one at or after the recorded downstream
+    position: ``last_copied`` (None when none landed). No skip: the next batch starts
+    right after it. ``downstream`` is only where the next restart starts looking.
+    """
+    if progress is None:
+        start = source_log_start
+    elif last_copied is not None and last_copied >= progress.next_upstream:
+        start = last_copied + 1
+    else:
+        start = progress.next_upstream
+    return _after_retention(Resume(start=start, downstream=target_end), source_log_start)

@@ -43,8 +43,14 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
  * fails the task, which Spark must not retry (spark.task.maxFailures=1).
  *
  * <p>Summary per partition, tab separated: topic, partition, passed, skipped, written,
- * dropped, firstUp, lastUp, valueBytes, latencySumMs, latencyMaxMs, syncs, where syncs is
- * "up:down,up:down..." for the first and last record and both sides of every upstream gap.
+ * dropped, firstUp, lastUp, valueBytes, latencySumMs, latencyMaxMs, lastDown, syncs, where
+ * syncs is "up:down,up:down..." for the first and last record and both sides of every
+ * upstream gap.
+ *
+ * <p>With a {@code copyHeader} (identity policy: the remote partition is the target's own
+ * topic, written by its producers too) there is no offset check and no skip: each copy
+ * carries "source/upstreamOffset" in that header, the restart looks for the last one, and
+ * syncs come from the acknowledged offsets.
  */
 public final class RangeCopier {
     private static final ConcurrentHashMap<String, KafkaProducer<byte[], byte[]>> PRODUCERS =
@@ -58,6 +64,7 @@ public final class RangeCopier {
             Map<String, String> producerConfig,
             Map<String, String> plan,
             String originHeader,
+            String copyHeader,
             String originAlias,
             String targetAlias) {
         TreeMap<String, String> config = new TreeMap<>(producerConfig);
@@ -65,7 +72,8 @@ public final class RangeCopier {
         JavaRDD<InternalRow> rows = source.queryExecution().toRdd().toJavaRDD();
         return rows.mapPartitions(
                         (FlatMapFunction<Iterator<InternalRow>, String>)
-                                it -> copyPartition(it, config, plans, originHeader, originAlias, targetAlias))
+                                it -> copyPartition(
+                                        it, config, plans, originHeader, copyHeader, originAlias, targetAlias))
                 .collect();
     }
 
@@ -107,6 +115,7 @@ public final class RangeCopier {
             TreeMap<String, String> config,
             Map<String, String> plans,
             String originHeader,
+            String copyHeader,
             String originAlias,
             String targetAlias) {
         if (!rows.hasNext()) {
@@ -131,6 +140,8 @@ public final class RangeCopier {
         long valueBytes = 0;
         StringBuilder syncs = new StringBuilder();
         long lastSyncUp = -1;
+        boolean shared = copyHeader != null;
+        AckSyncs ackSyncs = new AckSyncs();
         try {
             while (rows.hasNext()) {
                 InternalRow row = rows.next();
@@ -157,6 +168,13 @@ public final class RangeCopier {
                     if (stamped == null) {
                         headers.add(new RecordHeader(originHeader, originAlias.getBytes(StandardCharsets.UTF_8)));
                     }
+                }
+                if (shared) {
+                    // The remote partition has other writers: say which upstream record
+                    // this is, so a restart can find the last one that landed.
+                    headers.removeIf(h -> h.key().equals(copyHeader));
+                    headers.add(new RecordHeader(
+                            copyHeader, (originAlias + "/" + up).getBytes(StandardCharsets.UTF_8)));
                 }
                 long down = downStart + passed;
                 if (firstUp < 0) {
@@ -186,16 +204,20 @@ public final class RangeCopier {
                 ProducerRecord<byte[], byte[]> record =
                         new ProducerRecord<>(remote, partition, timestamp, key, value, headers);
                 final long expected = down;
+                final long upstream = up;
                 final String where = remote + "-" + partition;
                 producer.send(record, (metadata, error) -> {
                     if (error != null) {
                         stop(failure, error, producer);
+                    } else if (shared) {
+                        ackSyncs.ack(upstream, metadata.offset());
                     } else if (metadata.offset() != expected) {
                         stop(failure, new IllegalStateException(
                                 "remote partition " + where + " took a record at offset " + metadata.offset()
                                         + " where offset " + expected + " was expected: something else writes"
                                         + " to it; replication of this partition stops"), producer);
-                    } else if (timestamp != null) {
+                    }
+                    if (error == null && timestamp != null) {
                         long latency = System.currentTimeMillis() - timestamp;
                         latencySum.addAndGet(latency);
                         latencyMax.accumulateAndGet(latency, Math::max);
@@ -213,14 +235,18 @@ public final class RangeCopier {
             throw new IllegalStateException(
                     "copy of " + topic + "-" + partition + " failed: " + error.getMessage(), error);
         }
-        if (lastUp >= 0 && lastSyncUp != lastUp) {
-            appendSync(syncs, lastUp, downStart + passed - 1);
+        long lastDown = passed > 0 ? downStart + passed - 1 : -1;
+        if (shared) {
+            syncs = ackSyncs.finish();
+            lastDown = ackSyncs.lastDown;
+        } else if (lastUp >= 0 && lastSyncUp != lastUp) {
+            appendSync(syncs, lastUp, lastDown);
         }
         String summary = String.join("\t",
                 topic, Integer.toString(partition), Long.toString(passed), Long.toString(skipped),
                 Long.toString(written), Long.toString(dropped), Long.toString(firstUp),
                 Long.toString(lastUp), Long.toString(valueBytes), Long.toString(latencySum.get()),
-                Long.toString(latencyMax.get()), syncs.toString());
+                Long.toString(latencyMax.get()), Long.toString(lastDown), syncs.toString());
         List<String> out = new ArrayList<>(1);
         out.add(summary);
         return out.iterator();
@@ -234,6 +260,40 @@ public final class RangeCopier {
     private static void stop(AtomicReference<Exception> failure, Exception error, KafkaProducer<byte[], byte[]> producer) {
         if (failure.compareAndSet(null, error)) {
             producer.close(Duration.ZERO);
+        }
+    }
+
+    /**
+     * Offset syncs from acknowledgements, for a remote partition with other writers:
+     * the first and last record and both sides of every gap, upstream or downstream.
+     * Acknowledgements of one partition arrive in order on the producer's thread.
+     */
+    private static final class AckSyncs {
+        private final StringBuilder syncs = new StringBuilder();
+        private long prevUp = -1;
+        private long prevDown = -1;
+        private long lastSyncUp = -1;
+        long lastDown = -1;
+
+        synchronized void ack(long up, long down) {
+            if (prevUp < 0) {
+                lastSyncUp = appendSync(syncs, up, down);
+            } else if (up != prevUp + 1 || down != prevDown + 1) {
+                if (lastSyncUp != prevUp) {
+                    appendSync(syncs, prevUp, prevDown);
+                }
+                lastSyncUp = appendSync(syncs, up, down);
+            }
+            prevUp = up;
+            prevDown = down;
+            lastDown = down;
+        }
+
+        synchronized StringBuilder finish() {
+            if (prevUp >= 0 && lastSyncUp != prevUp) {
+                lastSyncUp = appendSync(syncs, prevUp, prevDown);
+            }
+            return syncs;
         }
     }
 
