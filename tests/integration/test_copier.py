@@ -44,7 +44,10 @@ def _mirror(kafka, topic: str, partitions: int, remote: str | None = None) -> st
 
 
 def test_copies_every_record_with_key_value_headers_timestamp(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
-    topic = kafka.create_topic("primary", unique_name("fidelity"), partitions=3)
+    # Old CreateTimes: without retention.ms=-1 the broker could delete them mid-test.
+    topic = kafka.create_topic(
+        "primary", unique_name("fidelity"), partitions=3, config={"retention.ms": "-1"}
+    )
     remote = _mirror(kafka, topic, 3)
     records = [
         Record(

@@ -148,8 +148,9 @@ def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
 def test_unusual_headers_keys_and_timestamps(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
     """What test_copier.py does not produce: empty header keys, empty vs null header values,
     non-ASCII names, hundreds of headers, a 64 KiB key, timestamps at 1 ms and in 2001."""
-    topic = kafka.create_topic("primary", unique_name("shapes"), partitions=2)
-    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    keep = {"retention.ms": "-1"}  # or the broker's retention check deletes 1970's records
+    topic = kafka.create_topic("primary", unique_name("shapes"), partitions=2, config=keep)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2, config=keep)
     records = [
         Record(b"k", b"v", (("", b"empty key"), ("e", b""), ("n", None), ("e", b"")), 1, 0),
         Record(None, None, (("ключ-ü-🔑", "wert ✓".encode()),), 2, 0),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -200,6 +201,7 @@ class FlowCopier:
             for tp in plan:
                 self._resume.pop(tp, None)
             self._recorded = None
+            self._await_quiet()
             raise
         self._record(plan, copies, report)
         return report
@@ -237,6 +239,19 @@ class FlowCopier:
                     decision.skip,
                 )
             self._resume[tp] = decision
+
+    def _await_quiet(self, timeout: float = 60.0) -> None:
+        """Wait until no copy task runs in this JVM: Spark reports a failed job while
+        sibling tasks are still being killed, and their last records must land before
+        the reconcile reads the remote end offsets. (Local mode; on a Spark cluster the
+        executors' tasks are not visible here and the retry delay has to do.)"""
+        deadline = time.monotonic() + timeout
+        try:
+            copier = self.session.sparkContext._jvm.srm.driver.RangeCopier  # type: ignore[union-attr]
+            while copier.activeTasks() > 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        except Exception:  # noqa: BLE001 - the JVM is gone: nothing writes any more
+            return
 
     def _decide(
         self, tp: TopicPartition, where: str, target_end: int, source_log_start: int

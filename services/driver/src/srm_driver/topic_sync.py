@@ -74,6 +74,7 @@ class TopicSync:
         self._source_admin = source_admin
         self._target_admin = target_admin
         self._timeout = timeout
+        self._touched: list[str] = []
         # The broker gets ``timeout`` to finish an operation; the request a little longer,
         # so a slow broker's answer arrives instead of a client-side timeout.
         self._request_timeout = timeout + 5
@@ -124,9 +125,10 @@ class TopicSync:
             self._create(to_create, configs, changes, failures)
         if smaller:
             self._grow(smaller, changes, failures)
-        if missing or smaller:
-            # New partitions refuse reads and writes until they have a leader.
-            touched = [self.remote_topic(t) for t in missing] + list(smaller)
+        if self._touched:
+            # New partitions refuse reads and writes until they have a leader; only the
+            # topics created or grown just now are waited for.
+            touched, self._touched = self._touched, []
             wait_for_leaders(self._target_admin, touched, timeout=self._timeout)
         self._raise_if_failed("update remote topics", changes, failures)
         return changes
@@ -216,6 +218,7 @@ class TopicSync:
             if self._result(self._flow.target, remote, "create", future, failures) in _NOTHING:
                 continue
             count = len(configs[topic])
+            self._touched.append(remote)
             changes.append(
                 f"created {self._flow.target}:{remote} ({topics[topic]} partitions,"
                 f" {count} config{'s' if count != 1 else ''})"
@@ -237,6 +240,7 @@ class TopicSync:
             action = f"grow to {new} partitions"
             if self._result(self._flow.target, remote, action, future, failures) in _NOTHING:
                 continue
+            self._touched.append(remote)
             changes.append(f"grew {self._flow.target}:{remote} from {old} to {new} partitions")
 
     def _alter(

@@ -126,10 +126,16 @@ class FlowWorker(threading.Thread):
             self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
             self._refresh_topics()
         if self.flow.sync_topic_configs_enabled and now >= self._next_config_sync:
-            if self._next_config_sync:  # creation copied the configs; sync from then on
-                for change in self.topics.sync_configs(self._replicated):
-                    log.info("%s: %s", self.flow.name, change)
+            first = not self._next_config_sync  # creation copied the configs
             self._next_config_sync = now + self.flow.sync_topic_configs_interval_seconds
+            if not first:
+                try:
+                    changes = self.topics.sync_configs(self._replicated)
+                except TopicSyncError as exc:
+                    changes = exc.changes
+                    log.error("%s: %s (retrying next sync)", self.flow.name, exc)
+                for change in changes:
+                    log.info("%s: %s", self.flow.name, change)
 
     def _refresh_topics(self) -> None:
         replicated = self.topics.replicated_topics()
@@ -188,8 +194,9 @@ class FlowWorker(threading.Thread):
         window = self._window
         if window.written:
             log.info(
-                "%s: copied %d records (%.1f MB) in %.0f s, %.0f records/s; latency avg %d ms,"
-                " max %d ms; %d topics, %d partitions, %d tasks",
+                "%s: copied %d records (%.1f MB) in %.0f s, %.0f records/s; record age at"
+                " copy (now - record timestamp) avg %d ms, max %d ms; %d topics, %d"
+                " partitions, %d tasks",
                 self.flow.name,
                 window.written,
                 window.value_bytes / 1e6,

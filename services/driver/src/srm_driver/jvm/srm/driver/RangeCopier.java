@@ -56,7 +56,16 @@ public final class RangeCopier {
     private static final ConcurrentHashMap<String, KafkaProducer<byte[], byte[]>> PRODUCERS =
             new ConcurrentHashMap<>();
 
+    /** Copy tasks running in this JVM; after a failed job the driver waits for zero. */
+    private static final java.util.concurrent.atomic.AtomicInteger ACTIVE =
+            new java.util.concurrent.atomic.AtomicInteger();
+
     private RangeCopier() {}
+
+    /** Copy tasks still running in this JVM (local mode: every task of the driver). */
+    public static int activeTasks() {
+        return ACTIVE.get();
+    }
 
     /** Runs one Spark job over {@code source}; returns one summary line per non-empty partition. */
     public static List<String> copy(
@@ -111,6 +120,22 @@ public final class RangeCopier {
     private static final int HEADERS = 7;
 
     private static Iterator<String> copyPartition(
+            Iterator<InternalRow> rows,
+            TreeMap<String, String> config,
+            Map<String, String> plans,
+            String originHeader,
+            String copyHeader,
+            String originAlias,
+            String targetAlias) {
+        ACTIVE.incrementAndGet();
+        try {
+            return copyRows(rows, config, plans, originHeader, copyHeader, originAlias, targetAlias);
+        } finally {
+            ACTIVE.decrementAndGet();
+        }
+    }
+
+    private static Iterator<String> copyRows(
             Iterator<InternalRow> rows,
             TreeMap<String, String> config,
             Map<String, String> plans,
