@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,8 @@ from types import FrameType
 
 from srm_common.config import load_config
 from srm_common.errors import ConfigError, SrmError
+
+_SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|mesos)://\S+|k8s://\S+|yarn")
 
 EPILOG = """\
 examples:
@@ -60,7 +63,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         return 2
-    driver = Driver(config, spark_master=args.spark_master, spark_conf=spark_conf)
+    if not _SPARK_MASTER.fullmatch(args.spark_master):
+        print(
+            f"srm-driver: --spark-master {args.spark_master!r} is not a Spark master URL; use"
+            " local[*], local[N], spark://HOST:PORT, k8s://https://HOST:PORT or yarn",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        driver = Driver(config, spark_master=args.spark_master, spark_conf=spark_conf)
+    except SrmError as exc:
+        print(f"srm-driver: {exc}", file=sys.stderr)
+        return 2
     signals = {"count": 0}
 
     def on_signal(number: int, _frame: FrameType | None) -> None:

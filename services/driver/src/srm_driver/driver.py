@@ -23,16 +23,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _int_setting(config: SrmConfig, flow: FlowConfig, key: str, default: int) -> int:
+def _int_setting(
+    config: SrmConfig, flow: FlowConfig, key: str, default: int, *, minimum: int
+) -> int:
     """A Connect worker key (``offset.storage.*``): flow or top level, else the target
-    cluster's ``<alias>.<key>``, else ``default``."""
+    cluster's ``<alias>.<key>``, else ``default``. Connect does not validate these for
+    MM2's keys, so this does, before anything starts."""
     raw = flow.extra.get(key) or config.cluster(flow.target).extra.get(key)
     if raw is None:
         return default
     try:
-        return int(raw)
+        value = int(raw.strip())
     except ValueError:
-        raise SrmError(f"{key} must be a whole number, got {raw!r}") from None
+        value = None
+    if value is None or (value < minimum and value != -1):
+        raise SrmError(
+            f"{config.source}: {key} = {raw!r} for flow {flow.name}: expected a whole number"
+            f" >= {minimum} (or -1 for the broker's default), e.g. {key} = {max(default, 1)}"
+        )
+    return value
 
 
 class Driver:
@@ -55,6 +64,15 @@ class Driver:
         self.heartbeat_tasks = [
             HeartbeatTask(flow) for flow in config.flows.values() if flow.emit_heartbeats_enabled
         ]
+        # (partitions, replication factor) of mm2-offsets.<S>.internal per enabled flow,
+        # checked now so that a bad value stops the driver before Spark starts.
+        self._progress_topic = {
+            flow.name: (
+                _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),
+                _int_setting(config, flow, "offset.storage.replication.factor", -1, minimum=1),
+            )
+            for flow in config.enabled_flows()
+        }
 
     def start(self) -> None:
         """Start Spark (when a flow is enabled), every worker and the heartbeats."""
@@ -69,12 +87,8 @@ class Driver:
                 flow,
                 self.session,  # type: ignore[arg-type]
                 self.stop,
-                progress_partitions=_int_setting(
-                    self.config, flow, "offset.storage.partitions", 25
-                ),
-                progress_replication_factor=_int_setting(
-                    self.config, flow, "offset.storage.replication.factor", -1
-                ),
+                progress_partitions=self._progress_topic[flow.name][0],
+                progress_replication_factor=self._progress_topic[flow.name][1],
             )
             self.workers.append(worker)
             worker.start()
@@ -115,7 +129,8 @@ class Driver:
             worker.join(timeout)
             if worker.is_alive():
                 log.warning("%s: batch still running at shutdown; abandoning it", worker.name)
-        self._heartbeats.join(10)
+        if self._heartbeats.is_alive():
+            self._heartbeats.join(10)
         if self.session is not None:
             from srm_driver.spark import stop_session
 

@@ -136,7 +136,13 @@ def spark_session(
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - PySpark raises plain runtime errors here
+        raise SparkSetupError(
+            f"Spark did not start with master {master!r}: {str(exc).strip().splitlines()[0]};"
+            " check --spark-master and that the Spark cluster is reachable"
+        ) from exc
     session.sparkContext.setLogLevel("ERROR")
     return session
 

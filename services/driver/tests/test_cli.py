@@ -1,0 +1,71 @@
+"""srm-driver's answers to bad input: one line naming the problem, exit 2, nothing started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from srm_common.config import load_config
+from srm_common.errors import SrmError
+from srm_driver.cli import main
+from srm_driver.driver import _int_setting
+
+CONFIG = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  backup: {bootstrap.servers: "127.0.0.1:8"}
+flows:
+  primary->backup: {enabled: true%s}
+"""
+
+
+def _config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG % extra)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--spark-master", "nonsense"], "--spark-master 'nonsense' is not a Spark master URL"),
+        (["--set", "tasks.max"], "--set 'tasks.max': expected KEY=VALUE"),
+        (["--spark-conf", "x"], "--spark-conf 'x': expected KEY=VALUE"),
+        (["--set", "primary->nowhere.enabled=true"], "unknown cluster alias 'nowhere'"),
+    ],
+)
+def test_bad_flags_are_one_message_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["--config", str(_config(tmp_path)), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_config_value_is_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--config", str(_config(tmp_path, ", srm.batch.max.records: 0"))]) == 2
+    assert (
+        "srm.batch.max.records': expected a whole number >= 1, got '0'" in capsys.readouterr().err
+    )
+
+
+def test_missing_file_is_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-2"])
+def test_offset_storage_settings_are_checked(tmp_path: Path, raw: str) -> None:
+    config = load_config(_config(tmp_path, f", offset.storage.replication.factor: '{raw}'"))
+    flow = config.flow("primary", "backup")
+    with pytest.raises(SrmError, match="offset.storage.replication.factor = .* expected a whole"):
+        _int_setting(config, flow, "offset.storage.replication.factor", -1, minimum=1)
+
+
+def test_offset_storage_settings_default_and_broker_default(tmp_path: Path) -> None:
+    config = load_config(_config(tmp_path, ", offset.storage.replication.factor: '-1'"))
+    flow = config.flow("primary", "backup")
+    assert _int_setting(config, flow, "offset.storage.replication.factor", 3, minimum=1) == -1
+    assert _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1) == 25
