@@ -34,7 +34,12 @@ from srm_common.domain.progress import (
 from srm_common.domain.records import OffsetSync
 
 from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import admin_client, partition_offsets
+from srm_driver.kafka_admin import (
+    admin_client,
+    end_offsets,
+    ensure_compacted_topic,
+    partition_offsets,
+)
 from srm_driver.progress_store import ProgressStore
 from srm_driver.shared_target import COPY_HEADER, last_copied_offset
 
@@ -153,8 +158,6 @@ class FlowCopier:
 
     def prepare(self) -> None:
         """Create the internal topics this flow writes and load recorded progress."""
-        from srm_driver.kafka_admin import ensure_compacted_topic
-
         self.store.ensure_topic()
         ensure_compacted_topic(
             self._syncs_admin,
@@ -183,11 +186,11 @@ class FlowCopier:
             return None
         self._reconcile([tp for tp in active if tp not in self._resume], report)
         active = [tp for tp in active if tp in self._resume]
-        ends = partition_offsets(self._source_admin, active, read_committed=True)
+        ends = end_offsets(self._source_admin, active, read_committed=True)
         plan: dict[TopicPartition, tuple[Resume, int]] = {}
         for tp in active:
             resume = self._resume[tp]
-            end = batch_end(resume, committed_end=ends[tp].end, max_records=self.max_records)
+            end = batch_end(resume, committed_end=ends[tp], max_records=self.max_records)
             if end is not None:
                 plan[tp] = (resume, end)
         if not plan:

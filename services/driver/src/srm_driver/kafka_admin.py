@@ -124,6 +124,21 @@ def partition_offsets(
     return {tp: PartitionOffsets(log_start=starts[tp], end=ends[tp]) for tp in wanted}
 
 
+def end_offsets(
+    admin: AdminClient,
+    partitions: Iterable[tuple[str, int]],
+    *,
+    read_committed: bool = True,
+    timeout: float = TIMEOUT_S,
+) -> dict[tuple[str, int], int]:
+    """End offsets only, in one round trip (the source task's every cycle)."""
+    wanted = list(partitions)
+    if not wanted:
+        return {}
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    return _list_offsets(admin, wanted, OffsetSpec.latest(), isolation, timeout)
+
+
 def _list_offsets(
     admin: AdminClient,
     partitions: list[tuple[str, int]],

@@ -76,13 +76,18 @@ public final class RangeCopier {
             String copyHeader,
             String originAlias,
             String targetAlias) {
-        TreeMap<String, String> config = new TreeMap<>(producerConfig);
-        HashMap<String, String> plans = new HashMap<>(plan);
+        Job job = new Job(
+                new TreeMap<>(producerConfig), new HashMap<>(plan), originHeader, copyHeader, originAlias,
+                targetAlias);
         JavaRDD<InternalRow> rows = source.queryExecution().toRdd().toJavaRDD();
-        return rows.mapPartitions(
-                        (FlatMapFunction<Iterator<InternalRow>, String>)
-                                it -> copyPartition(
-                                        it, config, plans, originHeader, copyHeader, originAlias, targetAlias))
+        return rows.mapPartitions((FlatMapFunction<Iterator<InternalRow>, String>) it -> {
+                    ACTIVE.incrementAndGet();
+                    try {
+                        return copyRows(it, job);
+                    } finally {
+                        ACTIVE.decrementAndGet();
+                    }
+                })
                 .collect();
     }
 
@@ -119,34 +124,32 @@ public final class RangeCopier {
     private static final int TIMESTAMP = 5;
     private static final int HEADERS = 7;
 
-    private static Iterator<String> copyPartition(
-            Iterator<InternalRow> rows,
-            TreeMap<String, String> config,
-            Map<String, String> plans,
-            String originHeader,
-            String copyHeader,
-            String originAlias,
-            String targetAlias) {
-        ACTIVE.incrementAndGet();
-        try {
-            return copyRows(rows, config, plans, originHeader, copyHeader, originAlias, targetAlias);
-        } finally {
-            ACTIVE.decrementAndGet();
+    /** What every task of one copy job needs; shipped to the executors with the closure. */
+    private static final class Job implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        final TreeMap<String, String> config;
+        final HashMap<String, String> plans;
+        final String originHeader;
+        final String copyHeader;
+        final String originAlias;
+        final String targetAlias;
+
+        Job(TreeMap<String, String> config, HashMap<String, String> plans, String originHeader,
+                String copyHeader, String originAlias, String targetAlias) {
+            this.config = config;
+            this.plans = plans;
+            this.originHeader = originHeader;
+            this.copyHeader = copyHeader;
+            this.originAlias = originAlias;
+            this.targetAlias = targetAlias;
         }
     }
 
-    private static Iterator<String> copyRows(
-            Iterator<InternalRow> rows,
-            TreeMap<String, String> config,
-            Map<String, String> plans,
-            String originHeader,
-            String copyHeader,
-            String originAlias,
-            String targetAlias) {
+    private static Iterator<String> copyRows(Iterator<InternalRow> rows, Job job) {
         if (!rows.hasNext()) {
             return new ArrayList<String>().iterator();
         }
-        KafkaProducer<byte[], byte[]> producer = producer(config);
+        KafkaProducer<byte[], byte[]> producer = producer(job.config);
         AtomicReference<Exception> failure = new AtomicReference<>();
         AtomicLong latencySum = new AtomicLong();
         AtomicLong latencyMax = new AtomicLong();
@@ -165,7 +168,7 @@ public final class RangeCopier {
         long valueBytes = 0;
         StringBuilder syncs = new StringBuilder();
         long lastSyncUp = -1;
-        boolean shared = copyHeader != null;
+        boolean shared = job.copyHeader != null;
         AckSyncs ackSyncs = new AckSyncs();
         try {
             while (rows.hasNext()) {
@@ -173,7 +176,7 @@ public final class RangeCopier {
                 if (topic == null) {
                     topic = row.getUTF8String(TOPIC).toString();
                     partition = row.getInt(PARTITION);
-                    String entry = plans.get(topic + "/" + partition);
+                    String entry = job.plans.get(topic + "/" + partition);
                     if (entry == null) {
                         throw new IllegalStateException("no plan for " + topic + "-" + partition);
                     }
@@ -184,22 +187,22 @@ public final class RangeCopier {
                 }
                 long up = row.getLong(OFFSET);
                 List<Header> headers = headers(row);
-                if (originHeader != null) {
-                    String stamped = stampedOrigin(headers, originHeader, topic + "-" + partition + "@" + up);
-                    if (targetAlias.equals(stamped)) {
+                if (job.originHeader != null) {
+                    String stamped = stampedOrigin(headers, job.originHeader, topic + "-" + partition + "@" + up);
+                    if (job.targetAlias.equals(stamped)) {
                         dropped++;  // first produced on the target: copying it back would loop
                         continue;
                     }
                     if (stamped == null) {
-                        headers.add(new RecordHeader(originHeader, originAlias.getBytes(StandardCharsets.UTF_8)));
+                        headers.add(new RecordHeader(job.originHeader, job.originAlias.getBytes(StandardCharsets.UTF_8)));
                     }
                 }
                 if (shared) {
                     // The remote partition has other writers: say which upstream record
                     // this is, so a restart can find the last one that landed.
-                    headers.removeIf(h -> h.key().equals(copyHeader));
+                    headers.removeIf(h -> h.key().equals(job.copyHeader));
                     headers.add(new RecordHeader(
-                            copyHeader, (originAlias + "/" + up).getBytes(StandardCharsets.UTF_8)));
+                            job.copyHeader, (job.originAlias + "/" + up).getBytes(StandardCharsets.UTF_8)));
                 }
                 long down = downStart + passed;
                 if (firstUp < 0) {
@@ -256,7 +259,7 @@ public final class RangeCopier {
         }
         Exception error = failure.get();
         if (error != null) {
-            discard(config, producer);
+            discard(job.config, producer);
             throw new IllegalStateException(
                     "copy of " + topic + "-" + partition + " failed: " + error.getMessage(), error);
         }
