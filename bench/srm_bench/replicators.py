@@ -132,7 +132,7 @@ def mirrormaker2(folder: Path, heap: str) -> Replicator:
 
 def srm_driver(folder: Path, spark_master: str | None) -> Replicator:
     config = folder / "srm.properties"
-    command = [*srm_driver_command(), "--config", str(config)]
+    command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:
         command += ["--spark-master", spark_master]
     return Replicator(SRM, command, config, folder / "srm.log")

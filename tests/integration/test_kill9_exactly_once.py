@@ -10,53 +10,15 @@ from __future__ import annotations
 
 import collections
 import random
-import threading
 import time
 
 import pytest
-from confluent_kafka import Producer
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PARTITIONS = 4
 KILLS = 6
-
-
-class SteadyProducer(threading.Thread):
-    """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.topic = topic
-        self.stop = threading.Event()
-        self.sent = 0
-        self.errors: list[str] = []
-        self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
-        )
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for _ in range(75):
-                n = self.sent
-                self._producer.produce(
-                    self.topic,
-                    key=f"k{n}".encode(),
-                    value=f"record {n} ".encode() * 20,
-                    headers=[("seq", str(n).encode())],
-                    partition=n % PARTITIONS,
-                    on_delivery=self._delivered,
-                )
-                self.sent += 1
-            self._producer.poll(0)
-            time.sleep(0.05)
-        if self._producer.flush(60):
-            self.errors.append("unflushed records")
-
-    def _delivered(self, error, _message) -> None:  # type: ignore[no-untyped-def]
-        if error is not None:
-            self.errors.append(str(error))
 
 
 def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
@@ -73,7 +35,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
         replication={"tasks.max": 2},
     )
     driver = testing.DriverProcess(config, tmp_path / "driver.log")
-    producer = SteadyProducer(kafka["primary"], topic)
+    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
     producer.start()
     rng = random.Random(20261120)
     kills: list[str] = []

@@ -72,10 +72,26 @@ class ServiceProcess:
         process.wait()
 
 
-def driver_service(config_path: Path, overrides: dict[str, str]) -> ServiceProcess:
-    """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT)."""
+def _config_args(config_path: Path, overrides: dict[str, str]) -> list[str]:
     args = ["--config", str(config_path)]
     for key, value in overrides.items():
         args += ["--set", f"{key}={value}"]
+    return args
+
+
+def coordinator_service(
+    name: str, port: int, config_path: Path, overrides: dict[str, str]
+) -> ServiceProcess:
+    """``srm-coordinator`` named ``name`` on ``port``; its SQL projection in the run dir."""
+    projection = f"sqlite:///{run_dir() / 'services' / f'{name}-projection.db'}"
+    args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
+    return ServiceProcess(name, "srm_coordinator", [*args, "--projection", projection])
+
+
+def driver_service(
+    config_path: Path, overrides: dict[str, str], *, name: str = "driver", port: int = 0
+) -> ServiceProcess:
+    """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT)."""
     spark_master = os.environ.get("SRM_SPARK_MASTER", "local[2]")
-    return ServiceProcess("driver", "srm_driver", [*args, "--spark-master", spark_master])
+    args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
+    return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master])

@@ -32,7 +32,7 @@ from srm_local.clusters import (
 )
 from srm_local.jars import fetch_all
 from srm_local.paths import project_root, run_dir
-from srm_local.services import ServiceProcess, driver_service
+from srm_local.services import ServiceProcess, coordinator_service, driver_service
 
 DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
 WATCH_SECONDS = 2.0
@@ -99,30 +99,51 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
         return 2
     fetch_all()
     clusters = start_local_clusters(specs, fresh=fresh)
-    driver: ServiceProcess | None = None
+    services: list[ServiceProcess] = []
     try:
         list_topics = TopicLister(config)
         topics = list_topics()
         plans = plan_replication(config, topics)
         print(f"\nreplication plan ({path}):")
         print(render_plan(plans))
-        driver = None if detach else driver_service(path, overrides)
-        if driver is not None:
-            driver.start()
-        print(summary(config, path, clusters, remote, driver))
+        services = [] if detach else stack_services(path, overrides)
+        for service in services:
+            service.start()
+        print(summary(config, path, clusters, remote, services))
         if detach:
             return 0
         stack_pid_file().write_text(f"{os.getpid()}\n")
-        return watch(config, clusters, list_topics, topics, driver)
+        return watch(config, clusters, list_topics, topics, services)
     except BaseException:
         if not detach:
-            if driver is not None:
-                driver.stop()
+            stop_services(services)
             stop_clusters(clusters)
         raise
     finally:
         if not detach:
             stack_pid_file().unlink(missing_ok=True)
+
+
+def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess]:
+    """Two coordinators (a leader and a standby) and SRM_DRIVERS drivers (default 1)."""
+    base = int(os.environ.get("SRM_SERVICE_PORT", "8090"))
+    count = int(os.environ.get("SRM_DRIVERS", "1"))
+    services = [
+        coordinator_service(f"coordinator-{i + 1}", base + i, path, overrides) for i in range(2)
+    ]
+    services += [
+        driver_service(path, overrides, name=f"driver-{i + 1}", port=base + 10 + i)
+        for i in range(count)
+    ]
+    return services
+
+
+def stop_services(services: Sequence[ServiceProcess]) -> None:
+    """Drivers first (they finish their batches), then the coordinators."""
+    for service in sorted(services, key=lambda s: not s.name.startswith("driver")):
+        if service.name.startswith("driver"):
+            print(f"stopping {service.name} (it finishes its running batches)...", flush=True)
+        service.stop()
 
 
 def port_overrides(specs: Sequence[ClusterSpec]) -> dict[str, str]:
@@ -174,7 +195,7 @@ def summary(
     path: Path,
     clusters: Sequence[LocalKafkaCluster],
     remote: Sequence[str],
-    driver: ServiceProcess | None,
+    services: Sequence[ServiceProcess],
 ) -> str:
     lines = ["", "what runs where:"]
     for cluster in clusters:
@@ -191,12 +212,9 @@ def summary(
         f"  enabled flows    {flows}",
         "  kafka tools      .venv/bin/kafka-topics, kafka-consumer-groups, kafka-console-*,"
         " kafka-*-perf-test",
-        (
-            f"  driver           pid {driver.pid}  log {driver.log_path}  (srm-driver: copies"
-            " every enabled flow, heartbeats for every pair)"
-            if driver is not None
-            else "  driver           not started (--detach starts only the clusters)"
-        ),
+        *service_lines(services),
+        "  srm-control      .venv/bin/srm-control topics --source primary --target backup"
+        " --list   (--add/--remove PATTERN; audit)",
         "",
         "Produce to a topic on one cluster and it appears on the other within seconds, e.g.",
         "  .venv/bin/kafka-console-producer --bootstrap-server 127.0.0.1:9092 --topic orders",
@@ -208,12 +226,30 @@ def summary(
     return "\n".join(lines)
 
 
+def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
+    if not services:
+        return ["  services         not started (--detach starts only the clusters)"]
+    roles = {
+        "coordinator": "srm-coordinator: event log, leader election, assignment",
+        "driver": "srm-driver: runs the tasks it is assigned",
+    }
+    lines = []
+    for service in services:
+        role = roles["driver" if service.name.startswith("driver") else "coordinator"]
+        port = service.command[service.command.index("--port") + 1]
+        lines.append(
+            f"  {service.name:<16} http://127.0.0.1:{port}  pid {service.pid}  log"
+            f" {service.log_path}  ({role})"
+        )
+    return lines
+
+
 def watch(
     config: SrmConfig,
     clusters: Sequence[LocalKafkaCluster],
     list_topics: TopicLister,
     topics: Mapping[str, set[str]],
-    driver: ServiceProcess | None = None,
+    services: Sequence[ServiceProcess] = (),
 ) -> int:
     """Stay in the foreground; reprint the plan when topics change; restart a driver
     that died; stop on a signal (the driver first, then the clusters)."""
@@ -232,17 +268,17 @@ def watch(
             gone = [c.alias for c in clusters if not c.is_running()]
             if gone:
                 print(f"cluster(s) {', '.join(gone)} stopped; stopping the stack")
-                if driver is not None:
-                    driver.stop()
+                stop_services(services)
                 stop_clusters(clusters)
                 return 0 if len(gone) == len(clusters) else 1
-            if driver is not None and driver.exit_code() is not None:
-                print(
-                    f"\ndriver exited with code {driver.exit_code()}; last lines of"
-                    f" {driver.log_path}:\n{driver.tail()}\nrestarting it"
-                )
-                driver.restarts += 1
-                driver.start()
+            for service in services:
+                if service.exit_code() is not None:
+                    print(
+                        f"\n{service.name} exited with code {service.exit_code()}; last lines"
+                        f" of {service.log_path}:\n{service.tail()}\nrestarting it"
+                    )
+                    service.restarts += 1
+                    service.start()
             current = list_topics()
             if current != known:
                 known = current
@@ -250,9 +286,7 @@ def watch(
                 print(render_plan(plan_replication(config, current)))
     except (KeyboardInterrupt, _Stop):
         print("\nstopping...")
-        if driver is not None:
-            print("stopping the driver (it finishes its running batches)...", flush=True)
-            driver.stop()
+        stop_services(services)
         stop_clusters(clusters)
         return 0
 

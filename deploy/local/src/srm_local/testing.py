@@ -268,14 +268,14 @@ def content(records: Iterable[Record]) -> list[tuple[object, ...]]:
     return [record.content() for record in records]
 
 
-class DriverProcess:
-    """``srm-driver --config FILE`` as a child in its own process group (Spark's JVM
-    included), so a test can kill -9 the whole driver as a crashed container would die."""
+class ChildProcess:
+    """``python -m MODULE ARGS`` as a child in its own process group (a driver's Spark JVM
+    included), so a test can kill -9 the whole service as a crashed container would die."""
 
-    def __init__(self, config: Path, log_path: Path, *, spark_master: str = "local[2]") -> None:
-        self.config = config
+    def __init__(self, module: str, args: Sequence[str], log_path: Path) -> None:
+        self.module = module
+        self.args = list(args)
         self.log_path = log_path
-        self.spark_master = spark_master
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -284,15 +284,7 @@ class DriverProcess:
         log.write(f"--- start {self.starts + 1}\n".encode())
         log.flush()
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "srm_driver",
-                "--config",
-                str(self.config),
-                "--spark-master",
-                self.spark_master,
-            ],
+            [sys.executable, "-m", self.module, *self.args],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -328,6 +320,35 @@ class DriverProcess:
         return self.log_path.read_text(errors="replace")
 
 
+class DriverProcess(ChildProcess):
+    """``srm-driver --config FILE`` (``--standalone`` unless ``args`` say otherwise)."""
+
+    def __init__(
+        self,
+        config: Path,
+        log_path: Path,
+        *,
+        spark_master: str = "local[2]",
+        args: Sequence[str] = ("--standalone",),
+    ) -> None:
+        super().__init__(
+            "srm_driver",
+            ["--config", str(config), "--spark-master", spark_master, *args],
+            log_path,
+        )
+        self.config = config
+
+
+class CoordinatorProcess(ChildProcess):
+    """``srm-coordinator --config FILE --id ID``."""
+
+    def __init__(self, config: Path, log_path: Path, coordinator_id: str, *args: str) -> None:
+        super().__init__(
+            "srm_coordinator", ["--config", str(config), "--id", coordinator_id, *args], log_path
+        )
+        self.id = coordinator_id
+
+
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """High watermark of every partition of ``topic`` (empty if it does not exist)."""
     client = admin(bootstrap)
@@ -342,6 +363,43 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         }
     finally:
         consumer.close()
+
+
+class SteadyProducer(threading.Thread):
+    """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(daemon=True)
+        self.topic = topic
+        self.partitions = partitions
+        self.stop = threading.Event()
+        self.sent = 0
+        self.errors: list[str] = []
+        self._producer = Producer(
+            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+        )
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for _ in range(75):
+                n = self.sent
+                self._producer.produce(
+                    self.topic,
+                    key=f"k{n}".encode(),
+                    value=f"record {n} ".encode() * 20,
+                    headers=[("seq", str(n).encode())],
+                    partition=n % self.partitions,
+                    on_delivery=self._delivered,
+                )
+                self.sent += 1
+            self._producer.poll(0)
+            time.sleep(0.05)
+        if self._producer.flush(60):
+            self.errors.append("unflushed records")
+
+    def _delivered(self, error, _message) -> None:  # type: ignore[no-untyped-def]
+        if error is not None:
+            self.errors.append(str(error))
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.5) -> None:

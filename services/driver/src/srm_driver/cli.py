@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from srm_common.config import load_config
-from srm_common.errors import ConfigError, SrmError
+from srm_common.cli_support import load_or_exit, parse_pairs, setup_logging
+from srm_common.errors import SrmError
 
 _SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|mesos)://\S+|k8s://\S+|yarn")
 
 EPILOG = """\
 examples:
-  srm-driver --config srm.yaml                  every enabled flow of srm.yaml
+  srm-driver --config srm.yaml                  join the group: run the tasks the
+                                                coordinator assigns (srm-coordinator)
+  srm-driver --config srm.yaml --standalone     no coordinator: every enabled flow here
+  srm-driver --config srm.yaml --port 8081      per-flow REST on port 8081
   srm-driver --config mm2.properties            an MM2 properties file works as well
   srm-driver --config srm.yaml --spark-master spark://spark-master:7077
                                                 run the copy jobs on a Spark cluster
@@ -37,29 +40,22 @@ environment:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except SystemExit as exc:  # bad input: the message is printed already
+        return exc.code if isinstance(exc.code, int) else 2
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("SRM_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging()
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        config = load_config(args.config, overrides=_pairs(args.set, "--set", "tasks.max=4"))
-    except ConfigError as exc:
-        print(f"srm-driver: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"srm-driver: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"srm-driver: cannot read {args.config}: {exc.strerror}", file=sys.stderr)
-        return 2
+    config = load_or_exit("srm-driver", args.config, args.set)
     from srm_driver.driver import Driver
 
     try:
-        spark_conf = _pairs(args.spark_conf, "--spark-conf", "spark.driver.memory=2g")
+        spark_conf = parse_pairs(args.spark_conf, "--spark-conf", "spark.driver.memory=2g")
     except ValueError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         return 2
@@ -70,8 +66,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    server = None
     try:
-        driver = Driver(config, spark_master=args.spark_master, spark_conf=spark_conf)
+        if args.standalone:
+            driver = Driver(config, spark_master=args.spark_master, spark_conf=spark_conf)
+        else:
+            from srm_common.adapters.http_server import HttpServer
+            from srm_common.config.control import control_settings
+
+            from srm_driver.coordinated import CoordinatedDriver
+            from srm_driver.rest import create_app
+
+            driver = CoordinatedDriver(
+                config,
+                control_settings(config),
+                spark_master=args.spark_master,
+                spark_conf=spark_conf,
+                driver_id=args.id,
+            )
+            server = HttpServer(
+                create_app(driver), host=args.host, port=args.port, name="srm-driver http"
+            )
     except SrmError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         return 2
@@ -88,12 +103,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
     try:
-        driver.start()
+        if server is None:
+            driver.start()
+        else:
+            server.start()
+            driver.start_coordinated(server.url)  # type: ignore[attr-defined]
         driver.wait()
     except SrmError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         driver.shutdown()
         return 1
+    finally:
+        if server is not None:
+            server.stop()
     return 0
 
 
@@ -126,6 +148,16 @@ def _parser() -> argparse.ArgumentParser:
         help="a Spark setting, e.g. spark.driver.memory=2g (repeatable)",
     )
     parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="run every task of every enabled flow here, without a coordinator",
+    )
+    parser.add_argument("--id", help="this driver's member id (default: <host>-<random>)")
+    parser.add_argument("--host", default="127.0.0.1", help="REST address (default: %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="REST port (default: any free one, advertised)"
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -133,13 +165,3 @@ def _parser() -> argparse.ArgumentParser:
         help="override a key of the configuration, in MM2 properties form (repeatable)",
     )
     return parser
-
-
-def _pairs(items: Sequence[str], option: str, example: str) -> dict[str, str]:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
-        pairs[key.strip()] = value.strip()
-    return pairs

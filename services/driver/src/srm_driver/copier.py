@@ -170,6 +170,11 @@ class FlowCopier:
         """Copy exactly these upstream partitions (to the given remote topics) from now on."""
         for gone in set(self._routes) - set(partitions):
             self._resume.pop(gone, None)
+            self.halted.pop(gone, None)
+        if set(partitions) - set(self._routes):
+            # A partition taken over from another driver resumes from what that driver
+            # recorded, not from what this one loaded earlier.
+            self._recorded = None
         self._routes = dict(partitions)
 
     @property

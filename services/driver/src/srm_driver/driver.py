@@ -53,6 +53,7 @@ class Driver:
         *,
         spark_master: str,
         spark_conf: Mapping[str, str] | None = None,
+        standalone: bool = True,
     ) -> None:
         self.config = config
         self.spark_master = spark_master
@@ -71,7 +72,8 @@ class Driver:
                 _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),
                 _int_setting(config, flow, "offset.storage.replication.factor", -1, minimum=1),
             )
-            for flow in config.enabled_flows()
+            for flow in config.flows.values()
+            if flow.enabled or not standalone
         }
 
     def start(self) -> None:
@@ -103,16 +105,16 @@ class Driver:
     def _beat(self) -> None:
         prepared: set[int] = set()
         while not self.stop.is_set():
-            for index, task in enumerate(self.heartbeat_tasks):
+            for task in list(self.heartbeat_tasks):
                 try:
-                    if index not in prepared:
+                    if id(task) not in prepared:
                         task.prepare()
-                        prepared.add(index)
+                        prepared.add(id(task))
                     if task.seconds_until_due() == 0:
                         task.beat()
                 except SrmError as exc:
                     log.error("%s: heartbeat failed: %s", task.flow.name, exc)
-            waits = [task.seconds_until_due() for task in self.heartbeat_tasks] or [1.0]
+            waits = [task.seconds_until_due() for task in list(self.heartbeat_tasks)] or [1.0]
             self.stop.wait(max(0.05, min(waits)))
         for task in self.heartbeat_tasks:
             task.close()

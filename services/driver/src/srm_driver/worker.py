@@ -70,9 +70,19 @@ class FlowWorker(threading.Thread):
         *,
         progress_partitions: int = 25,
         progress_replication_factor: int = -1,
+        managed: bool = False,
     ) -> None:
         super().__init__(name=f"flow {flow.name}", daemon=True)
         self.flow = flow
+        # Managed: the coordinator's assignment says which source tasks run here
+        # (set_tasks); standalone: the worker plans every task of the flow itself.
+        self.managed = managed
+        self._desired: tuple[int, tuple[SourceTask, ...]] = (0, ())
+        self._applied: tuple[int, tuple[SourceTask, ...]] | None = None
+        self._lock = threading.Lock()
+        self.applied_generation = -1
+        self.running_tasks: frozenset[str] = frozenset()
+        self.task_since: dict[str, float] = {}
         self.stop = stop
         self.status = FlowStatus(flow.name)
         self._source_admin = admin_client(flow.source_admin)
@@ -91,15 +101,67 @@ class FlowWorker(threading.Thread):
         self._window = BatchReport()
         self._window_started = time.monotonic()
 
+    def set_tasks(self, generation: int, tasks: tuple[SourceTask, ...]) -> None:
+        """Run exactly ``tasks`` from the next batch on (assignment ``generation``)."""
+        with self._lock:
+            self._desired = (generation, tasks)
+
+    def _apply_tasks(self) -> None:
+        """Between batches: take up the tasks the coordinator assigned here now."""
+        with self._lock:
+            desired = self._desired
+        if desired == self._applied:
+            return
+        generation, tasks = desired
+        owned = {tp for task in tasks for tp in task.partitions}
+        counts = topic_partitions(self._source_admin) if owned else {}
+        wanted = {topic: counts[topic] for topic, _ in owned if topic in counts}
+        try:
+            for change in self.topics.ensure_remote_topics(wanted):
+                log.info("%s: %s", self.flow.name, change)
+        except TopicSyncError as exc:
+            log.error("%s: %s (retrying)", self.flow.name, exc)
+            ready = topic_partitions(self._target_admin)
+            wanted = {
+                t: n for t, n in wanted.items() if ready.get(self.topics.remote_topic(t), 0) >= n
+            }
+        self._replicated = wanted
+        self.copier.assign({tp: self.topics.remote_topic(tp[0]) for tp in owned if tp[0] in wanted})
+        now = time.time()
+        ids = {task.name for task in tasks}
+        self.task_since = {i: self.task_since.get(i, now) for i in ids}
+        for gone in sorted(self.running_tasks - ids):
+            log.info(
+                "%s: stopped task %s (assignment generation %d)", self.flow.name, gone, generation
+            )
+        for new in sorted(ids - self.running_tasks):
+            log.info(
+                "%s: started task %s (assignment generation %d)", self.flow.name, new, generation
+            )
+        self.running_tasks = frozenset(ids)
+        self.status.tasks = tasks
+        self.status.topics = len(wanted)
+        self.status.partitions = len(self.copier.partitions)
+        self._applied = desired
+        self.applied_generation = generation
+
     def run(self) -> None:
         while not self.stop.is_set():
             try:
+                if self.managed:
+                    # Nothing runs before prepare succeeds: the assignment is applied
+                    # (owning no partitions yet) so that the coordinator is not held up.
+                    with self._lock:
+                        self.applied_generation = self._desired[0]
+                        self.running_tasks = frozenset()
                 self.copier.prepare()
                 break
             except Exception as exc:  # noqa: BLE001 - e.g. a new topic without a leader yet
                 self._failed("cannot start, retrying", exc)
         while not self.stop.is_set():
             try:
+                if self.managed:
+                    self._apply_tasks()
                 self._maintain_topics()
                 report = self.copier.run_batch()
             except Exception as exc:  # noqa: BLE001 - a batch failure is logged and retried
@@ -138,6 +200,10 @@ class FlowWorker(threading.Thread):
                     log.info("%s: %s", self.flow.name, change)
 
     def _refresh_topics(self) -> None:
+        if self.managed:
+            # The coordinator decides what is copied; grow remote topics of ours.
+            self._applied = None
+            return
         replicated = self.topics.replicated_topics()
         try:
             changes = self.topics.ensure_remote_topics(replicated)

@@ -1,0 +1,50 @@
+"""What every SRM command does the same way: logging, ``--set KEY=VALUE`` pairs, loading
+the configuration with one clear line (and exit status 2) instead of a traceback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from srm_common.config import load_config
+from srm_common.config.model import SrmConfig
+from srm_common.errors import ConfigError
+
+
+def setup_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("SRM_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    for chatty in ("alembic", "uvicorn", "httpx"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+
+
+def parse_pairs(items: Sequence[str], option: str, example: str) -> dict[str, str]:
+    """``KEY=VALUE`` items as a dict; ValueError naming the bad one and an example."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def load_or_exit(prog: str, path: Path, sets: Sequence[str]) -> SrmConfig:
+    """The configuration at ``path`` with ``--set`` overrides, or exit 2 with one line."""
+    try:
+        return load_config(path, overrides=parse_pairs(sets, "--set", "tasks.max=4"))
+    except (ConfigError, ValueError) as exc:
+        fail(prog, str(exc))
+    except OSError as exc:
+        fail(prog, f"cannot read {path}: {exc.strerror}")
+
+
+def fail(prog: str, message: str, status: int = 2):  # noqa: ANN201 - never returns
+    print(f"{prog}: {message}", file=sys.stderr)
+    raise SystemExit(status)

@@ -1,0 +1,129 @@
+"""Where the control path lives and how fast it reacts: the ``srm.control.*`` and
+``srm.driver.*`` keys, read once from a loaded configuration.
+
+The event log, the driver heartbeats and the coordinator election are three topics in
+one *control cluster* (any configured alias; the first by default). Their names share a
+prefix and end in ``.internal``, so MM2's default topic filter never replicates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.errors import ConfigError
+
+if TYPE_CHECKING:
+    from srm_common.control.state import FlowState
+
+DEFAULT_PREFIX = "srm-control"
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    """The control path's topics, clients and timings."""
+
+    cluster: str
+    client: Mapping[str, str]
+    prefix: str
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    replication_factor: int
+
+    @property
+    def events_topic(self) -> str:
+        """The event log: every fact about configuration and assignment, kept forever."""
+        return f"{self.prefix}.events.internal"
+
+    @property
+    def drivers_topic(self) -> str:
+        """Driver heartbeats: membership and what each driver runs (short retention)."""
+        return f"{self.prefix}.drivers.internal"
+
+    @property
+    def election_topic(self) -> str:
+        """One partition; the coordinator that the group assigns it to leads."""
+        return f"{self.prefix}.election.internal"
+
+    @property
+    def transactional_id(self) -> str:
+        """Fixed for every coordinator: a new leader's init fences the old one."""
+        return f"{self.prefix}.coordinator"
+
+    @property
+    def election_group(self) -> str:
+        return f"{self.prefix}.coordinators"
+
+
+def control_settings(config: SrmConfig) -> ControlSettings:
+    """The control settings of ``config``; :class:`ConfigError` naming the key if bad."""
+    extra = config.extra
+    alias = extra.get("srm.control.cluster", "").strip() or (config.aliases or ("",))[0]
+    if alias not in config.clusters:
+        known = ", ".join(config.aliases) or "none"
+        raise ConfigError(
+            f"unknown cluster alias {alias!r}; known aliases: {known}",
+            source=config.source,
+            key="srm.control.cluster",
+        )
+    prefix = extra.get("srm.control.topic.prefix", DEFAULT_PREFIX).strip()
+    if not prefix or any(c not in _TOPIC_CHARS for c in prefix):
+        raise ConfigError(
+            f"{prefix!r} cannot start a topic name; use letters, digits, '.', '_' or '-'",
+            source=config.source,
+            key="srm.control.topic.prefix",
+        )
+    session = _number(config, "srm.driver.session.timeout.ms", 10000, minimum=1000)
+    heartbeat = _number(config, "srm.driver.heartbeat.interval.ms", 1000, minimum=100)
+    if heartbeat * 3 > session:
+        raise ConfigError(
+            f"srm.driver.heartbeat.interval.ms = {heartbeat} leaves too few beats in"
+            f" srm.driver.session.timeout.ms = {session}; make the interval at most a third"
+            " of the timeout",
+            source=config.source,
+            key="srm.driver.heartbeat.interval.ms",
+        )
+    factor = _number(config, "srm.control.replication.factor", -1, minimum=1)
+    return ControlSettings(
+        cluster=alias,
+        client=config.cluster(alias).client_config("admin"),
+        prefix=prefix,
+        session_timeout_ms=session,
+        heartbeat_interval_ms=heartbeat,
+        replication_factor=factor,
+    )
+
+
+_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def _number(config: SrmConfig, key: str, default: int, *, minimum: int) -> int:
+    raw = config.extra.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or (value < minimum and not (value == -1 and default == -1)):
+        raise ConfigError(
+            f"{raw!r} is not a whole number >= {minimum}; e.g. {key} = {max(default, minimum)}",
+            source=config.source,
+            key=key,
+        )
+    return value
+
+
+def effective_flow(flow: FlowConfig, state: FlowState) -> FlowConfig:
+    """``flow`` as the event log says it is now: enabled, allow and deny lists from the
+    folded state (the config file seeded them; srm-control edits them)."""
+    return replace(
+        flow,
+        enabled=state.enabled,
+        topics=tuple(state.topics),
+        topics_exclude=tuple(state.topics_exclude),
+        groups=tuple(state.groups),
+        groups_exclude=tuple(state.groups_exclude),
+    )

@@ -1,0 +1,222 @@
+"""Bytes, keys and audit lines of control events: encode, decode (upcasting), describe.
+
+A record value is compact UTF-8 JSON with sorted keys::
+
+    {"at":1700000000000,"by":"srm-control alice","command":"c-17","data":{...},
+     "type":"topics.allowed","version":1}
+
+``data`` holds the event's fields by name; tuples are JSON lists, so a partition
+``("orders", 3)`` is ``["orders",3]``. The log offset is not stored: it is where the
+record is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from functools import cache
+from types import NoneType, UnionType
+from typing import cast, get_args, get_origin, get_type_hints
+
+from srm_common.control.schema import (
+    EVENT_TYPES,
+    UPCASTERS,
+    AssignmentChanged,
+    ConfigApplied,
+    CoordinatorElected,
+    Data,
+    DriverJoined,
+    DriverLeft,
+    Envelope,
+    Event,
+    EventDecodeError,
+    FlowDisabled,
+    FlowEnabled,
+    PatternEvent,
+    TaskConfigsGenerated,
+)
+
+_UPGRADE = "it was written by a newer SRM: upgrade this coordinator, driver or srm-control"
+
+
+def encode(envelope: Envelope) -> bytes:
+    """The record value of ``envelope`` (its offset is not part of it)."""
+    event = envelope.event
+    record = {
+        "type": event.TYPE,
+        "version": event.VERSION,
+        "at": envelope.at_ms,
+        "by": envelope.by,
+        "command": envelope.command_id,
+        "data": _to_json(event),
+    }
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _to_json(value: object) -> object:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        entries = cast(dict[str, object], value)
+        return {key: _to_json(item) for key, item in entries.items()}
+    if isinstance(value, tuple):
+        return [_to_json(item) for item in cast(tuple[object, ...], value)]
+    return value
+
+
+def decode(value: bytes, *, offset: int = -1) -> Envelope:
+    """The envelope stored as ``value`` at log position ``offset``, upcast to the event's
+    current version. :class:`EventDecodeError` (one line, naming the offset) when the bytes
+    are not an event record or name a type or version this release does not know."""
+    where = f"control event at offset {offset}" if offset >= 0 else "control event"
+    try:
+        record = json.loads(value)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EventDecodeError(f"{where} is not JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise EventDecodeError(f"{where} is not a JSON object but {_actual(record)}")
+    fields_ = cast(dict[str, object], record)
+    type_ = cast(str, _required(fields_, "type", str, where))
+    cls = EVENT_TYPES.get(type_)
+    if cls is None:
+        raise EventDecodeError(f"{where}: unknown event type {type_!r}; {_UPGRADE}")
+    version = cast(int, _required(fields_, "version", int, where))
+    where = f"{where} ({type_} v{version})"
+    if version > cls.VERSION:
+        raise EventDecodeError(f"{where}: this release reads up to v{cls.VERSION}; {_UPGRADE}")
+    if version < 1:
+        raise EventDecodeError(f"{where}: field 'version' must be 1 or more")
+    at = cast(int, _required(fields_, "at", int, where))
+    by = cast(str | None, _read(fields_.get("by"), str | None, where, "by"))
+    command = cast(str | None, _read(fields_.get("command"), str | None, where, "command"))
+    data = cast(Data, _required(fields_, "data", dict, where))
+    for step in range(version, cls.VERSION):
+        data = UPCASTERS[(type_, step)](data)
+    event = cast(Event, _read_dataclass(cls, data, where, ""))
+    return Envelope(event, at, by, command, offset)
+
+
+def _required(record: dict[str, object], name: str, hint: object, where: str) -> object:
+    if name not in record:
+        raise EventDecodeError(f"{where}: missing field {name!r}")
+    return _read(record[name], hint, where, name)
+
+
+@cache
+def _hints(cls: type) -> dict[str, object]:
+    return get_type_hints(cls)
+
+
+def _read_dataclass(cls: type, data: dict[str, object], where: str, path: str) -> object:
+    hints = _hints(cls)
+    values: dict[str, object] = {}
+    for f in fields(cls):
+        name = f"{path}.{f.name}" if path else f.name
+        if f.name not in data:
+            raise EventDecodeError(f"{where}: missing field {name!r}")
+        values[f.name] = _read(data[f.name], hints[f.name], where, name)
+    return cls(**values)
+
+
+def _read(value: object, hint: object, where: str, path: str) -> object:
+    """``value`` (parsed JSON) as the Python type ``hint``, or EventDecodeError."""
+    declared, raw = hint, value
+    origin: object = get_origin(hint)
+    args: tuple[object, ...] = get_args(hint)
+    if origin is UnionType and NoneType in args:  # X | None
+        if value is None:
+            return None
+        hint = args[0]
+        origin, args = get_origin(hint), get_args(hint)
+    if hint is bool and isinstance(value, bool):
+        return value
+    if hint is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if hint is str and isinstance(value, str):
+        return value
+    if hint is dict and isinstance(value, dict):
+        return cast(dict[str, object], value)
+    if origin is tuple and isinstance(value, list):
+        items = cast(list[object], value)
+        if len(args) == 2 and args[1] is Ellipsis:
+            args = (args[0],) * len(items)
+        if len(items) == len(args):
+            parts = zip(items, args, strict=True)
+            return tuple(_read(v, a, where, f"{path}[{i}]") for i, (v, a) in enumerate(parts))
+    if origin is Mapping and isinstance(value, dict):
+        entries = cast(dict[str, object], value)
+        return {k: _read(v, args[1], where, f"{path}.{k}") for k, v in entries.items()}
+    target = cast(type, hint) if isinstance(hint, type) else None
+    if target is not None and is_dataclass(target) and isinstance(value, dict):
+        return _read_dataclass(target, cast(dict[str, object], value), where, path)
+    expected, actual = _expected(declared), _actual(raw)
+    raise EventDecodeError(f"{where}: field {path!r} must be {expected}, not {actual}")
+
+
+def _expected(hint: object) -> str:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is UnionType:
+        return f"{_expected(args[0])} or null"
+    if origin is tuple:
+        return "a list" if len(args) == 2 and args[1] is Ellipsis else f"a list of {len(args)}"
+    names: dict[object, str] = {bool: "true or false", int: "an integer", str: "a string"}
+    return names.get(hint, "an object")
+
+
+def _actual(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    names: dict[type, str] = {int: "an integer", float: "a number", str: "a string"}
+    return names.get(type(value), "a list" if isinstance(value, list) else "an object")
+
+
+def event_key(event: Event) -> bytes:
+    """The record key: the flow for flow events, the driver id for driver events, else
+    ``cluster``. Kafka keeps one key's records in order on one partition."""
+    if isinstance(event, FlowEnabled | FlowDisabled | PatternEvent | TaskConfigsGenerated):
+        return event.flow.encode()
+    if isinstance(event, DriverJoined | DriverLeft):
+        return event.driver.encode()
+    return b"cluster"
+
+
+def describe(envelope: Envelope) -> str:
+    """One human line for audit output, e.g. ``topics allowlist of a->b: + orders.*``."""
+    event = envelope.event
+    if isinstance(event, CoordinatorElected):
+        return f"coordinator {event.coordinator} leads (epoch {event.epoch}, {event.url})"
+    if isinstance(event, ConfigApplied):
+        enabled = [name for name, flow in event.flows.items() if flow.enabled]
+        on = ", ".join(enabled) or "none"
+        return f"config {event.path} applied: {_count(len(event.flows), 'flow')}, enabled: {on}"
+    if isinstance(event, FlowEnabled | FlowDisabled):
+        return f"flow {event.flow} {'enabled' if isinstance(event, FlowEnabled) else 'disabled'}"
+    if isinstance(event, PatternEvent):
+        sign = "+" if event.ADDS else "-"
+        return f"{event.list_name()} of {event.flow}: {sign} {', '.join(event.patterns)}"
+    if isinstance(event, TaskConfigsGenerated):
+        partitions = sum(len(task) for task in event.source)
+        return (
+            f"task configs of {event.flow} (generation {event.generation}):"
+            f" {_count(len(event.source), 'source task')}"
+            f" over {_count(partitions, 'partition')},"
+            f" {_count(len(event.checkpoint), 'checkpoint task')},"
+            f" {'heartbeat' if event.heartbeat else 'no heartbeat'}"
+        )
+    if isinstance(event, DriverJoined):
+        return f"driver {event.driver} joined ({event.url})"
+    if isinstance(event, DriverLeft):
+        return f"driver {event.driver} left: {event.reason}"
+    if isinstance(event, AssignmentChanged):
+        return (
+            f"assignment generation {event.generation}: {len(event.assigned)} assigned,"
+            f" {len(event.revoked)} revoked"
+        )
+    return f"{event.TYPE} v{event.VERSION}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

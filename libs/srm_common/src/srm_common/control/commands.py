@@ -1,0 +1,166 @@
+"""Operator commands and config-file changes, validated into the events they decide.
+
+Pure: the coordinator passes the folded state in and appends what comes out. A command
+that would change nothing decides no events, so a retried command is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from srm_common.control.schema import (
+    ConfigApplied,
+    Event,
+    FlowBaseline,
+    FlowDisabled,
+    FlowEnabled,
+    PatternKind,
+    PatternList,
+    pattern_event_class,
+)
+from srm_common.control.state import ControlState, FlowState
+from srm_common.domain.filters import compile_patterns
+from srm_common.errors import ConfigError, InvalidCommandError
+
+PatternAction = Literal["add", "remove", "add-blacklist", "remove-blacklist"]
+
+# srm-control's action words (Cloudera SRM's) -> the list they edit and whether they add.
+_ACTIONS: Mapping[str, tuple[PatternList, bool]] = {
+    "add": ("allow", True),
+    "remove": ("allow", False),
+    "add-blacklist": ("deny", True),
+    "remove-blacklist": ("deny", False),
+}
+_LIST_FIELDS = ("topics", "topics_exclude", "groups", "groups_exclude")
+_NO_FLOW = FlowBaseline(False, (), (), (), ())
+
+
+class CommandRejected(InvalidCommandError):
+    """A command refused as a whole; the message says what is wrong and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePatterns:
+    """``srm-control topics|groups --source S --target T --add ... ``: edit one list."""
+
+    flow: str
+    kind: PatternKind
+    action: PatternAction
+    patterns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", tuple(self.patterns))
+
+
+def parse_flow(flow: str, aliases: Sequence[str]) -> tuple[str, str]:
+    """``(source, target)`` of ``"S->T"``; :class:`CommandRejected` unless both are known
+    aliases and differ."""
+    source, arrow, target = (part.strip() for part in flow.partition("->"))
+    if not arrow or not source or not target:
+        example = "->".join(aliases[:2]) if len(aliases) >= 2 else "primary->backup"
+        raise CommandRejected(f"flow {flow!r} is not SOURCE->TARGET; name it like {example}")
+    known = ", ".join(aliases) or "none"
+    for alias in (source, target):
+        if alias not in aliases:
+            raise CommandRejected(f"unknown cluster alias {alias!r}; known aliases: {known}")
+    if source == target:
+        raise CommandRejected(
+            f"flow {flow!r} would replicate {source} into itself; name two different aliases"
+        )
+    return source, target
+
+
+def decide(state: ControlState, command: ChangePatterns, *, aliases: Sequence[str]) -> list[Event]:
+    """The events of a pattern change: [] when it changes nothing (adding what is there).
+
+    Refuses (:class:`CommandRejected`) an unknown flow, kind or action, no patterns, a
+    pattern that does not compile, and removing a pattern the list does not hold.
+    """
+    source, target = parse_flow(command.flow, aliases)
+    flow = f"{source}->{target}"
+    if command.kind not in ("topics", "groups"):
+        raise CommandRejected(f"unknown pattern kind {command.kind!r}; use topics or groups")
+    if command.action not in _ACTIONS:
+        known = ", ".join(_ACTIONS)
+        raise CommandRejected(f"unknown action {command.action!r}; use one of {known}")
+    list_, adds = _ACTIONS[command.action]
+    cls = pattern_event_class(command.kind, list_, adds)
+    where = f"{cls.list_name()} of {flow}"
+    patterns = tuple(dict.fromkeys(p.strip() for p in command.patterns if p.strip()))
+    if not patterns:
+        raise CommandRejected(f"no pattern given for the {where}; name at least one")
+    current = state.flow(flow).patterns(cls.list_field())
+    if adds:
+        # Removal skips this check: a pattern that a stricter release no longer accepts
+        # must still be removable.
+        for pattern in patterns:
+            _check_compiles(pattern, cls.list_field().replace("_", "."), where)
+        new = tuple(p for p in patterns if p not in current)
+        return [cls(flow, new)] if new else []
+    missing = [p for p in patterns if p not in current]
+    if missing:
+        names = ", ".join(repr(p) for p in missing)
+        verb = "is" if len(missing) == 1 else "are"
+        holds = f"it holds: {', '.join(current)}" if current else "it is empty"
+        raise CommandRejected(f"{names} {verb} not in the {where} ({holds}); nothing was changed")
+    return [cls(flow, patterns)]
+
+
+def _check_compiles(pattern: str, key: str, where: str) -> None:
+    try:
+        compile_patterns([pattern], key=key)
+    except ConfigError as exc:
+        raise CommandRejected(f"{where}: {exc.message}; nothing was changed") from exc
+
+
+def config_diff(
+    state: ControlState, baseline: Mapping[str, FlowBaseline], path: str
+) -> list[Event]:
+    """The events that bring the log in line with the config file's ``baseline``.
+
+    Only what the file changed since the previously applied file (``state.baseline``)
+    is applied, so patterns added or removed with srm-control survive a restart with an
+    unchanged file. A flow the file no longer mentions counts as disabled with empty
+    lists. Each change is applied only where the state still differs (an operator may
+    have made it already). Ends with :class:`ConfigApplied` when the file differs from
+    the recorded one; [] when nothing changed.
+    """
+    events: list[Event] = []
+    for name in sorted({*state.baseline, *baseline}):
+        events += _flow_diff(name, state.baseline.get(name), baseline.get(name), state)
+    if dict(baseline) != dict(state.baseline) or path != state.config_path:
+        events.append(ConfigApplied(path, baseline))
+    return events
+
+
+def _flow_diff(
+    name: str, old: FlowBaseline | None, new: FlowBaseline | None, state: ControlState
+) -> list[Event]:
+    new = new or _NO_FLOW
+    now = state.flow(name)
+    switched = (old.enabled if old else False) != new.enabled and now.enabled != new.enabled
+    events: list[Event] = [FlowDisabled(name)] if switched and not new.enabled else []
+    for list_field in _LIST_FIELDS:
+        events += _list_diff(name, list_field, old, new, now)
+    # Enabling comes last so that the flow never runs on half of its new lists.
+    return events + [FlowEnabled(name)] if switched and new.enabled else events
+
+
+def _list_diff(
+    name: str, list_field: str, old: FlowBaseline | None, new: FlowBaseline, now: FlowState
+) -> list[Event]:
+    before: tuple[str, ...] = getattr(old, list_field) if old else ()
+    after: tuple[str, ...] = getattr(new, list_field)
+    current = now.patterns(list_field)
+    added = tuple(p for p in dict.fromkeys(after) if p not in before and p not in current)
+    removed = tuple(p for p in dict.fromkeys(before) if p not in after and p in current)
+    kind: PatternKind = "topics" if list_field.startswith("topics") else "groups"
+    list_: PatternList = "deny" if list_field.endswith("_exclude") else "allow"
+    events: list[Event] = []
+    if added:
+        events.append(pattern_event_class(kind, list_, True)(name, added))
+    if removed:
+        events.append(pattern_event_class(kind, list_, False)(name, removed))
+    return events

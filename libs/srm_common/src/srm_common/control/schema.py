@@ -1,0 +1,263 @@
+"""Control event schemas: every fact of the control path as a frozen, versioned type.
+
+Flows, their allow and deny lists, task configs, membership and assignment change only
+by appending one of these to the event log; state is a fold over them
+(:mod:`srm_common.control.state`). A released ``VERSION`` never changes: a new schema is
+``VERSION + 1`` plus a pure upcaster in ``UPCASTERS``, which the codec applies step by
+step, so a log written by any earlier release still replays. Import these from
+:mod:`srm_common.control.events`, which adds the codec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from srm_common.domain.tasks import TopicPartition
+from srm_common.errors import SrmError
+
+PatternKind = Literal["topics", "groups"]
+PatternList = Literal["allow", "deny"]
+
+
+class EventDecodeError(SrmError):
+    """Bytes of the event log that do not decode to an event this release knows."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every control event: ``TYPE`` is its stable wire name, ``VERSION`` the
+    schema this release writes."""
+
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorElected(Event):
+    """A coordinator instance became leader; ``epoch`` (its term) only ever increases."""
+
+    TYPE = "coordinator.elected"
+    coordinator: str
+    url: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlowBaseline:
+    """What the config file says about one flow (a value inside :class:`ConfigApplied`)."""
+
+    enabled: bool
+    topics: tuple[str, ...]
+    topics_exclude: tuple[str, ...]
+    groups: tuple[str, ...]
+    groups_exclude: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("topics", "topics_exclude", "groups", "groups_exclude"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigApplied(Event):
+    """The config file's view of every flow, recorded so that the next start can tell
+    what the file changed from what an operator changed with srm-control."""
+
+    TYPE = "config.applied"
+    path: str
+    flows: Mapping[str, FlowBaseline]
+
+    def __post_init__(self) -> None:
+        # A plain dict (picklable, works with dataclasses.asdict), copied so that the
+        # caller's dict cannot change the event afterwards.
+        object.__setattr__(self, "flows", dict(sorted(self.flows.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEnabled(Event):
+    TYPE = "flow.enabled"
+    flow: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowDisabled(Event):
+    TYPE = "flow.disabled"
+    flow: str
+
+
+@dataclass(frozen=True, slots=True)
+class PatternEvent(Event):
+    """Patterns added to or removed from one list of a flow; the class says which list
+    (``KIND`` topics|groups, ``LIST`` allow|deny) and whether it adds (``ADDS``)."""
+
+    KIND: ClassVar[PatternKind]
+    LIST: ClassVar[PatternList]
+    ADDS: ClassVar[bool]
+    flow: str
+    patterns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", tuple(self.patterns))
+
+    @classmethod
+    def list_field(cls) -> str:
+        """The edited field of a flow: ``topics``, ``topics_exclude``, ``groups``..."""
+        return cls.KIND if cls.LIST == "allow" else f"{cls.KIND}_exclude"
+
+    @classmethod
+    def list_name(cls) -> str:
+        """The list in operator words: ``topics allowlist``, ``groups denylist``."""
+        return f"{cls.KIND} {cls.LIST}list"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsAllowed(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "topics.allowed", "topics", "allow", True
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsAllowRemoved(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "topics.allow_removed", "topics", "allow", False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsDenied(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "topics.denied", "topics", "deny", True
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsDenyRemoved(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "topics.deny_removed", "topics", "deny", False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsAllowed(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "groups.allowed", "groups", "allow", True
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsAllowRemoved(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "groups.allow_removed", "groups", "allow", False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsDenied(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "groups.denied", "groups", "deny", True
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsDenyRemoved(PatternEvent):
+    TYPE, KIND, LIST, ADDS = "groups.deny_removed", "groups", "deny", False
+
+
+PATTERN_EVENTS: tuple[type[PatternEvent], ...] = (
+    TopicsAllowed,
+    TopicsAllowRemoved,
+    TopicsDenied,
+    TopicsDenyRemoved,
+    GroupsAllowed,
+    GroupsAllowRemoved,
+    GroupsDenied,
+    GroupsDenyRemoved,
+)
+
+
+def pattern_event_class(kind: PatternKind, list_: PatternList, adds: bool) -> type[PatternEvent]:
+    """The event class that adds to (or removes from) the ``kind`` ``list_`` list."""
+    for cls in PATTERN_EVENTS:
+        if (cls.KIND, cls.LIST, cls.ADDS) == (kind, list_, adds):
+            return cls
+    raise ValueError(f"no pattern event for {kind} {list_} adds={adds}")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskConfigsGenerated(Event):
+    """The whole task config set of one flow: ``source[i]`` are the partitions of source
+    task i, ``checkpoint[i]`` the groups of checkpoint task i; ``heartbeat`` when the flow
+    has a heartbeat task. ``generation`` counts the flow's task config changes."""
+
+    TYPE = "task_configs.generated"
+    flow: str
+    generation: int
+    source: tuple[tuple[TopicPartition, ...], ...]
+    checkpoint: tuple[tuple[str, ...], ...]
+    heartbeat: bool
+
+    def __post_init__(self) -> None:
+        source = tuple(tuple((topic, part) for topic, part in task) for task in self.source)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "checkpoint", tuple(tuple(task) for task in self.checkpoint))
+
+
+@dataclass(frozen=True, slots=True)
+class DriverJoined(Event):
+    """A driver joined the group. v2 added ``host`` (v1 records decode with ``host=""``)."""
+
+    TYPE = "driver.joined"
+    VERSION = 2
+    driver: str
+    url: str
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class DriverLeft(Event):
+    TYPE = "driver.left"
+    driver: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentChanged(Event):
+    """Assignment generation ``generation``: ``assigned`` maps task id -> driver for tasks
+    newly (re)assigned; ``revoked`` tasks are taken away and left unassigned."""
+
+    TYPE = "assignment.changed"
+    generation: int
+    assigned: Mapping[str, str]
+    revoked: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "assigned", dict(sorted(self.assigned.items())))
+        object.__setattr__(self, "revoked", tuple(self.revoked))
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """An event with its metadata; ``offset`` is its log position, set by readers (-1
+    before it is appended) and never encoded."""
+
+    event: Event
+    at_ms: int
+    by: str | None = None
+    command_id: str | None = None
+    offset: int = -1
+
+
+EVENT_TYPES: Mapping[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        CoordinatorElected,
+        ConfigApplied,
+        FlowEnabled,
+        FlowDisabled,
+        *PATTERN_EVENTS,
+        TaskConfigsGenerated,
+        DriverJoined,
+        DriverLeft,
+        AssignmentChanged,
+    )
+}
+
+Data = dict[str, object]
+
+
+def upcast_driver_joined_v1_to_v2(data: Data) -> Data:
+    """v1 drivers did not report their host; an unknown host is ``""``."""
+    return {**data, "host": ""}
+
+
+UPCASTERS: Mapping[tuple[str, int], Callable[[Data], Data]] = {
+    ("driver.joined", 1): upcast_driver_joined_v1_to_v2,
+}

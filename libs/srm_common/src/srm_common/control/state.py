@@ -1,0 +1,286 @@
+"""The control state: a pure fold over the event log (``apply``, ``replay``).
+
+Any coordinator, driver or ``srm-control audit --at`` rebuilds the same state by replaying
+the same events; nothing here reads a clock or a broker. The fold is total: a log is
+history, so an event naming an unknown driver or task is applied as written, never refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import cast
+
+from srm_common.control.schema import (
+    AssignmentChanged,
+    ConfigApplied,
+    CoordinatorElected,
+    DriverJoined,
+    DriverLeft,
+    Envelope,
+    FlowBaseline,
+    FlowDisabled,
+    FlowEnabled,
+    PatternEvent,
+    TaskConfigsGenerated,
+)
+from srm_common.domain.tasks import CheckpointTask, SourceTask
+
+_KINDS = {
+    "MirrorSourceConnector": "source",
+    "MirrorCheckpointConnector": "checkpoint",
+    "MirrorHeartbeatConnector": "heartbeat",
+}
+
+
+def source_task_id(flow: str, index: int) -> str:
+    """``primary->backup|MirrorSourceConnector-0``: MM2's task name under the flow."""
+    return f"{flow}|MirrorSourceConnector-{index}"
+
+
+def checkpoint_task_id(flow: str, index: int) -> str:
+    return f"{flow}|MirrorCheckpointConnector-{index}"
+
+
+def heartbeat_task_id(flow: str) -> str:
+    return f"{flow}|MirrorHeartbeatConnector-0"
+
+
+def parse_task_id(task_id: str) -> tuple[str, str, int]:
+    """``(flow, kind, index)`` of a task id, kind ``source``, ``checkpoint`` or
+    ``heartbeat``; ``ValueError`` naming the id when it is not one of ours."""
+    flow, _, task = task_id.rpartition("|")
+    connector, _, index = task.rpartition("-")
+    kind = _KINDS.get(connector)
+    if not flow or kind is None or not index.isdigit():
+        raise ValueError(f"{task_id!r} is not a task id like 'a->b|MirrorSourceConnector-0'")
+    return flow, kind, int(index)
+
+
+@dataclass(frozen=True, slots=True)
+class FlowState:
+    """A flow's switch and lists as the log says now; patterns in the order they were
+    added, without duplicates."""
+
+    enabled: bool = False
+    topics: tuple[str, ...] = ()
+    topics_exclude: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    groups_exclude: tuple[str, ...] = ()
+
+    def patterns(self, list_field: str) -> tuple[str, ...]:
+        """One list by field name (``topics``, ``topics_exclude``, ``groups``...)."""
+        return tuple(getattr(self, list_field))
+
+
+@dataclass(frozen=True, slots=True)
+class FlowTasks:
+    """The task configs of one flow at task config generation ``generation``."""
+
+    flow: str
+    generation: int
+    source: tuple[SourceTask, ...]
+    checkpoint: tuple[CheckpointTask, ...]
+    heartbeat: bool
+
+    def task_ids(self) -> tuple[str, ...]:
+        """Source task ids, then checkpoint task ids, then the heartbeat task id."""
+        ids = [source_task_id(self.flow, task.index) for task in self.source]
+        ids += [checkpoint_task_id(self.flow, task.index) for task in self.checkpoint]
+        return (*ids, heartbeat_task_id(self.flow)) if self.heartbeat else tuple(ids)
+
+    def to_event(self) -> TaskConfigsGenerated:
+        """The event that records these task configs."""
+        return TaskConfigsGenerated(
+            self.flow,
+            self.generation,
+            tuple(task.partitions for task in self.source),
+            tuple(task.groups for task in self.checkpoint),
+            self.heartbeat,
+        )
+
+    @classmethod
+    def from_event(cls, event: TaskConfigsGenerated) -> FlowTasks:
+        flow = event.flow
+        return cls(
+            flow,
+            event.generation,
+            tuple(SourceTask(flow, i, parts) for i, parts in enumerate(event.source)),
+            tuple(CheckpointTask(flow, i, groups) for i, groups in enumerate(event.checkpoint)),
+            event.heartbeat,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DriverInfo:
+    driver: str
+    url: str
+    host: str
+    joined_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    coordinator: str
+    url: str
+    epoch: int
+    since_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlState:
+    """Everything the log says, as of the event at ``offset`` (appended at ``at_ms``).
+
+    Mappings are plain dicts that :func:`apply` never mutates: treat them as read-only.
+    ``assignment`` maps task id -> driver id; ``generation`` is the assignment generation.
+    """
+
+    offset: int = -1
+    at_ms: int = 0
+    leader: Leader | None = None
+    config_path: str | None = None
+    baseline: Mapping[str, FlowBaseline] = field(default_factory=dict[str, FlowBaseline])
+    flows: Mapping[str, FlowState] = field(default_factory=dict[str, FlowState])
+    tasks: Mapping[str, FlowTasks] = field(default_factory=dict[str, FlowTasks])
+    drivers: Mapping[str, DriverInfo] = field(default_factory=dict[str, DriverInfo])
+    assignment: Mapping[str, str] = field(default_factory=dict[str, str])
+    generation: int = 0
+
+    def flow(self, name: str) -> FlowState:
+        """The flow's state; a flow the log never mentioned is disabled with empty lists."""
+        return self.flows.get(name, FlowState())
+
+    def tasks_of(self, driver: str) -> tuple[str, ...]:
+        """The task ids assigned to ``driver``, sorted."""
+        return tuple(sorted(task for task, owner in self.assignment.items() if owner == driver))
+
+    def task_owner(self, task_id: str) -> str | None:
+        return self.assignment.get(task_id)
+
+    def all_task_ids(self) -> tuple[str, ...]:
+        """Every task of every flow: flows sorted, each flow's tasks in task_ids order."""
+        return tuple(task for name in sorted(self.tasks) for task in self.tasks[name].task_ids())
+
+    def source_task(self, task_id: str) -> SourceTask | None:
+        """The config of source task ``task_id``; ``None`` when no such task exists."""
+        tasks, index = self._find(task_id, "source")
+        return tasks.source[index] if tasks and index < len(tasks.source) else None
+
+    def checkpoint_task(self, task_id: str) -> CheckpointTask | None:
+        """The config of checkpoint task ``task_id``; ``None`` when no such task exists."""
+        tasks, index = self._find(task_id, "checkpoint")
+        return tasks.checkpoint[index] if tasks and index < len(tasks.checkpoint) else None
+
+    def _find(self, task_id: str, kind: str) -> tuple[FlowTasks | None, int]:
+        try:
+            flow, actual, index = parse_task_id(task_id)
+        except ValueError:
+            return None, 0
+        return (self.tasks.get(flow) if actual == kind else None), index
+
+    def to_json(self) -> dict[str, object]:
+        """The whole state as plain JSON values, keys sorted (for ``audit --at``)."""
+        whole = {"offset": self.offset, "at_ms": self.at_ms, **self._content()}
+        return cast(dict[str, object], _sorted(whole))
+
+    def digest(self) -> str:
+        """SHA-256 hex of the state without ``offset``/``at_ms``: equal digests, equal state."""
+        canonical = json.dumps(self._content(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _content(self) -> dict[str, object]:
+        return {
+            "leader": None if self.leader is None else _plain(self.leader),
+            "config_path": self.config_path,
+            "baseline": {name: _plain(flow) for name, flow in sorted(self.baseline.items())},
+            "flows": {name: _plain(flow) for name, flow in sorted(self.flows.items())},
+            "tasks": {name: _plain(t.to_event()) for name, t in sorted(self.tasks.items())},
+            "drivers": {name: _plain(d) for name, d in sorted(self.drivers.items())},
+            "assignment": dict(sorted(self.assignment.items())),
+            "generation": self.generation,
+        }
+
+
+def _sorted(value: object) -> object:
+    if not isinstance(value, dict):
+        return value
+    items = cast(dict[str, object], value)
+    return {key: _sorted(item) for key, item in sorted(items.items())}
+
+
+def _plain(
+    value: Leader | FlowBaseline | FlowState | TaskConfigsGenerated | DriverInfo,
+) -> dict[str, object]:
+    def convert(item: object) -> object:
+        if isinstance(item, tuple):
+            return [convert(v) for v in cast(tuple[object, ...], item)]
+        return item
+
+    return {f.name: convert(getattr(value, f.name)) for f in fields(value)}
+
+
+def apply(state: ControlState, envelope: Envelope) -> ControlState:
+    """The state after ``envelope``: a new object; ``state`` is left as it was."""
+    event = envelope.event
+    state = replace(state, offset=envelope.offset, at_ms=envelope.at_ms)
+    if isinstance(event, CoordinatorElected):
+        leader = Leader(event.coordinator, event.url, event.epoch, envelope.at_ms)
+        return replace(state, leader=leader)
+    if isinstance(event, ConfigApplied):
+        return replace(state, baseline=dict(event.flows), config_path=event.path)
+    if isinstance(event, FlowEnabled | FlowDisabled):
+        enabled = isinstance(event, FlowEnabled)
+        return _with_flow(state, event.flow, replace(state.flow(event.flow), enabled=enabled))
+    if isinstance(event, PatternEvent):
+        flow = state.flow(event.flow)
+        current = flow.patterns(event.list_field())
+        if event.ADDS:
+            edited = current + tuple(dict.fromkeys(p for p in event.patterns if p not in current))
+        else:
+            edited = tuple(p for p in current if p not in event.patterns)
+        return _with_flow(state, event.flow, replace(flow, **{event.list_field(): edited}))
+    if isinstance(event, TaskConfigsGenerated):
+        tasks = FlowTasks.from_event(event)
+        alive = set(tasks.task_ids())
+        assignment = {
+            task: owner
+            for task, owner in state.assignment.items()
+            if task in alive or task.rpartition("|")[0] != event.flow
+        }
+        return replace(state, tasks={**state.tasks, event.flow: tasks}, assignment=assignment)
+    if isinstance(event, DriverJoined):
+        info = DriverInfo(event.driver, event.url, event.host, envelope.at_ms)
+        return replace(state, drivers={**state.drivers, event.driver: info})
+    if isinstance(event, DriverLeft):
+        drivers = {name: d for name, d in state.drivers.items() if name != event.driver}
+        kept = {task: owner for task, owner in state.assignment.items() if owner != event.driver}
+        return replace(state, drivers=drivers, assignment=kept)
+    if isinstance(event, AssignmentChanged):
+        revoked = set(event.revoked)
+        kept = {task: owner for task, owner in state.assignment.items() if task not in revoked}
+        return replace(state, generation=event.generation, assignment={**kept, **event.assigned})
+    return state
+
+
+def _with_flow(state: ControlState, name: str, flow: FlowState) -> ControlState:
+    return replace(state, flows={**state.flows, name: flow})
+
+
+def replay(
+    envelopes: Iterable[Envelope],
+    *,
+    until_ms: int | None = None,
+    until_offset: int | None = None,
+) -> ControlState:
+    """The state after every envelope up to (not past) ``until_ms`` and ``until_offset``:
+    folding stops before the first envelope appended later or stored further on."""
+    state = ControlState()
+    for envelope in envelopes:
+        if until_ms is not None and envelope.at_ms > until_ms:
+            break
+        if until_offset is not None and envelope.offset > until_offset:
+            break
+        state = apply(state, envelope)
+    return state

@@ -1,0 +1,108 @@
+"""`srm-coordinator`: follow the event log, lead when elected, serve the command API."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from srm_common.adapters.http_server import HttpServer
+from srm_common.cli_support import fail, load_or_exit, setup_logging
+from srm_common.config.control import control_settings
+from srm_common.errors import ConfigError, SrmError
+
+EPILOG = """\
+examples:
+  srm-coordinator --config srm.yaml                    one instance (leads at once)
+  srm-coordinator --config srm.yaml --port 8090 --id c1
+  srm-coordinator --config srm.yaml --port 8091 --id c2   a standby: leads if c1 dies
+  srm-coordinator --config srm.yaml --projection postgresql://srm@db/srm
+
+Several instances may run; the one holding the election group's partition leads and
+fences any previous leader. State is the event log srm-control.events.internal on the
+control cluster (srm.control.cluster, default: the first alias): a restart replays it.
+
+environment:
+  SRM_LOG_LEVEL   DEBUG, INFO (default), WARNING
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging()
+    config = load_or_exit("srm-coordinator", args.config, args.set)
+    try:
+        settings = control_settings(config)
+    except ConfigError as exc:
+        fail("srm-coordinator", str(exc))
+    from srm_coordinator.http_api import create_app
+    from srm_coordinator.projector import Projector
+    from srm_coordinator.service import Coordinator
+
+    projector = None
+    try:
+        if args.projection != "none":
+            url = args.projection or f"sqlite:///srm-projection-{args.id or 'coordinator'}.db"
+            projector = Projector(url)
+        coordinator = Coordinator(config, settings, coordinator_id=args.id, projector=projector)
+        server = HttpServer(
+            create_app(coordinator), host=args.host, port=args.port, name="srm-coordinator http"
+        )
+    except SrmError as exc:
+        fail("srm-coordinator", str(exc))
+
+    def on_signal(_number: int, _frame: FrameType | None) -> None:
+        coordinator.stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, on_signal)
+    server.start()
+    print(f"srm-coordinator {coordinator.id}: API at {server.url}", file=sys.stderr, flush=True)
+    try:
+        coordinator.run(server.url)
+    except SrmError as exc:
+        fail("srm-coordinator", str(exc), status=1)
+    finally:
+        server.stop()
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="srm-coordinator",
+        description="Validate commands, decide task configs and assignments, append them"
+        " to the event log; one instance leads, the others stand by.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", required=True, type=Path, help="srm.yaml or MM2 properties")
+    parser.add_argument("--id", help="this instance's name (default: coordinator-<random>)")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="HTTP port (default: any free one; logged)"
+    )
+    parser.add_argument(
+        "--projection",
+        default=None,
+        metavar="URL",
+        help="SQLAlchemy URL of the SQL projection (default: sqlite:///srm-projection-<id>.db"
+        " in the working directory; 'none' to skip)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the configuration (repeatable)",
+    )
+    return parser

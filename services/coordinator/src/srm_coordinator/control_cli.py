@@ -1,0 +1,327 @@
+"""`srm-control`: SRM's command line for what is replicated, plus the audit trail.
+
+``topics`` and ``groups`` edit or list a flow's allow list ("whitelist") and deny list
+("blacklist") with SRM's flags; the coordinator leader validates each change and records
+it in the event log, and the running drivers follow within seconds. ``audit`` replays
+the log: the history of changes, or with ``--at`` the whole state at a moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from srm_common.adapters.kafka_log import read_log
+from srm_common.cli_support import fail, load_or_exit, parse_pairs
+from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.model import SrmConfig
+from srm_common.control.state import ControlState, replay
+from srm_common.errors import SrmError
+
+from srm_coordinator.audit import parse_time, render_history, render_state
+
+PROG = "srm-control"
+
+EPILOG = """\
+examples:
+  srm-control topics --source primary --target backup --add orders,payments
+  srm-control topics --source primary --target backup --add 'sales\\..*'   (a regex)
+  srm-control topics --source primary --target backup --add-blacklist 'sales\\.tmp.*'
+  srm-control topics --source primary --target backup --remove orders
+  srm-control topics --source primary --target backup --list
+  srm-control groups --source primary --target backup --add 'billing-.*'
+  srm-control audit                                  every change, oldest first
+  srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
+  srm-control audit --db sqlite:///srm-projection-c1.db   from the SQL projection
+
+The configuration comes from --config, else $SRM_CONFIG, else ./srm.yaml, else
+./deploy/local/srm.yaml (the stack `make up` runs). Changes take effect on the running
+drivers within seconds; denylist entries win over allowlist entries.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    # SRM's scripts put the client options before the subcommand and its docs after it:
+    # they are taken out wherever they are, then the rest is parsed.
+    options, rest = _client_options().parse_known_args(argv)
+    args = _parser().parse_args(rest, namespace=options)
+    config = load_or_exit(PROG, _config_path(args.config), [])
+    try:
+        settings = control_settings(config)
+    except SrmError as exc:
+        fail(PROG, str(exc))
+    settings = _with_overrides(settings, args)
+    if args.command == "audit":
+        return _audit(args, settings)
+    return _patterns(args, config, settings)
+
+
+def _config_path(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    for candidate in (os.environ.get("SRM_CONFIG"), "srm.yaml", "deploy/local/srm.yaml"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    fail(PROG, "no configuration found: pass --config FILE or set SRM_CONFIG")
+
+
+def _with_overrides(settings: ControlSettings, args: argparse.Namespace) -> ControlSettings:
+    client = dict(settings.client)
+    try:
+        client.update(parse_pairs(_split(args.props), "--props", "security.protocol=SSL"))
+    except ValueError as exc:
+        fail(PROG, str(exc))
+    if args.bootstrap_servers:
+        client["bootstrap.servers"] = args.bootstrap_servers
+    return ControlSettings(
+        settings.cluster,
+        client,
+        settings.prefix,
+        settings.session_timeout_ms,
+        settings.heartbeat_interval_ms,
+        settings.replication_factor,
+    )
+
+
+def _split(value: str | None) -> list[str]:
+    return [item for item in (value or "").split(",") if item.strip()]
+
+
+def _state(settings: ControlSettings) -> ControlState:
+    try:
+        return replay(read_log(settings, timeout=15))
+    except SrmError as exc:
+        fail(PROG, str(exc), status=1)
+
+
+# -- topics / groups ---------------------------------------------------------------------
+
+
+def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+    for alias in (args.source, args.target):
+        if alias not in config.clusters:
+            fail(
+                PROG, f"unknown cluster alias {alias!r}; known aliases: {', '.join(config.aliases)}"
+            )
+    if args.source == args.target:
+        fail(PROG, "--source and --target must be different clusters")
+    flow = f"{args.source}->{args.target}"
+    actions = [
+        (action, _split(getattr(args, action.replace("-", "_"))))
+        for action in ("add", "remove", "add-blacklist", "remove-blacklist")
+        if getattr(args, action.replace("-", "_")) is not None
+    ]
+    if not actions and not args.list:
+        fail(
+            PROG,
+            f"say what to do: --add, --remove, --add-blacklist, --remove-blacklist or"
+            f" --list (see {PROG} {args.command} --help)",
+        )
+    for action, patterns in actions:
+        if not patterns:
+            fail(PROG, f"--{action} needs one or more names or regexes, comma separated")
+    state = _state(settings) if actions or args.list else ControlState()
+    for action, patterns in actions:
+        body = {
+            "flow": flow,
+            "kind": args.command,
+            "action": action,
+            "patterns": patterns,
+            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control",
+        }
+        answer = _send(state, "/v1/commands/patterns", body)
+        changes = answer.get("changes") or []
+        for line in changes:
+            print(line)
+        if not changes:
+            print(f"{flow}: nothing to change ({', '.join(patterns)} already as asked)")
+    if args.list:
+        if actions:
+            state = _state(settings)
+        _print_lists(state, flow, args.command)
+    return 0
+
+
+def _send(state: ControlState, path: str, body: dict[str, object]) -> dict[str, object]:
+    """POST to the leader recorded in the log, following one redirect from a standby."""
+    if state.leader is None:
+        fail(
+            PROG,
+            "no coordinator has ever led this event log: start srm-coordinator"
+            " (make up starts two)",
+            status=1,
+        )
+    url = state.leader.url
+    for _attempt in range(3):
+        status, answer = _post(url + path, body)
+        if status == 503 and answer.get("leader") and answer["leader"] != url:
+            url = str(answer["leader"])
+            continue
+        if status == 400:
+            fail(PROG, str(answer.get("error")), status=1)
+        if status == 200:
+            return answer
+        break
+    fail(
+        PROG,
+        f"no coordinator reachable: the leader recorded in the event log"
+        f" ({state.leader.coordinator} at {url}) does not answer; is srm-coordinator"
+        " running? (make up starts it; `make down && make up` restarts it)",
+        status=1,
+    )
+
+
+def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=35) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read() or b"{}")
+        except ValueError:
+            return exc.code, {}
+    except (urllib.error.URLError, OSError, ValueError):
+        return 0, {}
+
+
+def _print_lists(state: ControlState, flow: str, kind: str) -> None:
+    current = state.flow(flow)
+    allow = current.topics if kind == "topics" else current.groups
+    deny = current.topics_exclude if kind == "topics" else current.groups_exclude
+    print(f"{flow} ({'enabled' if current.enabled else 'disabled'})")
+    print("Current whitelist:")
+    for pattern in allow:
+        print(f"  {pattern}")
+    print("Current blacklist:")
+    for pattern in deny:
+        print(f"  {pattern}")
+    tasks = state.tasks.get(flow)
+    if kind == "topics":
+        topics = sorted({t for task in (tasks.source if tasks else ()) for t, _ in task.partitions})
+        print(f"Replicated now ({len(topics)} topics):")
+    else:
+        topics = sorted({g for task in (tasks.checkpoint if tasks else ()) for g in task.groups})
+        print(f"Matched now ({len(topics)} groups):")
+    for name in topics:
+        print(f"  {name}")
+
+
+# -- audit -------------------------------------------------------------------------------
+
+
+def _audit(args: argparse.Namespace, settings: ControlSettings) -> int:
+    try:
+        at_ms = parse_time(args.at) if args.at else None
+        since_ms = parse_time(args.since) if args.since else None
+    except ValueError as exc:
+        fail(PROG, str(exc))
+    if args.db:
+        from srm_common.adapters.sql.projection import SqlProjection
+        from srm_common.control.events import decode
+
+        try:
+            projection = SqlProjection(args.db)
+            envelopes = [decode(v, offset=o) for o, v in projection.values_until()]
+            projection.close()
+        except SrmError as exc:
+            fail(PROG, str(exc), status=1)
+    else:
+        try:
+            envelopes = read_log(settings, timeout=15)
+        except SrmError as exc:
+            fail(PROG, str(exc), status=1)
+    if at_ms is not None:
+        print(render_state(replay(envelopes, until_ms=at_ms), at_ms, as_json=args.json))
+    else:
+        print(
+            render_history(
+                envelopes, since_ms=since_ms, flow=args.flow, everything=args.all, as_json=args.json
+            )
+        )
+    return 0
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+def _client_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path)
+    common.add_argument("--bootstrap-servers")
+    common.add_argument("--props")
+    common.add_argument("--producer-props")
+    common.add_argument("--consumer-props")
+    return common
+
+
+CLIENT_OPTIONS = """\
+options of every subcommand (before or after it):
+  --config FILE              srm.yaml or SRM/MM2 properties (default: see below)
+  --bootstrap-servers H:P    the control cluster's bootstrap servers, overriding the config
+  --props K=V,...            client settings for the control cluster (security.protocol=SSL)
+  --producer-props, --consumer-props K=V,...   accepted for SRM compatibility; use --props
+
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Change and list what SRM replicates; show the audit trail.",
+        epilog=CLIENT_OPTIONS + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{topics,groups,audit}")
+    for kind in ("topics", "groups"):
+        p = sub.add_parser(
+            kind,
+            help=f"edit or list the {kind} allow/deny lists of a flow",
+            epilog=CLIENT_OPTIONS + EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument("--source", required=True, help="source cluster alias")
+        p.add_argument("--target", required=True, help="target cluster alias")
+        p.add_argument("--add", metavar="A,B", help="add names or regexes to the allowlist")
+        p.add_argument("--remove", metavar="A,B", help="remove entries from the allowlist")
+        p.add_argument("--add-blacklist", metavar="A,B", help="add entries to the denylist")
+        p.add_argument("--remove-blacklist", metavar="A,B", help="remove entries from the denylist")
+        p.add_argument("--list", action="store_true", help="print the lists and what matches now")
+    a = sub.add_parser(
+        "audit",
+        help="history of changes, or the state at a moment",
+        epilog=CLIENT_OPTIONS + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument(
+        "--at",
+        metavar="TIME",
+        help="print the complete state at TIME (ISO 8601, e.g. 2026-11-20T09:30:00Z,"
+        " or epoch milliseconds)",
+    )
+    a.add_argument("--since", metavar="TIME", help="history from TIME on")
+    a.add_argument("--flow", metavar="S->T", help="only changes of this flow")
+    a.add_argument(
+        "--all",
+        action="store_true",
+        help="include membership and assignment events (default: configuration only)",
+    )
+    a.add_argument("--db", metavar="URL", help="read the SQL projection instead of Kafka")
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser

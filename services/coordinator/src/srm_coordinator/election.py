@@ -1,0 +1,74 @@
+"""Leader election through Kafka's group protocol.
+
+Every coordinator joins one consumer group on a one-partition topic; the member that
+holds the partition leads. A leader that dies stops heartbeating the group and the
+broker hands the partition to a standby after ``session.timeout.ms``. Election alone
+does not stop a paused old leader from writing: the new leader's transactional init
+does (see :mod:`srm_common.adapters.kafka_log`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from confluent_kafka import Consumer, KafkaException
+from srm_common.config.control import ControlSettings
+
+log = logging.getLogger(__name__)
+
+SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms default
+
+
+class LeaderElection(threading.Thread):
+    """Polls the election group; ``leading`` is set while this member holds the partition."""
+
+    def __init__(self, settings: ControlSettings, member: str, stop: threading.Event) -> None:
+        super().__init__(name="election", daemon=True)
+        self.leading = threading.Event()
+        self.changed = threading.Event()
+        self._stop = stop
+        self._consumer = Consumer(
+            {
+                **settings.client,
+                "group.id": settings.election_group,
+                "client.id": member,
+                "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                "heartbeat.interval.ms": "1000",
+                "max.poll.interval.ms": "300000",
+                "enable.auto.commit": "false",
+                "partition.assignment.strategy": "range",
+            }
+        )
+        self._topic = settings.election_topic
+
+    def run(self) -> None:
+        self._consumer.subscribe(
+            [self._topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._consumer.poll(0.2)
+                except KafkaException as exc:
+                    log.warning("election: %s", exc)
+        finally:
+            self._set(False)
+            try:
+                self._consumer.close()  # leaves the group: a standby takes over at once
+            except KafkaException:
+                pass
+
+    def _on_assign(self, _consumer: Consumer, partitions: list) -> None:
+        self._set(bool(partitions))
+
+    def _on_revoke(self, _consumer: Consumer, _partitions: list) -> None:
+        self._set(False)
+
+    def _set(self, leading: bool) -> None:
+        if leading != self.leading.is_set():
+            (self.leading.set if leading else self.leading.clear)()
+            self.changed.set()

@@ -1,0 +1,290 @@
+"""One coordinator process: follows the event log, leads when elected, serves HTTP.
+
+Every instance folds the log (read_committed) into the same state. The elected one also
+fences the transactional id, decides rounds (membership, task configs, assignment) and
+carries out commands; a standby answers commands with the leader's URL. The log is the
+only store: a restarted coordinator replays it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from srm_common.adapters.kafka_log import (
+    BeatReader,
+    ControlLogError,
+    EventLogReader,
+    EventLogWriter,
+    Fenced,
+    ensure_control_topics,
+    read_log,
+)
+from srm_common.config.control import ControlSettings
+from srm_common.config.model import SrmConfig
+from srm_common.control.commands import ChangePatterns, CommandRejected, decide
+from srm_common.control.events import Envelope, describe
+from srm_common.control.state import ControlState, apply
+
+from srm_coordinator.discovery import Discovery
+from srm_coordinator.election import LeaderElection
+from srm_coordinator.leader import Leader, Round
+from srm_coordinator.membership import Membership
+from srm_coordinator.projector import Projector
+
+log = logging.getLogger(__name__)
+
+ROUND_SECONDS = 0.2
+
+
+class NotLeader(Exception):
+    """This instance does not lead; ``leader_url`` is where the leader answers, if known."""
+
+    def __init__(self, leader_url: str | None) -> None:
+        super().__init__(leader_url)
+        self.leader_url = leader_url
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    offset: int
+    changes: tuple[str, ...]
+
+
+class Coordinator:
+    """The coordinator service; :meth:`run` blocks until ``stop`` is set."""
+
+    def __init__(
+        self,
+        config: SrmConfig,
+        settings: ControlSettings,
+        *,
+        coordinator_id: str | None = None,
+        projector: Projector | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
+        self.url = ""
+        self.stop = threading.Event()
+        self.state = ControlState()
+        self.leading = False
+        self.projector = projector
+        self.took_over_at: float | None = None
+        self._lock = threading.Lock()
+        self._commands: queue.Queue[tuple[ChangePatterns, str, Future[CommandResult]]] = (
+            queue.Queue()
+        )
+        self._notices: queue.Queue[str] = queue.Queue()
+        self._writer: EventLogWriter | None = None
+        self._beats: BeatReader | None = None
+        self._leader: Leader | None = None
+        self._membership: Membership | None = None
+
+    # -- for the HTTP API (other threads) ---------------------------------------------
+
+    def snapshot(self) -> ControlState:
+        with self._lock:
+            return self.state
+
+    def submit(self, command: ChangePatterns, by: str, timeout: float = 30.0) -> CommandResult:
+        """Carry out ``command`` on the leader; :class:`NotLeader` or
+        :class:`CommandRejected` otherwise."""
+        if not self.leading:
+            raise NotLeader(self._leader_url())
+        future: Future[CommandResult] = Future()
+        self._commands.put((command, by, future))
+        return future.result(timeout)
+
+    def notify(self, flow: str) -> None:
+        """A driver saw the source change under ``flow``: rediscover it."""
+        if not self.leading:
+            raise NotLeader(self._leader_url())
+        self._notices.put(flow)
+
+    def members(self) -> dict[str, dict[str, object]]:
+        membership = self._membership
+        if membership is None or not self.leading:
+            return {}
+        return {
+            driver: {
+                "last_seen_ms": membership.last_seen.get(driver),
+                "generation": report.generation,
+                "running": sorted(report.running),
+            }
+            for driver, report in membership.reports.items()
+        }
+
+    def _leader_url(self) -> str | None:
+        leader = self.snapshot().leader
+        return leader.url if leader and leader.coordinator != self.id else None
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self, url: str) -> None:
+        self.url = url
+        ensure_control_topics(self.settings)
+        reader = EventLogReader(self.settings, client_id=f"{self.id}-log")
+        self._fold(reader.read_to_end())
+        log.info(
+            "%s: replayed %d events; state digest %s",
+            self.id,
+            self.state.offset + 1,
+            self.state.digest()[:12],
+        )
+        election = LeaderElection(self.settings, self.id, self.stop)
+        election.start()
+        try:
+            while not self.stop.is_set():
+                self._fold(reader.poll(0.05))
+                if election.leading.is_set() and not self.leading:
+                    self._lead()
+                elif self.leading and not election.leading.is_set():
+                    self._step_down("lost the election")
+                if self.leading:
+                    self._round()
+                else:
+                    self._refuse_queued()
+                self.stop.wait(ROUND_SECONDS)
+        finally:
+            if self.leading:
+                self._step_down("stopping")
+            election.join(10)
+            reader.close()
+            if self.projector is not None:
+                self.projector.close()
+
+    def _fold(self, envelopes: list[Envelope]) -> None:
+        fresh = [e for e in envelopes if e.offset > self.state.offset]
+        if not fresh:
+            return
+        state = self.state
+        for envelope in fresh:
+            state = apply(state, envelope)
+        with self._lock:
+            self.state = state
+        if self.projector is not None:
+            self.projector.project(fresh)
+
+    def _lead(self) -> None:
+        started = time.monotonic()
+        writer = EventLogWriter(self.settings, client_id=f"{self.id}-writer")
+        try:
+            writer.fence()
+            # The old leader's open transaction is aborted now: the log's end is final.
+            # A fresh reader is sure to report that end (librdkafka signals the end of a
+            # partition once per reader, and the tailing reader may have had it already).
+            self._fold(read_log(self.settings))
+        except ControlLogError as exc:
+            log.error("%s: cannot take over: %s", self.id, exc)
+            writer.close()
+            return
+        self._writer = writer
+        self._membership = Membership(self.settings.session_timeout_ms)
+        now_ms = int(time.time() * 1000)
+        self._beats = BeatReader(
+            self.settings,
+            client_id=f"{self.id}-beats",
+            since_ms=now_ms - self.settings.session_timeout_ms,
+        )
+        self._leader = Leader(
+            self.config,
+            coordinator=self.id,
+            url=self.url,
+            membership=self._membership,
+            discovery=Discovery(),
+        )
+        self.leading = True
+        if self._commit(self._leader.take_over(self.state)):
+            self.took_over_at = time.time()
+            log.info(
+                "%s: leading (epoch %d) after %.1f s; replayed state digest %s",
+                self.id,
+                self.state.leader.epoch if self.state.leader else 0,
+                time.monotonic() - started,
+                self.state.digest()[:12],
+            )
+
+    def _step_down(self, why: str) -> None:
+        log.warning("%s: no longer leading: %s", self.id, why)
+        self.leading = False
+        for resource in (self._writer, self._beats):
+            if resource is not None:
+                try:
+                    resource.close()
+                except Exception:  # noqa: BLE001 - best effort on the way out
+                    pass
+        self._writer = self._beats = None
+        self._leader = None
+        self._refuse_queued()
+
+    def _refuse_queued(self) -> None:
+        while True:
+            try:
+                _command, _by, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            future.set_exception(NotLeader(self._leader_url()))
+
+    def _round(self) -> None:
+        assert self._leader is not None and self._beats is not None
+        assert self._membership is not None
+        self._membership.observe(self._beats.poll(0), int(time.time() * 1000))
+        self._run_commands()
+        flows: set[str] = set()
+        while not self._notices.empty():
+            flows.add(self._notices.get_nowait())
+        self._leader.refresh(flows)
+        if self.leading:
+            self._commit(self._leader.round(self.state))
+
+    def _run_commands(self) -> None:
+        assert self._leader is not None
+        while self.leading:
+            try:
+                command, by, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            round_ = Round(self.state, by, int(time.time() * 1000))
+            command_id = uuid.uuid4().hex
+            try:
+                round_.add(
+                    decide(self.state, command, aliases=self.config.aliases), command=command_id
+                )
+            except CommandRejected as exc:
+                future.set_exception(exc)
+                continue
+            if not round_.envelopes:
+                future.set_result(CommandResult(self.state.offset, ()))
+                continue
+            if self._commit(round_):
+                self._leader.refresh([command.flow])
+                future.set_result(
+                    CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
+                )
+            else:
+                future.set_exception(NotLeader(self._leader_url()))
+
+    def _commit(self, round_: Round) -> bool:
+        """Append the round's events; False (and no longer leading) when fenced."""
+        if not round_.envelopes:
+            return True
+        assert self._writer is not None
+        try:
+            written = self._writer.append(round_.envelopes)
+        except Fenced as exc:
+            log.error("%s: %s; the event log is unchanged by this coordinator", self.id, exc)
+            self._step_down("fenced")
+            return False
+        except ControlLogError as exc:
+            log.error("%s: %s (retrying next round)", self.id, exc)
+            return False
+        for envelope in written:
+            log.info("%s: %s", self.id, describe(envelope))
+        self._fold(written)
+        return True
