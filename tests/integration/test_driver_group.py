@@ -1,0 +1,200 @@
+"""A managed group of drivers: kill -9 one, add one, and still copy exactly once.
+
+One coordinator and three ``srm-driver`` processes (each with its own Spark) replicate
+a 12-partition topic under a steady load. d4 joins: only a quarter of the tasks move,
+and the tasks that stay never stop. Then d1 is killed with SIGKILL: after the session
+timeout its tasks move to the other three. At the end every partition and its
+remote twin hold the same records in the same order.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+import urllib.request
+
+import pytest
+from srm_common.adapters.kafka_log import read_log
+from srm_common.cli_support import load_or_exit
+from srm_common.config.control import control_settings
+from srm_common.control.events import AssignmentChanged
+from srm_common.control.state import replay
+from srm_local import testing
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PARTITIONS = 12
+SESSION_MS = 8000
+
+
+def _get(url: str) -> dict:  # type: ignore[type-arg]
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("group"), partitions=PARTITIONS)
+    remote = f"primary.{topic}"
+    kafka.created.append(("backup", remote))
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [topic], "srm.batch.max.records": 400},
+            "backup->primary": {"enabled": False},
+        },
+        replication={
+            "tasks.max": PARTITIONS,
+            "srm.control.topic.prefix": unique_name("grp"),
+            "srm.driver.session.timeout.ms": SESSION_MS,
+        },
+    )
+    settings = control_settings(load_or_exit("test", config, []))
+
+    def state():  # type: ignore[no-untyped-def]
+        return replay(read_log(settings, timeout=15))
+
+    def running(driver: str) -> set[str]:
+        current = state()
+        try:
+            return set(_get(f"{current.drivers[driver].url}/v1/driver")["running"])
+        except (OSError, KeyError, ValueError):
+            return set()
+
+    def settled(drivers: list[str]) -> bool:
+        """Every task assigned to a live driver, and each runs exactly what it holds."""
+        current = state()
+        tasks = set(current.all_task_ids())
+        if not tasks or set(current.assignment) != tasks:
+            return False
+        if set(current.assignment.values()) - set(drivers):
+            return False
+        return all(running(d) == set(current.tasks_of(d)) for d in drivers)
+
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "coordinator.log", "c1", "--projection", "none"
+    )
+    drivers = {
+        name: testing.DriverProcess(
+            config, tmp_path / f"{name}.log", spark_master="local[1]", args=["--id", name]
+        )
+        for name in ("d1", "d2", "d3", "d4")
+    }
+    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+
+    def logs() -> str:
+        return "\n".join(
+            f"--- {p.log_path.name}\n{p.log_text()[-1500:]}"
+            for p in (coordinator, *drivers.values())
+            if p.log_path.exists()
+        )
+
+    try:
+        coordinator.start()
+        for name in ("d1", "d2", "d3"):
+            drivers[name].start()
+        producer.start()
+        testing.wait_until(lambda: settled(["d1", "d2", "d3"]), 240, f"3 drivers run\n{logs()}")
+        testing.wait_until(
+            lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
+            120,
+            f"copying\n{logs()}",
+        )
+        before = state()
+        counts = {d: len(before.tasks_of(d)) for d in ("d1", "d2", "d3")}
+        print(f"3 drivers: tasks per driver {counts} of {len(before.all_task_ids())}")
+
+        # d4 joins: only what must move moves; the tasks that stay never stop.
+        status_before = {
+            d: _get(f"{before.drivers[d].url}/v1/flows/primary/backup/status")
+            for d in ("d1", "d2", "d3")
+        }
+        generation_before = before.generation
+        drivers["d4"].start()
+        testing.wait_until(
+            lambda: (
+                "d4" in state().drivers
+                and settled(["d1", "d2", "d3", "d4"])
+                and bool(state().tasks_of("d4"))
+            ),
+            240,
+            f"d4 joins\n{logs()}",
+        )
+        after_join = state()
+        moved = {
+            task
+            for task, owner in before.assignment.items()
+            if after_join.assignment.get(task) != owner
+        }
+        revoked = [
+            e.event
+            for e in read_log(settings)
+            if isinstance(e.event, AssignmentChanged) and e.event.generation > generation_before
+        ]
+        total = len(after_join.all_task_ids())
+        print(
+            f"d4 joins: {len(moved)} of {total} tasks moved ({len(moved) / total:.0%}) in"
+            f" {len(revoked)} assignment generations; per driver"
+            f" { {d: len(after_join.tasks_of(d)) for d in ('d1', 'd2', 'd3', 'd4')} }"
+        )
+        assert set(after_join.tasks_of("d4")) == moved
+        # The fewest moves that balance the group: d4's share, nothing else.
+        assert len(moved) in (total // 4, -(-total // 4))
+        for d in ("d1", "d2", "d3"):
+            now = _get(f"{after_join.drivers[d].url}/v1/flows/primary/backup/status")
+            kept = {
+                t["id"]: t["since_ms"] for t in status_before[d]["tasks"] if t["id"] not in moved
+            }
+            still = {t["id"]: t["since_ms"] for t in now["tasks"] if t["id"] in kept}
+            assert still == kept, f"{d}: a task that did not move was restarted"
+            batches = (status_before[d]["copy"]["batches"], now["copy"]["batches"])
+            print(f"{d}: kept {len(kept)} tasks running since before the join; batches {batches}")
+            assert batches[1] > batches[0]
+
+        # kill -9 d1: after the session timeout its tasks move to the other three.
+        orphaned = set(after_join.tasks_of("d1"))
+        killed = time.monotonic()
+        drivers["d1"].kill9()
+        testing.wait_until(
+            lambda: settled(["d2", "d3", "d4"]), 120, f"d1's tasks move\n{logs()}", step=0.25
+        )
+        took = time.monotonic() - killed
+        after_kill = state()
+        print(
+            f"kill -9 d1: its {len(orphaned)} tasks run on d2, d3 and d4 {took:.1f} s later"
+            f" (session timeout {SESSION_MS / 1000:.0f} s)"
+        )
+        assert "d1" not in after_kill.drivers
+
+        producer.stop.set()
+        producer.join(60)
+        assert not producer.errors
+        source_ends = testing.end_offsets(kafka["primary"], topic)
+        testing.wait_until(
+            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
+            240,
+            f"the target catches up\n{logs()}",
+        )
+        for name in ("d2", "d3", "d4"):
+            assert drivers[name].stop() == 0
+    finally:
+        producer.stop.set()
+        for process in (*drivers.values(), coordinator):
+            if process.alive():
+                process.kill9()
+
+    source = testing.consume_all(kafka["primary"], topic)
+    target = testing.consume_all(kafka["backup"], remote)
+    produced = sum(len(records) for records in source.values())
+    found = sum(len(records) for records in target.values())
+    source_keys = collections.Counter(r.key for rs in source.values() for r in rs)
+    target_keys = collections.Counter(r.key for rs in target.values() for r in rs)
+    missing = sum((source_keys - target_keys).values())
+    duplicated = sum((target_keys - source_keys).values())
+    print(
+        f"produced {produced}, found on target {found}, missing {missing}, duplicated {duplicated}"
+    )
+    assert missing == 0 and duplicated == 0
+    for partition in range(PARTITIONS):
+        assert testing.content(target[partition]) == testing.content(source[partition])
