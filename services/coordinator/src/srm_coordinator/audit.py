@@ -10,12 +10,22 @@ import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from srm_common.control.events import Envelope, describe
+from srm_common.control.events import (
+    AssignmentChanged,
+    DriverJoined,
+    DriverLeft,
+    Envelope,
+    TaskConfigsGenerated,
+    describe,
+)
 from srm_common.control.state import ControlState
 
 # Membership and assignment change all the time; configuration changes are what people
 # audit, so those are shown unless --all.
-_OPERATIONAL = {"DriverJoined", "DriverLeft", "AssignmentChanged", "TaskConfigsGenerated"}
+# (Compared by TYPE, the wire name such as "driver.joined", not the class name.)
+_OPERATIONAL = {
+    cls.TYPE for cls in (DriverJoined, DriverLeft, AssignmentChanged, TaskConfigsGenerated)
+}
 
 
 def parse_time(text: str) -> int:

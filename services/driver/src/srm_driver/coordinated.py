@@ -81,6 +81,10 @@ class CoordinatedDriver(Driver):
 
     def start_coordinated(self, url: str) -> None:
         self.url = url
+        if any(flow.enabled for flow in self.config.flows.values()):
+            # Ready before the first assignment: a topic added with srm-control then
+            # starts copying in seconds, not after Spark's start-up.
+            self._start_spark()
         self.link = ControlLink(self.settings, self.driver_id, url, self.report)
         self.link.start()
         self._heartbeats.start()
@@ -148,11 +152,7 @@ class CoordinatedDriver(Driver):
 
     def _worker(self, name: str) -> FlowWorker:
         if name not in self.flow_workers:
-            if self.session is None:
-                from srm_driver.spark import spark_session
-
-                log.info("starting Spark (%s)", self.spark_master)
-                self.session = spark_session(self.spark_master, conf=self.spark_conf)
+            self._start_spark()
             flow = self._flows[name]
             partitions, factor = self._progress_topic[name]
             worker = FlowWorker(
@@ -167,6 +167,13 @@ class CoordinatedDriver(Driver):
             self.workers.append(worker)
             worker.start()
         return self.flow_workers[name]
+
+    def _start_spark(self) -> None:
+        if self.session is None:
+            from srm_driver.spark import spark_session
+
+            log.info("starting Spark (%s)", self.spark_master)
+            self.session = spark_session(self.spark_master, conf=self.spark_conf)
 
     def _set_heartbeats(self, flows: set[str]) -> None:
         for name in flows - set(self._heartbeat_by_flow):

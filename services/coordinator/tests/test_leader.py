@@ -1,0 +1,292 @@
+"""The leader's decisions with a fake discovery and a fake clock (no Kafka)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+from srm_common.adapters.kafka_log import Beat
+from srm_common.config import load_config
+from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.control.events import (
+    AssignmentChanged,
+    ConfigApplied,
+    CoordinatorElected,
+    DriverJoined,
+    Envelope,
+    FlowEnabled,
+    TaskConfigsGenerated,
+    TopicsAllowed,
+)
+from srm_common.control.state import ControlState, apply
+from srm_common.domain.tasks import TopicPartition
+from srm_coordinator.discovery import DiscoveryError
+from srm_coordinator.leader import Leader, Round
+from srm_coordinator.membership import Membership
+
+CONFIG = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  backup: {bootstrap.servers: "127.0.0.1:9"}
+replication:
+  tasks.max: 2
+  refresh.topics.interval.seconds: 30
+flows:
+  primary->backup:
+    enabled: true
+    topics: [orders, payments]
+  backup->primary:
+    enabled: false
+"""
+
+FLOW = "primary->backup"
+REVERSE = "backup->primary"
+SESSION_MS = 10_000
+
+
+class FakeDiscovery:
+    """Answers from dicts; ``failing`` flows raise as an unreachable cluster would."""
+
+    def __init__(
+        self,
+        partitions: dict[str, list[TopicPartition]],
+        groups: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.found = partitions
+        self.found_groups = groups or {}
+        self.failing: set[str] = set()
+        self.asked: list[str] = []
+
+    def partitions(self, flow: FlowConfig) -> list[TopicPartition]:
+        self.asked.append(flow.name)
+        if flow.name in self.failing:
+            raise DiscoveryError(f"{flow.name}: cannot list topics of {flow.source}: down")
+        return sorted(self.found.get(flow.name, []))
+
+    def groups(self, flow: FlowConfig) -> list[str]:
+        return sorted(self.found_groups.get(flow.name, []))
+
+
+class Clock:
+    def __init__(self, at_ms: int) -> None:
+        self.at_ms = at_ms
+
+    def __call__(self) -> float:
+        return self.at_ms / 1000
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> SrmConfig:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG)
+    return load_config(path)
+
+
+def make_leader(
+    config: SrmConfig, discovery: FakeDiscovery, clock: Clock, name: str = "c1"
+) -> Leader:
+    return Leader(
+        config,
+        coordinator=name,
+        url=f"http://{name}:1",
+        membership=Membership(SESSION_MS),
+        discovery=discovery,  # type: ignore[arg-type]
+        clock=clock,
+    )
+
+
+def commit(state: ControlState, round_: Round) -> ControlState:
+    """What the service does with a round: append (offsets in order), fold."""
+    for envelope in round_.envelopes:
+        state = apply(
+            state,
+            Envelope(
+                envelope.event, envelope.at_ms, envelope.by, envelope.command_id, state.offset + 1
+            ),
+        )
+    return state
+
+
+def beats(leader: Leader, drivers: Iterable[str], at_ms: int, generation: int = 0) -> None:
+    leader.membership.observe(
+        [Beat(d, f"http://{d}:1", "h", at_ms, generation) for d in drivers], at_ms
+    )
+
+
+def events_of(round_: Round, kind: type) -> list:
+    return [e.event for e in round_.envelopes if isinstance(e.event, kind)]
+
+
+PARTITIONS = {FLOW: [("orders", 0), ("orders", 1), ("payments", 0)]}
+
+
+def test_take_over_announces_epoch_one_then_seeds_the_log_from_the_config(
+    config: SrmConfig,
+) -> None:
+    leader = make_leader(config, FakeDiscovery(PARTITIONS), Clock(1_000))
+    round_ = leader.take_over(ControlState())
+    first, *rest = round_.envelopes
+    assert first.event == CoordinatorElected("c1", "http://c1:1", 1)
+    assert first.by == "coordinator c1"
+    assert rest, "the config file seeds the flows"
+    assert all(e.by == f"config file {config.source}" for e in rest)
+    assert TopicsAllowed(FLOW, ("orders", "payments")) in [e.event for e in rest]
+    assert FlowEnabled(FLOW) in [e.event for e in rest]
+    assert isinstance(rest[-1].event, ConfigApplied)
+    assert round_.state.flow(FLOW).enabled and not round_.state.flow(REVERSE).enabled
+    assert all(e.at_ms == 1_000 for e in round_.envelopes)
+
+
+def test_next_leader_increments_the_epoch_and_applies_an_unchanged_file_as_nothing(
+    config: SrmConfig,
+) -> None:
+    state = commit(
+        ControlState(), make_leader(config, FakeDiscovery({}), Clock(1)).take_over(ControlState())
+    )
+    round_ = make_leader(config, FakeDiscovery({}), Clock(2), "c2").take_over(state)
+    assert [e.event for e in round_.envelopes] == [CoordinatorElected("c2", "http://c2:1", 2)]
+
+
+def test_take_over_keeps_srm_control_changes_when_the_file_is_unchanged(
+    config: SrmConfig,
+) -> None:
+    state = commit(
+        ControlState(), make_leader(config, FakeDiscovery({}), Clock(1)).take_over(ControlState())
+    )
+    state = apply(state, Envelope(TopicsAllowed(FLOW, ("refunds",)), 5, "op", offset=99))
+    round_ = make_leader(config, FakeDiscovery({}), Clock(6), "c2").take_over(state)
+    assert round_.state.flow(FLOW).topics == ("orders", "payments", "refunds")
+
+
+def test_first_round_generates_task_configs_for_enabled_flows_and_heartbeats_for_every_pair(
+    config: SrmConfig,
+) -> None:
+    discovery = FakeDiscovery(PARTITIONS, {FLOW: ["g1", "g2", "g3"]})
+    leader = make_leader(config, discovery, Clock(1_000))
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    round_ = leader.round(state)
+    generated = {e.flow: e for e in events_of(round_, TaskConfigsGenerated)}
+    assert set(generated) == {FLOW, REVERSE}
+    forward = generated[FLOW]
+    assert forward.generation == 1
+    assert sorted(tp for task in forward.source for tp in task) == sorted(PARTITIONS[FLOW])
+    assert len(forward.source) == 2  # tasks.max
+    assert sorted(g for task in forward.checkpoint for g in task) == ["g1", "g2", "g3"]
+    assert forward.heartbeat
+    reverse = generated[REVERSE]
+    assert reverse.source == () and reverse.checkpoint == () and reverse.heartbeat
+    assert REVERSE not in discovery.asked, "a disabled flow is not discovered"
+    assert all(e.by == "coordinator c1" for e in round_.envelopes)
+
+
+def test_round_with_two_beating_drivers_assigns_every_task(config: SrmConfig) -> None:
+    clock = Clock(1_000)
+    leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    beats(leader, ["d1", "d2"], 1_000)
+    round_ = leader.round(state)
+    assert {e.driver for e in events_of(round_, DriverJoined)} == {"d1", "d2"}
+    [change] = events_of(round_, AssignmentChanged)
+    state = commit(state, round_)
+    every = set(state.all_task_ids())
+    assert every == {
+        f"{FLOW}|MirrorSourceConnector-0",
+        f"{FLOW}|MirrorSourceConnector-1",
+        f"{FLOW}|MirrorCheckpointConnector-0",
+        f"{FLOW}|MirrorHeartbeatConnector-0",
+        f"{REVERSE}|MirrorHeartbeatConnector-0",
+    }
+    assert set(change.assigned) == every and change.generation == 1
+    assert set(state.assignment.values()) == {"d1", "d2"}
+    loads = sorted(len(state.tasks_of(d)) for d in ("d1", "d2"))
+    assert loads == [2, 3]
+    # Nothing changed: the next round decides nothing.
+    clock.at_ms = 1_200
+    beats(leader, ["d1", "d2"], 1_200, generation=1)
+    assert leader.round(state).envelopes == []
+
+
+def test_flows_are_not_rediscovered_before_their_refresh_interval_unless_asked(
+    config: SrmConfig,
+) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery(PARTITIONS)
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    state = commit(state, leader.round(state))
+    discovery.asked.clear()
+    clock.at_ms = 2_000
+    leader.round(state)
+    assert discovery.asked == []
+    leader.refresh([FLOW, "nowhere->else"])
+    leader.round(state)
+    assert discovery.asked == [FLOW]
+    discovery.asked.clear()
+    clock.at_ms = 2_000 + 30_000 - 1
+    leader.round(state)
+    assert discovery.asked == []
+    clock.at_ms = 2_000 + 30_000
+    leader.round(state)
+    assert discovery.asked == [FLOW]
+
+
+def test_discovery_failure_is_retried_later_without_deciding_task_configs(
+    config: SrmConfig,
+) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery(PARTITIONS)
+    discovery.failing.add(FLOW)
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    round_ = leader.round(state)
+    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {REVERSE}
+    state = commit(state, round_)
+    discovery.failing.clear()
+    clock.at_ms = 1_000 + 5_000
+    round_ = leader.round(state)
+    assert [e.flow for e in events_of(round_, TaskConfigsGenerated)] == [FLOW]
+
+
+def test_partitions_moving_between_tasks_revoke_the_gaining_tasks_in_the_same_round(
+    config: SrmConfig,
+) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery(
+        {FLOW: [("orders", 0), ("orders", 1), ("payments", 0), ("payments", 1)]}
+    )
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    beats(leader, ["d1", "d2"], 1_000)
+    state = commit(state, leader.round(state))
+    before = state.tasks[FLOW]
+    assert [t.partitions for t in before.source] == [
+        (("orders", 0), ("payments", 0)),
+        (("orders", 1), ("payments", 1)),
+    ]
+    # Task 1's partitions disappear: task 0 keeps its share, payments-0 moves to task 1.
+    discovery.found[FLOW] = [("orders", 0), ("payments", 0)]
+    clock.at_ms = 2_000
+    beats(leader, ["d1", "d2"], 2_000, generation=state.generation)
+    leader.refresh([FLOW])
+    round_ = leader.round(state)
+    [generated] = events_of(round_, TaskConfigsGenerated)
+    assert generated.generation == before.generation + 1
+    [change] = events_of(round_, AssignmentChanged)
+    owner = {tp: task.index for task in before.source for tp in task.partitions}
+    gaining = {
+        f"{FLOW}|MirrorSourceConnector-{i}"
+        for i, parts in enumerate(generated.source)
+        if any(owner.get(tp, i) != i for tp in parts)
+    }
+    assert gaining == {f"{FLOW}|MirrorSourceConnector-1"}
+    assert gaining <= set(change.revoked)
+    assert not gaining & set(change.assigned)
+    # Not reassigned until every driver reports the new generation.
+    state = commit(state, round_)
+    clock.at_ms = 2_200
+    beats(leader, ["d1", "d2"], 2_200, generation=state.generation - 1)
+    assert not leader.round(state).envelopes
+    beats(leader, ["d1", "d2"], 2_300, generation=state.generation)
+    [change] = events_of(leader.round(state), AssignmentChanged)
+    assert gaining <= set(change.assigned)

@@ -1,0 +1,113 @@
+"""Membership: beats and the clock in, DriverJoined / DriverLeft out (no Kafka)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from srm_common.adapters.kafka_log import Beat
+from srm_common.control.events import DriverJoined, DriverLeft, Envelope, Event
+from srm_common.control.state import ControlState, apply
+from srm_coordinator.membership import Membership
+
+SESSION_MS = 10_000
+
+
+def beat(driver: str, at_ms: int, *, generation: int = 0, leaving: bool = False) -> Beat:
+    return Beat(
+        driver, f"http://{driver}:1", f"host-{driver}", at_ms, generation, leaving=leaving
+    )
+
+
+def fold(state: ControlState, events: Iterable[Event], at_ms: int = 0) -> ControlState:
+    for event in events:
+        state = apply(state, Envelope(event, at_ms, "test", offset=state.offset + 1))
+    return state
+
+
+def joined(membership: Membership, *drivers: str, at_ms: int = 1_000) -> ControlState:
+    """A state where ``drivers`` joined after beating at ``at_ms``."""
+    membership.observe([beat(d, at_ms) for d in drivers], at_ms)
+    return fold(ControlState(), membership.changes(ControlState(), at_ms), at_ms)
+
+
+def test_first_beat_of_an_unknown_driver_makes_it_join() -> None:
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 1_000)], 1_000)
+    events = membership.changes(ControlState(), 1_000)
+    assert events == [DriverJoined("d1", "http://d1:1", "host-d1")]
+    assert membership.reports["d1"].generation == 0
+
+
+def test_a_member_that_keeps_beating_neither_joins_again_nor_leaves() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1")
+    membership.observe([beat("d1", 9_000)], 9_000)
+    assert membership.changes(state, 18_000) == []
+
+
+def test_member_is_not_judged_before_the_session_timeout() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", at_ms=1_000)
+    assert membership.changes(state, 1_000 + SESSION_MS) == []
+
+
+def test_silent_member_leaves_after_the_session_timeout_with_a_readable_reason() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", at_ms=1_000)
+    events = membership.changes(state, 1_000 + SESSION_MS + 500)
+    assert events == [DriverLeft("d1", "no heartbeat for 10.5 s (session timeout 10.0 s)")]
+    assert "d1" not in membership.reports
+
+
+def test_leaving_beat_makes_the_driver_leave_at_once() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", "d2", at_ms=1_000)
+    membership.observe([beat("d1", 1_100, leaving=True)], 1_100)
+    assert membership.changes(state, 1_100) == [DriverLeft("d1", "stopped and left the group")]
+
+
+def test_leaving_beat_of_an_unknown_driver_does_not_make_it_join() -> None:
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 1_000, leaving=True)], 1_000)
+    assert membership.changes(ControlState(), 1_000) == []
+
+
+def test_departed_driver_never_rejoins_under_its_old_id() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", at_ms=1_000)
+    now = 1_000 + SESSION_MS + 1
+    state = fold(state, membership.changes(state, now), now)
+    assert "d1" not in state.drivers
+    membership.observe([beat("d1", now + 10)], now + 10)
+    assert membership.changes(state, now + 10) == []
+    assert "d1" not in membership.reports
+
+
+def test_stale_beat_does_not_move_the_clock_back() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", at_ms=5_000)
+    membership.observe([beat("d1", 2_000, generation=9)], 5_000)
+    assert membership.last_seen["d1"] == 5_000
+    assert membership.reports["d1"].generation == 0
+    assert membership.changes(state, 5_000 + SESSION_MS) == []
+
+
+def test_beat_from_the_future_counts_as_now() -> None:
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 99_000)], 1_000)
+    assert membership.last_seen["d1"] == 1_000
+
+
+def test_adopt_gives_inherited_members_a_full_session() -> None:
+    inherited = fold(
+        ControlState(),
+        [DriverJoined("d1", "http://d1:1", "h1"), DriverJoined("d2", "http://d2:1", "h2")],
+    )
+    membership = Membership(SESSION_MS)
+    membership.adopt(inherited, 50_000)
+    assert membership.changes(inherited, 50_000 + SESSION_MS) == []
+    # d2 keeps beating; d1 was never heard from by this leader.
+    membership.observe([beat("d2", 55_000)], 55_000)
+    events = membership.changes(inherited, 50_000 + SESSION_MS + 1)
+    assert [e.driver for e in events if isinstance(e, DriverLeft)] == ["d1"]
+    assert not [e for e in events if isinstance(e, DriverJoined)]
