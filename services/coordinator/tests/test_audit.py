@@ -24,9 +24,7 @@ T0 = int(datetime(2026, 11, 20, 9, 30, tzinfo=UTC).timestamp() * 1000)
 
 
 def envelopes(*events: tuple[int, Event]) -> list[Envelope]:
-    return [
-        Envelope(event, at_ms, f"user{i}", offset=i) for i, (at_ms, event) in enumerate(events)
-    ]
+    return [Envelope(event, at_ms, f"user{i}", offset=i) for i, (at_ms, event) in enumerate(events)]
 
 
 LOG = envelopes(

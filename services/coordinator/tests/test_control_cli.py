@@ -73,10 +73,9 @@ def test_no_action_is_one_line_listing_the_actions(
 def test_same_source_and_target_is_one_line(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _out, err = run(
-        capsys, "topics", "--source", "primary", "--target", "primary", "--list", "--config",
-        str(config),
-    )  # fmt: skip
+    # The client options may follow the subcommand, as in SRM's docs.
+    args = ["topics", "--source", "primary", "--target", "primary", "--list"]
+    code, _out, err = run(capsys, *args, "--config", str(config))
     assert code != 0
     assert "--source and --target must be different clusters" in one_line(err)
 

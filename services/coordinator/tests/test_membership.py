@@ -13,9 +13,7 @@ SESSION_MS = 10_000
 
 
 def beat(driver: str, at_ms: int, *, generation: int = 0, leaving: bool = False) -> Beat:
-    return Beat(
-        driver, f"http://{driver}:1", f"host-{driver}", at_ms, generation, leaving=leaving
-    )
+    return Beat(driver, f"http://{driver}:1", f"host-{driver}", at_ms, generation, leaving=leaving)
 
 
 def fold(state: ControlState, events: Iterable[Event], at_ms: int = 0) -> ControlState:

@@ -37,7 +37,9 @@ class LeaderElection(threading.Thread):
                 "heartbeat.interval.ms": "1000",
                 "max.poll.interval.ms": "300000",
                 "enable.auto.commit": "false",
-                "partition.assignment.strategy": "range",
+                # Cooperative: a standby joining does not make the leader give the
+                # partition up (an eager assignor revokes it at every rebalance).
+                "partition.assignment.strategy": "cooperative-sticky",
             }
         )
         self._topic = settings.election_topic
@@ -47,7 +49,7 @@ class LeaderElection(threading.Thread):
             [self._topic],
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
-            on_lost=self._on_revoke,
+            on_lost=self._on_lost,
         )
         try:
             while not self._stop.is_set():
@@ -63,9 +65,15 @@ class LeaderElection(threading.Thread):
                 pass
 
     def _on_assign(self, _consumer: Consumer, partitions: list) -> None:
-        self._set(bool(partitions))
+        # Incremental: only what is added now (empty when a standby joins).
+        if partitions:
+            self._set(True)
 
-    def _on_revoke(self, _consumer: Consumer, _partitions: list) -> None:
+    def _on_revoke(self, _consumer: Consumer, partitions: list) -> None:
+        if partitions:
+            self._set(False)
+
+    def _on_lost(self, _consumer: Consumer, _partitions: list) -> None:
         self._set(False)
 
     def _set(self, leading: bool) -> None:

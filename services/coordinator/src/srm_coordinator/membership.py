@@ -37,10 +37,12 @@ class Membership:
         for beat in beats:
             if beat.driver in self._departed:
                 continue
-            seen = min(beat.at_ms, now_ms)
-            if seen < self.last_seen.get(beat.driver, -1):
-                continue
-            self.last_seen[beat.driver] = seen
+            latest = self._latest.get(beat.driver)
+            if latest is not None and beat.at_ms < latest.at_ms:
+                continue  # an older beat of this driver, delivered late
+            # Liveness by this coordinator's clock: a driver whose clock is behind must
+            # not look silent. The driver's own time only orders its beats.
+            self.last_seen[beat.driver] = now_ms
             self._latest[beat.driver] = beat
             self.reports[beat.driver] = MemberReport(beat.driver, beat.generation, beat.running)
             if beat.leaving:

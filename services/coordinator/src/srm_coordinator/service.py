@@ -117,7 +117,8 @@ class Coordinator:
                 "generation": report.generation,
                 "running": sorted(report.running),
             }
-            for driver, report in membership.reports.items()
+            # A copy: the main loop adds and removes reports while this thread reads.
+            for driver, report in list(membership.reports.items())
         }
 
     def _leader_url(self) -> str | None:
@@ -141,7 +142,13 @@ class Coordinator:
         election.start()
         try:
             while not self.stop.is_set():
-                self._fold(reader.poll(0.05))
+                try:
+                    self._fold(reader.poll(0.05))
+                except ControlLogError as exc:
+                    # The reader keeps the events it read before the error (see poll).
+                    log.warning("%s: %s (retrying)", self.id, exc)
+                    self.stop.wait(1)
+                    continue
                 if election.leading.is_set() and not self.leading:
                     self._lead()
                 elif self.leading and not election.leading.is_set():
@@ -180,18 +187,19 @@ class Coordinator:
             # A fresh reader is sure to report that end (librdkafka signals the end of a
             # partition once per reader, and the tailing reader may have had it already).
             self._fold(read_log(self.settings))
+            now_ms = int(time.time() * 1000)
+            beats = BeatReader(
+                self.settings,
+                client_id=f"{self.id}-beats",
+                since_ms=now_ms - self.settings.session_timeout_ms,
+            )
         except ControlLogError as exc:
             log.error("%s: cannot take over: %s", self.id, exc)
             writer.close()
             return
         self._writer = writer
+        self._beats = beats
         self._membership = Membership(self.settings.session_timeout_ms)
-        now_ms = int(time.time() * 1000)
-        self._beats = BeatReader(
-            self.settings,
-            client_id=f"{self.id}-beats",
-            since_ms=now_ms - self.settings.session_timeout_ms,
-        )
         self._leader = Leader(
             self.config,
             coordinator=self.id,
@@ -236,12 +244,13 @@ class Coordinator:
         assert self._membership is not None
         self._membership.observe(self._beats.poll(0), int(time.time() * 1000))
         self._run_commands()
+        if not self.leading:
+            return  # a command's append was fenced: _leader is gone
         flows: set[str] = set()
         while not self._notices.empty():
             flows.add(self._notices.get_nowait())
         self._leader.refresh(flows)
-        if self.leading:
-            self._commit(self._leader.round(self.state))
+        self._commit(self._leader.round(self.state))
 
     def _run_commands(self) -> None:
         assert self._leader is not None
@@ -271,7 +280,7 @@ class Coordinator:
                 future.set_exception(NotLeader(self._leader_url()))
 
     def _commit(self, round_: Round) -> bool:
-        """Append the round's events; False (and no longer leading) when fenced."""
+        """Append the round's events; False (and no longer leading) when it failed."""
         if not round_.envelopes:
             return True
         assert self._writer is not None
@@ -282,7 +291,12 @@ class Coordinator:
             self._step_down("fenced")
             return False
         except ControlLogError as exc:
-            log.error("%s: %s (retrying next round)", self.id, exc)
+            # The producer may be stuck: after a commit that timed out librdkafka refuses
+            # abort_transaction and begin_transaction until commit is called again. A new
+            # writer (fence, replay, take-over round) is the one way back that is sure to
+            # work, and it also redoes the round's decisions from the log as it is.
+            log.error("%s: %s (taking over again with a new writer)", self.id, exc)
+            self._step_down("cannot append to the event log")
             return False
         for envelope in written:
             log.info("%s: %s", self.id, describe(envelope))

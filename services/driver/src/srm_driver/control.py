@@ -37,6 +37,7 @@ class ControlLink:
         self.changed = threading.Event()
         self.stop = threading.Event()
         self.leaving = False
+        self.broken = False
         self._report = report
         self._last_ack = time.monotonic()
         self._reader = EventLogReader(settings, client_id=f"{driver}-log")
@@ -52,6 +53,8 @@ class ControlLink:
 
     def fenced(self) -> bool:
         """True when no beat was acknowledged for 3/4 of the session timeout."""
+        if self.broken:
+            return True
         silent = time.monotonic() - self._last_ack
         return silent * 1000 > self.settings.session_timeout_ms * 0.75
 
@@ -62,6 +65,14 @@ class ControlLink:
             except ControlLogError as exc:
                 log.error("cannot follow the event log: %s", exc)
                 self.stop.wait(1)
+                continue
+            except Exception as exc:  # noqa: BLE001 - e.g. an event of a newer SRM
+                # The state can no longer be trusted: stop every task (fenced()) rather
+                # than run on a stale assignment.
+                log.error("cannot follow the event log any more: %s; stopping all tasks", exc)
+                self.broken = True
+                self.changed.set()
+                self.stop.wait(5)
                 continue
             if events:
                 state = self.state
@@ -74,17 +85,19 @@ class ControlLink:
     def _beat(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000
         while True:
-            generation, running = self._report()
-            beat = Beat(
-                self.driver,
-                self.url,
-                self.host,
-                int(time.time() * 1000),
-                generation,
-                running,
-                leaving=self.leaving,
-            )
             try:
+                # Inside the try: an error here would end this thread silently, and a
+                # driver that no longer beats is removed while it still runs its tasks.
+                generation, running = self._report()
+                beat = Beat(
+                    self.driver,
+                    self.url,
+                    self.host,
+                    int(time.time() * 1000),
+                    generation,
+                    running,
+                    leaving=self.leaving,
+                )
                 if self._writer.send(beat, timeout=interval * 2):
                     self._last_ack = time.monotonic()
             except Exception as exc:  # noqa: BLE001 - keep beating; fenced() tells

@@ -17,11 +17,11 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 
+from confluent_kafka.admin import AdminClient
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import SrmConfig
 from srm_common.control.state import ControlState, parse_task_id
 from srm_common.domain.tasks import SourceTask
-from srm_common.errors import SrmError
 from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.control import ControlLink
@@ -66,14 +66,19 @@ class CoordinatedDriver(Driver):
         self._next_watch: dict[str, float] = {}
         self._flows = {flow.name: flow for flow in config.flows.values()}
         self._heartbeat_by_flow: dict[str, HeartbeatTask] = {}
+        self._watch_admins: dict[str, AdminClient] = {}
 
     # -- what the heartbeat says ------------------------------------------------------
 
     def report(self) -> tuple[int, frozenset[str]]:
         """The assignment generation applied everywhere in this driver, and what runs."""
-        generations = [self.generation] + [w.applied_generation for w in self.flow_workers.values()]
+        # Called from the beat thread while the main thread may add a worker: one copy
+        # (taken after reading self.generation, which _follow sets last).
+        generation = self.generation
+        workers = list(self.flow_workers.values())
+        generations = [generation] + [w.applied_generation for w in workers]
         running = set(self.heartbeat_ids) | set(self.checkpoint_tasks)
-        for worker in list(self.flow_workers.values()):
+        for worker in workers:
             running |= worker.running_tasks
         return min(generations), frozenset(running)
 
@@ -96,7 +101,7 @@ class CoordinatedDriver(Driver):
             self.link.changed.clear()
             try:
                 self._follow(self.link.state)
-            except SrmError as exc:
+            except Exception as exc:  # noqa: BLE001 - keep following; logged
                 log.error("driver %s: %s", self.driver_id, exc)
             self.link.changed.wait(0.2)
         self.shutdown()
@@ -132,6 +137,8 @@ class CoordinatedDriver(Driver):
         checkpoints: set[str] = set()
         for task_id in mine:
             flow, kind, _index = parse_task_id(task_id)
+            if flow not in self._flows:
+                continue  # a flow of clusters this driver's config no longer names
             if kind == "source":
                 task = state.source_task(task_id)
                 if task is not None:
@@ -159,6 +166,7 @@ class CoordinatedDriver(Driver):
                 flow,
                 self.session,
                 self.stop,
+                may_copy=lambda: self.link is not None and not self.link.fenced(),
                 progress_partitions=partitions,
                 progress_replication_factor=factor,
                 managed=True,
@@ -215,7 +223,9 @@ class CoordinatedDriver(Driver):
             return
         self._next_watch[name] = now + flow.refresh_topics_interval_seconds
         policy = flow.replication_policy()
-        counts = topic_partitions(admin_client(flow.source_admin))
+        if name not in self._watch_admins:  # one per flow, kept: not a client per refresh
+            self._watch_admins[name] = admin_client(flow.source_admin)
+        counts = topic_partitions(self._watch_admins[name])
         matched = {
             (topic, p)
             for topic, count in counts.items()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,12 +72,15 @@ class FlowWorker(threading.Thread):
         progress_partitions: int = 25,
         progress_replication_factor: int = -1,
         managed: bool = False,
+        may_copy: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(name=f"flow {flow.name}", daemon=True)
         self.flow = flow
         # Managed: the coordinator's assignment says which source tasks run here
         # (set_tasks); standalone: the worker plans every task of the flow itself.
         self.managed = managed
+        # Checked before every batch: a driver that lost its lease starts none.
+        self.may_copy = may_copy
         self._desired: tuple[int, tuple[SourceTask, ...]] = (0, ())
         self._applied: tuple[int, tuple[SourceTask, ...]] | None = None
         self._lock = threading.Lock()
@@ -163,7 +167,7 @@ class FlowWorker(threading.Thread):
                 if self.managed:
                     self._apply_tasks()
                 self._maintain_topics()
-                report = self.copier.run_batch()
+                report = self.copier.run_batch() if self.may_copy() else None
             except Exception as exc:  # noqa: BLE001 - a batch failure is logged and retried
                 self._failed("batch failed, retrying after reconciling", exc)
                 continue

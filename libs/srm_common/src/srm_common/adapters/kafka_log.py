@@ -186,20 +186,33 @@ class EventLogReader:
         )
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self.at_end = False
+        self._carried: list[Envelope] = []
 
     def poll(self, timeout: float = 0.2, *, max_events: int = 1000) -> list[Envelope]:
-        """New committed events (maybe none); sets ``at_end`` when caught up."""
-        events: list[Envelope] = []
-        messages = self._consumer.consume(max_events, timeout)
-        for message in messages:
+        """New committed events (maybe none); sets ``at_end`` when caught up.
+
+        A read error is raised after the whole batch is decoded, and the batch's events
+        are returned by the next call: the consumer's position is already past them, so
+        dropping them would leave a gap in every state folded from this reader."""
+        events, self._carried = self._carried, []
+        failure: ControlLogError | None = None
+        for message in self._consumer.consume(max_events, timeout):
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
                     self.at_end = True
-                    continue
-                raise ControlLogError(f"cannot read the event log {self.topic}: {error}")
+                elif failure is None:
+                    failure = ControlLogError(f"cannot read the event log {self.topic}: {error}")
+                continue
             self.at_end = False
-            events.append(decode(message.value(), offset=message.offset()))
+            try:
+                events.append(decode(message.value(), offset=message.offset()))
+            except SrmError:
+                self._carried = events  # nothing after an undecodable event is folded
+                raise
+        if failure is not None:
+            self._carried = events
+            raise failure
         return events
 
     def read_to_end(self, timeout: float = TIMEOUT_S) -> list[Envelope]:
@@ -323,9 +336,13 @@ class BeatReader:
                 "auto.offset.reset": "latest",
             }
         )
-        start = self._consumer.offsets_for_times(
-            [TopicPartition(self.topic, 0, since_ms)], timeout=TIMEOUT_S
-        )
+        try:
+            start = self._consumer.offsets_for_times(
+                [TopicPartition(self.topic, 0, since_ms)], timeout=TIMEOUT_S
+            )
+        except KafkaException as exc:
+            self._consumer.close()
+            raise ControlLogError(f"cannot read heartbeats from {self.topic}: {exc}") from exc
         self._consumer.assign(start)
 
     def poll(self, timeout: float = 0.1) -> list[Beat]:
