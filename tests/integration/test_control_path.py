@@ -160,7 +160,10 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         )
         took = time.monotonic() - killed
         after = _state(config)
-        print(f"standby c2 leads {took:.1f} s after kill -9 of c1 (epoch {after.leader.epoch})")
+        with capsys.disabled():
+            print(
+                f"\nstandby c2 leads {took:.1f} s after kill -9 of c1 (epoch {after.leader.epoch})"
+            )
         assert after.leader.epoch == first.epoch + 1
         # Nothing was lost: the state c1 left is the state c2 replayed (only the new
         # term's CoordinatedElected differs).
