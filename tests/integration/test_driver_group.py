@@ -9,7 +9,6 @@ remote twin hold the same records in the same order.
 
 from __future__ import annotations
 
-import collections
 import json
 import time
 import urllib.request
@@ -186,15 +185,9 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
 
     source = testing.consume_all(kafka["primary"], topic)
     target = testing.consume_all(kafka["backup"], remote)
-    produced = sum(len(records) for records in source.values())
-    found = sum(len(records) for records in target.values())
-    source_keys = collections.Counter(r.key for rs in source.values() for r in rs)
-    target_keys = collections.Counter(r.key for rs in target.values() for r in rs)
-    missing = sum((source_keys - target_keys).values())
-    duplicated = sum((target_keys - source_keys).values())
-    print(
-        f"produced {produced}, found on target {found}, missing {missing}, duplicated {duplicated}"
-    )
-    assert missing == 0 and duplicated == 0
+    count = testing.count_copy(source, target)
+    print(count)
+    assert count.produced == producer.sent
+    assert (count.missing, count.duplicated) == (0, 0)
     for partition in range(PARTITIONS):
         assert testing.content(target[partition]) == testing.content(source[partition])

@@ -8,7 +8,6 @@ remote twin must hold the same records in the same order: none missing, none twi
 
 from __future__ import annotations
 
-import collections
 import random
 import time
 
@@ -73,18 +72,10 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
 
     source = testing.consume_all(kafka["primary"], topic)
     target = testing.consume_all(kafka["backup"], remote)
-    produced = sum(len(records) for records in source.values())
-    found = sum(len(records) for records in target.values())
-    source_keys = collections.Counter(r.key for rs in source.values() for r in rs)
-    target_keys = collections.Counter(r.key for rs in target.values() for r in rs)
-    missing = sum((source_keys - target_keys).values())
-    duplicated = sum((target_keys - source_keys).values())
-    print(
-        f"\nkill -9 x{len(kills)} ({'; '.join(kills)}): produced {produced}, found on target"
-        f" {found}, missing {missing}, duplicated {duplicated}, driver starts {driver.starts}"
-    )
-    assert produced == producer.sent
-    assert (missing, duplicated) == (0, 0)
+    count = testing.count_copy(source, target)
+    print(f"\nkill -9 x{len(kills)} ({'; '.join(kills)}): {count}, driver starts {driver.starts}")
+    assert count.produced == producer.sent
+    assert (count.missing, count.duplicated) == (0, 0)
     for partition in range(PARTITIONS):
         assert testing.content(target[partition]) == testing.content(source[partition])
     assert "interrupted batch are already there" in driver.log_text()  # a kill hit a batch

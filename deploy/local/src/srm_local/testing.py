@@ -365,6 +365,36 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+@dataclass(frozen=True)
+class CopyCount:
+    """Records of a source topic and of its copy, counted by key (keys are unique)."""
+
+    produced: int
+    found: int
+    missing: int
+    duplicated: int
+
+    def __str__(self) -> str:
+        return (
+            f"produced {self.produced}, found on target {self.found}, missing {self.missing},"
+            f" duplicated {self.duplicated}"
+        )
+
+
+def count_copy(source: Mapping[int, list[Record]], target: Mapping[int, list[Record]]) -> CopyCount:
+    """What a copy lacks and what it has twice, comparing keys over all partitions."""
+    import collections
+
+    source_keys = collections.Counter(r.key for rs in source.values() for r in rs)
+    target_keys = collections.Counter(r.key for rs in target.values() for r in rs)
+    return CopyCount(
+        produced=sum(source_keys.values()),
+        found=sum(target_keys.values()),
+        missing=sum((source_keys - target_keys).values()),
+        duplicated=sum((target_keys - source_keys).values()),
+    )
+
+
 class SteadyProducer(threading.Thread):
     """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s."""
 
