@@ -121,3 +121,17 @@ def render_plan(plans: Iterable[FlowPlan], *, show_skipped: bool = False) -> str
             for skip in plan.skipped:
                 lines.append(f"    ({skip.topic}: {skip.reason})")
     return "\n".join(lines)
+
+
+def replicated_partitions(
+    flow: FlowConfig, topic_partition_counts: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """Every partition of every topic ``flow`` replicates, sorted: what its source tasks
+    copy. ``topic_partition_counts`` is the source cluster's listing."""
+    policy = flow.replication_policy()
+    return sorted(
+        (topic, partition)
+        for topic, count in topic_partition_counts.items()
+        if reason_not_replicated(flow, policy, topic) is None
+        for partition in range(count)
+    )

@@ -16,6 +16,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from srm_common.adapters.kafka_log import read_log
@@ -87,14 +88,7 @@ def _with_overrides(settings: ControlSettings, args: argparse.Namespace) -> Cont
         fail(PROG, str(exc))
     if args.bootstrap_servers:
         client["bootstrap.servers"] = args.bootstrap_servers
-    return ControlSettings(
-        settings.cluster,
-        client,
-        settings.prefix,
-        settings.session_timeout_ms,
-        settings.heartbeat_interval_ms,
-        settings.replication_factor,
-    )
+    return replace(settings, client=client)
 
 
 def _split(value: str | None) -> list[str]:

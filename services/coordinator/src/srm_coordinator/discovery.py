@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 from srm_common.config.model import FlowConfig
 from srm_common.domain.tasks import TopicPartition
 from srm_common.errors import SrmError
-from srm_common.replication_plan import reason_not_replicated
+from srm_common.replication_plan import replicated_partitions
 
 TIMEOUT_S = 15.0
 
@@ -41,14 +41,12 @@ class Discovery:
             raise DiscoveryError(
                 f"{flow.name}: cannot list topics of {flow.source}: {exc}"
             ) from exc
-        policy = flow.replication_policy()
-        found = []
-        for name, topic in metadata.topics.items():
-            if topic.error is not None or not topic.partitions:
-                continue
-            if reason_not_replicated(flow, policy, name) is None:
-                found.extend((name, p) for p in topic.partitions)
-        return sorted(found)
+        counts = {
+            name: len(topic.partitions)
+            for name, topic in metadata.topics.items()
+            if topic.error is None and topic.partitions
+        }
+        return replicated_partitions(flow, counts)
 
     def groups(self, flow: FlowConfig) -> list[str]:
         """Consumer groups of the source that the flow's group filter allows, sorted."""

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from srm_common.config.control import effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
 from srm_common.control.commands import config_diff
 from srm_common.control.events import (
-    AssignmentChanged,
     CoordinatorElected,
     Envelope,
     Event,
     FlowBaseline,
-    TaskConfigsGenerated,
 )
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
 from srm_common.control.state import ControlState, apply
@@ -86,7 +84,6 @@ class Leader:
         self.clock = clock
         self.flows: dict[str, FlowConfig] = {f.name: f for f in config.flows.values()}
         self._due: dict[str, int] = {name: 0 for name in self.flows}
-        self.moved_total = 0
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -127,11 +124,7 @@ class Leader:
             must_revoke=must_revoke,
         )
         if change:
-            moved = len(change.assigned)
-            self.moved_total += moved
-            round_.add(
-                [AssignmentChanged(round_.state.generation + 1, change.assigned, change.revoked)]
-            )
+            round_.add([change.to_event(round_.state)])
         return round_
 
     def _plan(self, round_: Round, name: str, now: int) -> set[str]:
@@ -159,17 +152,7 @@ class Leader:
         )
         if previous is not None and planned.generation == previous.generation:
             return set()
-        round_.add(
-            [
-                TaskConfigsGenerated(
-                    name,
-                    planned.generation,
-                    tuple(task.partitions for task in planned.source),
-                    tuple(task.groups for task in planned.checkpoint),
-                    planned.heartbeat,
-                )
-            ]
-        )
+        round_.add([planned.to_event()])
         log.info(
             "%s: task configs generation %d: %d source tasks over %d partitions,"
             " %d checkpoint tasks",
@@ -180,7 +163,3 @@ class Leader:
             len(planned.checkpoint),
         )
         return set(tasks_gaining_partitions(previous, planned))
-
-
-def flow_names(config: SrmConfig) -> Sequence[str]:
-    return [flow.name for flow in config.flows.values()]

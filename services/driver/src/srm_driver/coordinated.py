@@ -20,9 +20,14 @@ from collections.abc import Mapping
 from confluent_kafka.admin import AdminClient
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import SrmConfig
-from srm_common.control.state import ControlState, parse_task_id
+from srm_common.control.state import (
+    ControlState,
+    checkpoint_task_id,
+    heartbeat_task_id,
+    parse_task_id,
+)
 from srm_common.domain.tasks import SourceTask
-from srm_common.replication_plan import reason_not_replicated
+from srm_common.replication_plan import replicated_partitions
 
 from srm_driver.control import ControlLink
 from srm_driver.driver import Driver
@@ -191,7 +196,7 @@ class CoordinatedDriver(Driver):
             self._heartbeat_by_flow.pop(name).close()
             log.info("%s: stopped the heartbeat task", name)
         self.heartbeat_tasks = [self._heartbeat_by_flow[name] for name in sorted(flows)]
-        self.heartbeat_ids = frozenset(f"{name}|MirrorHeartbeatConnector-0" for name in flows)
+        self.heartbeat_ids = frozenset(heartbeat_task_id(name) for name in flows)
 
     def _rejoin(self) -> None:
         """The coordinator removed this driver: stop everything, come back as a new one."""
@@ -222,16 +227,10 @@ class CoordinatedDriver(Driver):
         if now < self._next_watch.get(name, 0):
             return
         self._next_watch[name] = now + flow.refresh_topics_interval_seconds
-        policy = flow.replication_policy()
         if name not in self._watch_admins:  # one per flow, kept: not a client per refresh
             self._watch_admins[name] = admin_client(flow.source_admin)
         counts = topic_partitions(self._watch_admins[name])
-        matched = {
-            (topic, p)
-            for topic, count in counts.items()
-            if reason_not_replicated(flow, policy, topic) is None
-            for p in range(count)
-        }
+        matched = set(replicated_partitions(flow, counts))
         tasks = state.tasks.get(name)
         planned = {tp for task in (tasks.source if tasks else ()) for tp in task.partitions}
         if matched != planned:
@@ -317,7 +316,7 @@ def flow_task_configs(driver: CoordinatedDriver, name: str) -> list[dict[str, ob
             }
         )
     for task in tasks.checkpoint:
-        task_id = f"{name}|MirrorCheckpointConnector-{task.index}"
+        task_id = checkpoint_task_id(name, task.index)
         configs.append(
             {
                 "id": task_id,
@@ -329,7 +328,7 @@ def flow_task_configs(driver: CoordinatedDriver, name: str) -> list[dict[str, ob
             }
         )
     if tasks.heartbeat:
-        task_id = f"{name}|MirrorHeartbeatConnector-0"
+        task_id = heartbeat_task_id(name)
         configs.append(
             {
                 "id": task_id,

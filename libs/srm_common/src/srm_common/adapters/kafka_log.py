@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -356,12 +356,3 @@ class BeatReader:
 
     def close(self) -> None:
         self._consumer.close()
-
-
-def latest(beats: Iterable[Beat]) -> Mapping[str, Beat]:
-    """The newest beat per driver."""
-    newest: dict[str, Beat] = {}
-    for beat in beats:
-        if beat.driver not in newest or beat.at_ms >= newest[beat.driver].at_ms:
-            newest[beat.driver] = beat
-    return newest
