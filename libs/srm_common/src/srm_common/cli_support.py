@@ -35,6 +35,21 @@ def parse_pairs(items: Sequence[str], option: str, example: str) -> dict[str, st
     return pairs
 
 
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0 meaning any free one."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port; use 1024-65535, or 0 for any free one"
+        )
+    return value
+
+
 def load_or_exit(prog: str, path: Path, sets: Sequence[str]) -> SrmConfig:
     """The configuration at ``path`` with ``--set`` overrides, or exit 2 with one line."""
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common.adapters.http_server import HttpServer
-from srm_common.cli_support import fail, load_or_exit, setup_logging
+from srm_common.cli_support import fail, load_or_exit, port, setup_logging
 from srm_common.config.control import control_settings
 from srm_common.errors import ConfigError, SrmError
 
@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--id", help="this instance's name (default: coordinator-<random>)")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
-        "--port", type=int, default=0, help="HTTP port (default: any free one; logged)"
+        "--port", type=port, default=0, help="HTTP port (default: any free one; logged)"
     )
     parser.add_argument(
         "--projection",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from srm_common.control.commands import ChangePatterns, CommandRejected
@@ -38,6 +39,14 @@ def _not_leader(exc: NotLeader) -> JSONResponse:
 
 def create_app(coordinator: Coordinator) -> FastAPI:
     app = FastAPI(title="SRM coordinator", version="1")
+
+    @app.exception_handler(RequestValidationError)
+    def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        # One line naming the field and what it must be, like every other SRM error.
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()
+        )
+        return JSONResponse({"error": f"bad request: {problems}"}, status_code=422)
 
     @app.get("/v1/leader")
     def leader() -> dict[str, object]:

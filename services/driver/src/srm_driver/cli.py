@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from srm_common.cli_support import load_or_exit, parse_pairs, setup_logging
+from srm_common.cli_support import load_or_exit, parse_pairs, port, setup_logging
 from srm_common.errors import SrmError
 
 _SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|(spark|mesos)://\S+|k8s://\S+|yarn")
@@ -155,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--id", help="this driver's member id (default: <host>-<random>)")
     parser.add_argument("--host", default="127.0.0.1", help="REST address (default: %(default)s)")
     parser.add_argument(
-        "--port", type=int, default=0, help="REST port (default: any free one, advertised)"
+        "--port", type=port, default=0, help="REST port (default: any free one, advertised)"
     )
     parser.add_argument(
         "--set",
