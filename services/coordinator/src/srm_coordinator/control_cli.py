@@ -38,7 +38,8 @@ examples:
   srm-control topics --source primary --target backup --remove orders
   srm-control topics --source primary --target backup --list
   srm-control groups --source primary --target backup --add 'billing-.*'
-  srm-control audit                                  every change, oldest first
+  srm-control audit                                  configuration changes, oldest first
+  srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
   srm-control audit --db sqlite:///srm-projection-c1.db   from the SQL projection
 
