@@ -14,11 +14,12 @@ import time
 import urllib.request
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import load_or_exit
 from srm_common.config.control import control_settings
 from srm_common.control.events import AssignmentChanged
-from srm_common.control.state import replay
+from srm_common.control.state import parse_task_id, replay
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -36,11 +37,23 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
     topic = kafka.create_topic("primary", unique_name("group"), partitions=PARTITIONS)
     remote = f"primary.{topic}"
     kafka.created.append(("backup", remote))
+    # One consumer group of the source that the flow replicates: the group has a
+    # checkpoint task, so every kind of task (source, checkpoint, heartbeat) is held by
+    # some driver, and other tests' groups on the shared cluster do not count.
+    group = unique_name("app")
+    consumer = Consumer({"bootstrap.servers": kafka["primary"], "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
     config = testing.write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
-            "primary->backup": {"enabled": True, "topics": [topic], "srm.batch.max.records": 400},
+            "primary->backup": {
+                "enabled": True,
+                "topics": [topic],
+                "groups": [group],
+                "srm.batch.max.records": 400,
+            },
             "backup->primary": {"enabled": False},
         },
         replication={
@@ -103,6 +116,12 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         before = state()
         counts = {d: len(before.tasks_of(d)) for d in ("d1", "d2", "d3")}
         print(f"3 drivers: tasks per driver {counts} of {len(before.all_task_ids())}")
+        # The flow: 12 source tasks, one checkpoint task (one group), one heartbeat task
+        # (the disabled backup->primary has a heartbeat task too, as in MM2).
+        kinds = sorted(
+            parse_task_id(t)[1] for t in before.all_task_ids() if t.startswith("primary->backup|")
+        )
+        assert kinds == ["checkpoint", "heartbeat"] + ["source"] * PARTITIONS
 
         # d4 joins: only what must move moves; the tasks that stay never stop.
         status_before = {

@@ -63,6 +63,9 @@ class CoordinatedDriver(Driver):
         self.flow_workers: dict[str, FlowWorker] = {}
         self.checkpoint_tasks: frozenset[str] = frozenset()
         self.heartbeat_ids: frozenset[str] = frozenset()
+        # When this driver took up each heartbeat and checkpoint task it holds (the
+        # flow workers keep the same for source tasks).
+        self.held_since: dict[str, float] = {}
         self.generation = -1
         self.url = ""
         self.link: ControlLink | None = None
@@ -158,6 +161,9 @@ class CoordinatedDriver(Driver):
                 self._worker(flow).set_tasks(state.generation, tasks)
         self._set_heartbeats(heartbeats)
         self.checkpoint_tasks = frozenset(checkpoints)
+        now = time.time()
+        held = self.heartbeat_ids | self.checkpoint_tasks
+        self.held_since = {i: self.held_since.get(i, now) for i in held}
         self.generation = state.generation
         for flow in heartbeats:
             self._watch(state, flow)
@@ -273,12 +279,15 @@ def flow_status(driver: CoordinatedDriver, name: str) -> dict[str, object]:
             running = worker is not None and task_id in worker.running_tasks
             entry["state"] = "RUNNING" if running else "STARTING"
             since = worker.task_since.get(task_id) if worker else None
-            entry["since_ms"] = int(since * 1000) if since else None
         elif kind == "heartbeat":
             entry["state"] = "RUNNING"
+            since = driver.held_since.get(task_id)
         else:
             entry["state"] = "ASSIGNED"
             entry["note"] = "group offset translation is not built yet"
+            since = driver.held_since.get(task_id)
+        # Since when this driver has held the task without interruption.
+        entry["since_ms"] = int(since * 1000) if since else None
         tasks.append(entry)
     return {
         "flow": name,
