@@ -9,6 +9,7 @@ projection's, and as the dead leader's last state.
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.request
 from pathlib import Path
@@ -244,3 +245,75 @@ def test_a_new_leader_fences_the_old_one(kafka, tmp_path, unique_name):  # type:
     patterns = [p for e in read_log(settings) for p in e.event.patterns]
     print(f"event log after fencing: {patterns}")
     assert patterns == ["written-by-old", "written-by-new"]
+
+
+def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, unique_name, capsys):  # type: ignore[no-untyped-def]
+    """A site is down (its cluster does not answer) while srm-control changes a flow of
+    the clusters that are up: the leader lists the dead cluster in the background, so
+    its 15-second timeouts do not hold up the other flow's task configs."""
+    prefix = unique_name("down")
+    topic = kafka.create_topic("primary", f"{prefix}-orders", partitions=3)
+    with socket.socket() as probe:  # a port nothing listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{probe.getsockname()[1]}"
+    config = testing.write_config(
+        tmp_path,
+        {"backup": kafka["backup"], "primary": kafka["primary"], "gone": dead},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
+            "gone->backup": {"enabled": True},
+        },
+        replication={"srm.control.topic.prefix": prefix},
+    )
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "c1.log", "c1", "--projection", "none"
+    )
+
+    def partitions_of(flow: str) -> set[tuple[str, int]]:
+        tasks = _state(config).tasks.get(flow)
+        return {tp for task in (tasks.source if tasks else ()) for tp in task.partitions}
+
+    try:
+        started = time.monotonic()
+        coordinator.start()
+        testing.wait_until(
+            lambda: "primary->backup" in _state(config).tasks,
+            60,
+            f"primary->backup planned\n{coordinator.log_text()[-2000:]}",
+        )
+        planned = time.monotonic() - started
+        code, out, err = _control(
+            config,
+            "topics",
+            "--source",
+            "primary",
+            "--target",
+            "backup",
+            "--add",
+            topic,
+            capsys=capsys,
+        )
+        assert code == 0, err
+        commanded = time.monotonic()
+        testing.wait_until(
+            lambda: partitions_of("primary->backup") == {(topic, p) for p in range(3)},
+            60,
+            f"the added topic is planned\n{coordinator.log_text()[-2000:]}",
+            step=0.1,
+        )
+        took = time.monotonic() - commanded
+        testing.wait_until(
+            lambda: "gone->backup: cannot list gone" in coordinator.log_text(),
+            60,
+            f"the dead cluster is reported\n{coordinator.log_text()[-2000:]}",
+        )
+        print(
+            f"with cluster 'gone' unreachable: primary->backup planned {planned:.1f} s after"
+            f" start; --add {topic} in its task configs {took:.1f} s after the command"
+        )
+        # The dead cluster's flow has no task configs until its cluster answers.
+        assert "gone->backup" not in _state(config).tasks
+        assert coordinator.alive()
+    finally:
+        if coordinator.alive():
+            coordinator.kill9()

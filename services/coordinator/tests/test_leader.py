@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
 from srm_common.adapters.kafka_log import Beat
 from srm_common.config import load_config
 from srm_common.config.model import FlowConfig, SrmConfig
@@ -21,7 +22,6 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import ControlState, apply
 from srm_common.domain.tasks import TopicPartition
-from srm_coordinator.discovery import DiscoveryError
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
 
@@ -46,7 +46,8 @@ SESSION_MS = 10_000
 
 
 class FakeDiscovery:
-    """Answers from dicts; ``failing`` flows raise as an unreachable cluster would."""
+    """Answers from dicts; ``failing`` flows raise as an unreachable cluster would,
+    ``pending`` ones as while the listing is still being taken."""
 
     def __init__(
         self,
@@ -56,16 +57,20 @@ class FakeDiscovery:
         self.found = partitions
         self.found_groups = groups or {}
         self.failing: set[str] = set()
+        self.pending: set[str] = set()
         self.asked: list[str] = []
+        self.fresh_after: list[int] = []
 
-    def partitions(self, flow: FlowConfig) -> list[TopicPartition]:
+    def discover(
+        self, flow: FlowConfig, fresh_after_ms: int
+    ) -> tuple[list[TopicPartition], list[str]]:
         self.asked.append(flow.name)
+        self.fresh_after.append(fresh_after_ms)
+        if flow.name in self.pending:
+            raise DiscoveryPending(flow.source)
         if flow.name in self.failing:
             raise DiscoveryError(f"{flow.name}: cannot list topics of {flow.source}: down")
-        return sorted(self.found.get(flow.name, []))
-
-    def groups(self, flow: FlowConfig) -> list[str]:
-        return sorted(self.found_groups.get(flow.name, []))
+        return sorted(self.found.get(flow.name, [])), sorted(self.found_groups.get(flow.name, []))
 
 
 class Clock:
@@ -290,3 +295,43 @@ def test_partitions_moving_between_tasks_revoke_the_gaining_tasks_in_the_same_ro
     beats(leader, ["d1", "d2"], 2_300, generation=state.generation)
     [change] = events_of(leader.round(state), AssignmentChanged)
     assert gaining <= set(change.assigned)
+
+
+def test_a_flow_whose_listing_is_pending_stays_due_and_holds_up_nobody(
+    config: SrmConfig,
+) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery(PARTITIONS)
+    discovery.pending.add(FLOW)
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    beats(leader, ["d1"], 1_000)
+    round_ = leader.round(state)
+    # The other flow's tasks are planned and assigned in the same round.
+    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {REVERSE}
+    [change] = events_of(round_, AssignmentChanged)
+    assert change.assigned == {f"{REVERSE}|MirrorHeartbeatConnector-0": "d1"}
+    state = commit(state, round_)
+    # Asked again next round, with the same freshness; planned once the listing is in.
+    clock.at_ms = 1_200
+    discovery.asked.clear()
+    leader.round(state)
+    assert discovery.asked == [FLOW]
+    discovery.pending.clear()
+    clock.at_ms = 1_400
+    round_ = leader.round(state)
+    assert [e.flow for e in events_of(round_, TaskConfigsGenerated)] == [FLOW]
+
+
+def test_refresh_asks_for_a_listing_taken_after_the_request(config: SrmConfig) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery(PARTITIONS)
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    state = commit(state, leader.round(state))
+    assert discovery.fresh_after == [0], "after a take-over any listing will do"
+    clock.at_ms = 4_321
+    leader.refresh([FLOW])
+    clock.at_ms = 4_500
+    leader.round(state)
+    assert discovery.fresh_after[-1] == 4_321

@@ -26,11 +26,11 @@ flows:
 
 
 class NoDiscovery:
-    def partitions(self, _flow: FlowConfig) -> list[tuple[str, int]]:
-        return []
+    def discover(self, _flow: FlowConfig, _after: int) -> tuple[list[tuple[str, int]], list[str]]:
+        return [], []
 
-    def groups(self, _flow: FlowConfig) -> list[str]:
-        return []
+    def close(self) -> None:
+        pass
 
 
 class FakeWriter:

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+from srm_common.adapters.discovery import Discovery, DiscoveryPending
 from srm_common.config.control import effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
@@ -25,7 +26,6 @@ from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partition
 from srm_common.control.state import ControlState, apply
 from srm_common.errors import SrmError
 
-from srm_coordinator.discovery import Discovery
 from srm_coordinator.membership import Membership
 
 log = logging.getLogger(__name__)
@@ -103,10 +103,12 @@ class Leader:
         return round_
 
     def refresh(self, flows: Iterable[str]) -> None:
-        """Rediscover these flows in the next round (a command or a driver asked)."""
+        """Rediscover these flows from a listing taken from now on (a command or a
+        driver asked)."""
+        now = self.now_ms()
         for name in flows:
             if name in self._due:
-                self._due[name] = 0
+                self._due[name] = now
 
     def round(self, state: ControlState) -> Round:
         """Membership, then task configs of flows due, then assignment."""
@@ -131,10 +133,12 @@ class Leader:
         flow = effective_flow(self.flows[name], round_.state.flow(name))
         try:
             if flow.enabled:
-                partitions = self.discovery.partitions(flow)
-                groups = self.discovery.groups(flow)
+                # Due since _due[name]: a listing older than that may miss the change.
+                partitions, groups = self.discovery.discover(flow, self._due[name])
             else:
                 partitions, groups = [], []
+        except DiscoveryPending:
+            return set()  # still due: the next round looks again
         except SrmError as exc:
             log.error("%s (retrying in %d s)", exc, RETRY_MS // 1000)
             self._due[name] = now + RETRY_MS

@@ -16,6 +16,7 @@ import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from srm_common.adapters.discovery import Discovery
 from srm_common.adapters.kafka_log import (
     BeatReader,
     ControlLogError,
@@ -31,7 +32,6 @@ from srm_common.control.commands import ChangePatterns, CommandRejected, decide
 from srm_common.control.events import Envelope, describe
 from srm_common.control.state import ControlState, apply
 
-from srm_coordinator.discovery import Discovery
 from srm_coordinator.election import LeaderElection
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
@@ -228,6 +228,8 @@ class Coordinator:
                 except Exception:  # noqa: BLE001 - best effort on the way out
                     pass
         self._writer = self._beats = None
+        if self._leader is not None:
+            self._leader.discovery.close()
         self._leader = None
         self._refuse_queued()
 

@@ -17,7 +17,7 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 
-from confluent_kafka.admin import AdminClient
+from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import SrmConfig
 from srm_common.control.state import (
@@ -27,12 +27,10 @@ from srm_common.control.state import (
     parse_task_id,
 )
 from srm_common.domain.tasks import SourceTask
-from srm_common.replication_plan import replicated_partitions
 
 from srm_driver.control import ControlLink
 from srm_driver.driver import Driver
 from srm_driver.heartbeats import HeartbeatTask
-from srm_driver.kafka_admin import admin_client, topic_partitions
 from srm_driver.worker import FlowWorker
 
 log = logging.getLogger(__name__)
@@ -71,10 +69,12 @@ class CoordinatedDriver(Driver):
         self.link: ControlLink | None = None
         self._member = False
         self._fenced_logged = False
-        self._next_watch: dict[str, float] = {}
+        # Source listings in the background: an unreachable source cluster must not
+        # hold up following the assignment.
+        self._discovery = Discovery()
+        self._watch_due: dict[str, int] = {}
         self._flows = {flow.name: flow for flow in config.flows.values()}
         self._heartbeat_by_flow: dict[str, HeartbeatTask] = {}
-        self._watch_admins: dict[str, AdminClient] = {}
 
     # -- what the heartbeat says ------------------------------------------------------
 
@@ -116,6 +116,7 @@ class CoordinatedDriver(Driver):
 
     def shutdown(self, timeout: float = 120.0) -> None:
         super().shutdown(timeout)
+        self._discovery.close()
         if self.link is not None:
             self.link.close()
 
@@ -224,25 +225,35 @@ class CoordinatedDriver(Driver):
     # -- telling the leader about source changes --------------------------------------
 
     def _watch(self, state: ControlState, name: str) -> None:
-        """Every refresh interval: if the source matches other partitions than the flow's
-        task configs hold, ask the leader to rediscover the flow."""
+        """Every refresh interval: if the source matches other partitions or groups than
+        the flow's task configs hold, ask the leader to rediscover the flow."""
         flow = effective_flow(self._flows[name], state.flow(name))
         if not flow.enabled or not flow.refresh_topics_enabled:
             return
-        now = time.monotonic()
-        if now < self._next_watch.get(name, 0):
+        now_ms = int(time.time() * 1000)
+        due = self._watch_due.get(name, 0)
+        if now_ms < due:
             return
-        self._next_watch[name] = now + flow.refresh_topics_interval_seconds
-        if name not in self._watch_admins:  # one per flow, kept: not a client per refresh
-            self._watch_admins[name] = admin_client(flow.source_admin)
-        counts = topic_partitions(self._watch_admins[name])
-        matched = set(replicated_partitions(flow, counts))
+        try:
+            partitions, groups = self._discovery.discover(flow, due)
+        except DiscoveryPending:
+            return  # listing in the background; looked at again on the next pass
+        except DiscoveryError as exc:
+            log.warning("%s: %s", name, exc)
+            partitions = groups = None
+        self._watch_due[name] = now_ms + flow.refresh_topics_interval_seconds * 1000
         tasks = state.tasks.get(name)
-        planned = {tp for task in (tasks.source if tasks else ()) for tp in task.partitions}
-        if matched != planned:
-            self.notify_leader(
-                state, name, f"{len(matched)} partitions match, {len(planned)} planned"
-            )
+        if partitions is None or tasks is None:
+            return
+        planned = {tp for task in tasks.source for tp in task.partitions}
+        planned_groups = {g for task in tasks.checkpoint for g in task.groups}
+        differences = []
+        if set(partitions) != planned:
+            differences.append(f"{len(partitions)} partitions match, {len(planned)} planned")
+        if set(groups) != planned_groups:
+            differences.append(f"{len(groups)} groups match, {len(planned_groups)} planned")
+        if differences:
+            self.notify_leader(state, name, "; ".join(differences))
 
     def notify_leader(self, state: ControlState, name: str, reason: str) -> bool:
         """POST the leader's refresh endpoint for flow ``name``; False if it did not answer."""
