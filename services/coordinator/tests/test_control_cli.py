@@ -6,9 +6,16 @@ the event log is read, so nothing connects.
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from srm_common.control.state import ControlState, Leader
+from srm_coordinator import control_cli
 from srm_coordinator.control_cli import main
 
 CONFIG = """\
@@ -143,3 +150,59 @@ def test_audit_with_a_bad_time_is_one_line(
     assert code != 0
     line = one_line(err)
     assert "'garbage' is not a time" in line and "epoch milliseconds" in line
+
+
+class _Leader(http.server.BaseHTTPRequestHandler):
+    """A leader that answers every command with ``reply`` (status, body), or never."""
+
+    reply: tuple[int, dict[str, object]] | None = None
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.reply is None:
+            time.sleep(3)  # longer than the client waits
+            return
+        status, body = self.reply
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def _send_to(reply: tuple[int, dict[str, object]] | None) -> str:
+    handler = type("Handler", (_Leader,), {"reply": reply})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    state = replace(ControlState(), leader=Leader("c1", url, 1, 0))
+    try:
+        with pytest.raises(SystemExit) as exited:
+            control_cli._send(state, "/v1/commands/patterns", {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert exited.value.code == 1
+    return url
+
+
+def test_a_command_the_leader_withdrew_is_its_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    error = "the leader did not get to the command within 20 s; it was withdrawn: try again"
+    _send_to((504, {"error": error}))
+    assert one_line(capsys.readouterr().err.splitlines()) == f"srm-control: {error}"
+
+
+def test_no_answer_in_time_says_the_command_may_yet_apply(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(control_cli, "ANSWER_TIMEOUT_S", 0.5)
+    url = _send_to(None)
+    line = one_line(capsys.readouterr().err.splitlines())
+    assert f"the leader at {url} took the command but did not answer" in line
+    assert "check with --list or audit" in line

@@ -83,6 +83,25 @@ def test_a_standby_answers_commands_with_503(config_path: Path) -> None:
     assert status == 503 and answer["error"] == "this coordinator is a standby"
 
 
+def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
+    config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(config_path)
+    coordinator = Coordinator(config, control_settings(config), coordinator_id="c-test")
+    coordinator.leading = True  # no loop runs: the command is never reached
+    server = HttpServer(create_app(coordinator), host="127.0.0.1", port=0, name="test")
+    server.start()
+    submit = coordinator.submit
+    monkeypatch.setattr(coordinator, "submit", lambda command, by: submit(command, by, timeout=0.1))
+    try:
+        body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": ["x"]}
+        status, answer = _post(f"{server.url}/v1/commands/patterns", body)
+    finally:
+        server.stop()
+    assert status == 504
+    assert "withdrawn and not applied" in str(answer["error"])
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -1,7 +1,10 @@
-"""The coordinator's loop steps with fake Kafka adapters: a failed append steps down."""
+"""The coordinator's loop steps with fake Kafka adapters: a failed append steps down, a
+command not reached in time is withdrawn."""
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from srm_common.control.commands import ChangePatterns
 from srm_common.control.events import Envelope
 from srm_coordinator.leader import Leader
 from srm_coordinator.membership import Membership
-from srm_coordinator.service import CommandResult, Coordinator, NotLeader
+from srm_coordinator.service import CommandResult, CommandTimedOut, Coordinator, NotLeader
 
 CONFIG = """\
 clusters:
@@ -131,3 +134,46 @@ def test_a_failed_round_append_steps_down_so_the_next_loop_takes_over_again(
 def test_members_is_empty_when_not_leading(coordinator: Coordinator) -> None:
     coordinator.leading = False
     assert coordinator.members() == {}
+
+
+def test_a_command_not_reached_in_time_is_withdrawn_and_never_applied(
+    coordinator: Coordinator,
+) -> None:
+    command = ChangePatterns("primary->backup", "topics", "add", ("late",))
+    with pytest.raises(CommandTimedOut, match="withdrawn and not applied"):
+        coordinator.submit(command, "op", timeout=0.05)  # no round runs meanwhile
+    coordinator._round()
+    assert coordinator.state.flow("primary->backup").topics == ("orders",)
+    assert coordinator._commands.empty()
+
+
+def test_a_command_the_loop_has_started_is_waited_for(coordinator: Coordinator) -> None:
+    """Past the timeout but already being written: not withdrawn, its outcome is told."""
+    entered, go = threading.Event(), threading.Event()
+
+    class SlowWriter(FakeWriter):
+        def append(self, envelopes: list[Envelope]) -> list[Envelope]:
+            entered.set()
+            go.wait(30)
+            return super().append(envelopes)
+
+    coordinator._writer = SlowWriter()  # type: ignore[assignment]
+    command = ChangePatterns("primary->backup", "topics", "add", ("payments",))
+    outcome: list[object] = []
+    started = time.monotonic()
+    submitter = threading.Thread(
+        target=lambda: outcome.append(coordinator.submit(command, "op", timeout=2.0))
+    )
+    submitter.start()
+    while coordinator._commands.empty() and submitter.is_alive():
+        time.sleep(0.01)
+    rounds = threading.Thread(target=coordinator._round)
+    rounds.start()
+    assert entered.wait(10)
+    time.sleep(max(0.0, started + 2.3 - time.monotonic()))  # the first wait is over
+    go.set()
+    submitter.join(10)
+    rounds.join(10)
+    [result] = outcome
+    assert isinstance(result, CommandResult)
+    assert result.changes == ("topics allowlist of primary->backup: + payments",)

@@ -29,6 +29,9 @@ from srm_common.errors import SrmError
 from srm_coordinator.audit import parse_time, render_history, render_state
 
 PROG = "srm-control"
+# The coordinator answers a command within 30 s (20 s queued, 10 s writing) or says why.
+ANSWER_TIMEOUT_S = 35.0
+ANSWER_TIMED_OUT = -1
 
 EPILOG = """\
 examples:
@@ -166,8 +169,16 @@ def _send(state: ControlState, path: str, body: dict[str, object]) -> dict[str, 
         if status == 503 and answer.get("leader") and answer["leader"] != url:
             url = str(answer["leader"])
             continue
-        if status == 400:
+        if status in (400, 504):
             fail(PROG, str(answer.get("error")), status=1)
+        if status == ANSWER_TIMED_OUT:
+            fail(
+                PROG,
+                f"the leader at {url} took the command but did not answer within"
+                f" {ANSWER_TIMEOUT_S:.0f} s; it may yet be applied: check with --list or"
+                " audit before trying again",
+                status=1,
+            )
         if status == 200:
             return answer
         break
@@ -185,13 +196,16 @@ def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=35) as response:
+        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as response:
             return response.status, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as exc:
         try:
             return exc.code, json.loads(exc.read() or b"{}")
         except ValueError:
             return exc.code, {}
+    except TimeoutError:
+        # Sent, no answer (a connect timeout is a URLError: nothing was sent then).
+        return ANSWER_TIMED_OUT, {}
     except (urllib.error.URLError, OSError, ValueError):
         return 0, {}
 

@@ -1,8 +1,9 @@
 """The coordinator's HTTP API: commands in, state and leadership out.
 
 srm-control and (later) the gateway send commands here. A standby answers 503 with the
-leader's URL in ``leader``, so a client can follow it; a rejected command is a 400 whose
-``error`` is the one line to show.
+leader's URL in ``leader``, so a client can follow it; a rejected command is a 400 and
+a command the leader did not carry out in time a 504, each with the one line to show
+in ``error``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from srm_common.control.commands import ChangePatterns, CommandRejected
 
-from srm_coordinator.service import Coordinator, NotLeader
+from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
 
 
 class PatternsBody(BaseModel):
@@ -77,6 +78,8 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             return _not_leader(exc)
         except CommandRejected as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except CommandTimedOut as exc:
+            return JSONResponse({"error": str(exc)}, status_code=504)
         return JSONResponse({"offset": result.offset, "changes": list(result.changes)})
 
     @app.post("/v1/flows/{source}/{target}/refresh")

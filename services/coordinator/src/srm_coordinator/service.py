@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from srm_common.adapters.discovery import Discovery
@@ -48,6 +49,11 @@ class NotLeader(Exception):
     def __init__(self, leader_url: str | None) -> None:
         super().__init__(leader_url)
         self.leader_url = leader_url
+
+
+class CommandTimedOut(Exception):
+    """The leader did not carry out a command in time; the message says whether it may
+    still have been applied."""
 
 
 @dataclass(frozen=True)
@@ -92,14 +98,32 @@ class Coordinator:
         with self._lock:
             return self.state
 
-    def submit(self, command: ChangePatterns, by: str, timeout: float = 30.0) -> CommandResult:
-        """Carry out ``command`` on the leader; :class:`NotLeader` or
-        :class:`CommandRejected` otherwise."""
+    def submit(self, command: ChangePatterns, by: str, timeout: float = 20.0) -> CommandResult:
+        """Carry out ``command`` on the leader; :class:`NotLeader`,
+        :class:`CommandRejected` or :class:`CommandTimedOut` otherwise.
+
+        A command that waited ``timeout`` seconds in the queue is withdrawn, so a
+        caller told "timed out" is never surprised by it being applied later."""
         if not self.leading:
             raise NotLeader(self._leader_url())
         future: Future[CommandResult] = Future()
         self._commands.put((command, by, future))
-        return future.result(timeout)
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            if future.cancel():
+                raise CommandTimedOut(
+                    f"the leader did not get to the command within {timeout:.0f} s"
+                    " (is the control cluster slow?); it was withdrawn and not applied:"
+                    " try again"
+                ) from None
+        try:  # the loop had started on it: wait for the outcome a while longer
+            return future.result(timeout / 2)
+        except FutureTimeout:
+            raise CommandTimedOut(
+                "the leader is still writing the command to the event log; it may yet be"
+                " applied: check with --list or audit before trying again"
+            ) from None
 
     def notify(self, flow: str) -> None:
         """A driver saw the source change under ``flow``: rediscover it."""
@@ -239,7 +263,8 @@ class Coordinator:
                 _command, _by, future = self._commands.get_nowait()
             except queue.Empty:
                 return
-            future.set_exception(NotLeader(self._leader_url()))
+            if future.set_running_or_notify_cancel():
+                future.set_exception(NotLeader(self._leader_url()))
 
     def _round(self) -> None:
         assert self._leader is not None and self._beats is not None
@@ -261,6 +286,8 @@ class Coordinator:
                 command, by, future = self._commands.get_nowait()
             except queue.Empty:
                 return
+            if not future.set_running_or_notify_cancel():
+                continue  # withdrawn by submit(): its caller was told it timed out
             round_ = Round(self.state, by, int(time.time() * 1000))
             command_id = uuid.uuid4().hex
             try:
