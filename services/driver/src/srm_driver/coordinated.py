@@ -30,7 +30,7 @@ from srm_common.domain.tasks import SourceTask
 
 from srm_driver.control import ControlLink
 from srm_driver.driver import Driver
-from srm_driver.heartbeats import HeartbeatTask
+from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.worker import FlowWorker
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,6 @@ class CoordinatedDriver(Driver):
         super().__init__(config, spark_master=spark_master, spark_conf=spark_conf, standalone=False)
         self.settings = settings
         self.driver_id = driver_id or new_driver_id()
-        self.heartbeat_tasks = []
         self.flow_workers: dict[str, FlowWorker] = {}
         self.checkpoint_tasks: frozenset[str] = frozenset()
         self.heartbeat_ids: frozenset[str] = frozenset()
@@ -74,7 +73,6 @@ class CoordinatedDriver(Driver):
         self._discovery = Discovery()
         self._watch_due: dict[str, int] = {}
         self._flows = {flow.name: flow for flow in config.flows.values()}
-        self._heartbeat_by_flow: dict[str, HeartbeatTask] = {}
 
     # -- what the heartbeat says ------------------------------------------------------
 
@@ -100,7 +98,6 @@ class CoordinatedDriver(Driver):
             self._start_spark()
         self.link = ControlLink(self.settings, self.driver_id, url, self.report)
         self.link.start()
-        self._heartbeats.start()
         log.info("driver %s: REST at %s; waiting for an assignment", self.driver_id, url)
 
     def wait(self) -> None:
@@ -196,13 +193,14 @@ class CoordinatedDriver(Driver):
             self.session = spark_session(self.spark_master, conf=self.spark_conf)
 
     def _set_heartbeats(self, flows: set[str]) -> None:
-        for name in flows - set(self._heartbeat_by_flow):
-            self._heartbeat_by_flow[name] = HeartbeatTask(self._flows[name])
+        for name in flows - set(self.heartbeat_emitters):
+            emitter = HeartbeatEmitter(self._flows[name], self.stop)
+            self.heartbeat_emitters[name] = emitter
+            emitter.start()
             log.info("%s: started the heartbeat task", name)
-        for name in set(self._heartbeat_by_flow) - flows:
-            self._heartbeat_by_flow.pop(name).close()
+        for name in set(self.heartbeat_emitters) - flows:
+            self.heartbeat_emitters.pop(name).halt()
             log.info("%s: stopped the heartbeat task", name)
-        self.heartbeat_tasks = [self._heartbeat_by_flow[name] for name in sorted(flows)]
         self.heartbeat_ids = frozenset(heartbeat_task_id(name) for name in flows)
 
     def _rejoin(self) -> None:

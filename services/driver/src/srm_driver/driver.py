@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.errors import SrmError
 
-from srm_driver.heartbeats import HeartbeatTask
+from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.worker import FlowWorker
 
 if TYPE_CHECKING:
@@ -61,10 +61,16 @@ class Driver:
         self.stop = threading.Event()
         self.session: SparkSession | None = None
         self.workers: list[FlowWorker] = []
-        self._heartbeats = threading.Thread(target=self._beat, name="heartbeats", daemon=True)
-        self.heartbeat_tasks = [
-            HeartbeatTask(flow) for flow in config.flows.values() if flow.emit_heartbeats_enabled
-        ]
+        # One emitter per ordered pair with heartbeats, each on its own thread.
+        self.heartbeat_emitters: dict[str, HeartbeatEmitter] = (
+            {
+                flow.name: HeartbeatEmitter(flow, self.stop)
+                for flow in config.flows.values()
+                if flow.emit_heartbeats_enabled
+            }
+            if standalone
+            else {}
+        )
         # (partitions, replication factor) of mm2-offsets.<S>.internal per enabled flow,
         # checked now so that a bad value stops the driver before Spark starts.
         self._progress_topic = {
@@ -94,30 +100,14 @@ class Driver:
             )
             self.workers.append(worker)
             worker.start()
-        self._heartbeats.start()
+        for emitter in self.heartbeat_emitters.values():
+            emitter.start()
         flows = ", ".join(flow.name for flow in enabled) or "none"
         log.info(
             "driver running: flows copying: %s; heartbeats: %d pairs",
             flows,
-            len(self.heartbeat_tasks),
+            len(self.heartbeat_emitters),
         )
-
-    def _beat(self) -> None:
-        prepared: set[int] = set()
-        while not self.stop.is_set():
-            for task in list(self.heartbeat_tasks):
-                try:
-                    if id(task) not in prepared:
-                        task.prepare()
-                        prepared.add(id(task))
-                    if task.seconds_until_due() == 0:
-                        task.beat()
-                except SrmError as exc:
-                    log.error("%s: heartbeat failed: %s", task.flow.name, exc)
-            waits = [task.seconds_until_due() for task in list(self.heartbeat_tasks)] or [1.0]
-            self.stop.wait(max(0.05, min(waits)))
-        for task in self.heartbeat_tasks:
-            task.close()
 
     def wait(self) -> None:
         """Block until ``stop`` is set, then let every worker finish its batch."""
@@ -131,8 +121,8 @@ class Driver:
             worker.join(timeout)
             if worker.is_alive():
                 log.warning("%s: batch still running at shutdown; abandoning it", worker.name)
-        if self._heartbeats.is_alive():
-            self._heartbeats.join(10)
+        for emitter in list(self.heartbeat_emitters.values()):
+            emitter.join(10)
         if self.session is not None:
             from srm_driver.spark import stop_session
 

@@ -3,10 +3,16 @@
 Runs for every ordered pair with ``emit.heartbeats.enabled``, enabled flow or not, so
 every cluster that could be a source has a ``heartbeats`` topic, and flow ``A->B`` copies
 A's as ``A.heartbeats`` to B: proof that the A->B path works end to end.
+
+Each pair beats on a thread of its own (:class:`HeartbeatEmitter`): a target cluster
+that does not answer (its site is down) blocks its own pair for the write timeout, and
+no other pair's heartbeats are late because of it.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 
 from srm_common.config.model import FlowConfig
@@ -14,6 +20,10 @@ from srm_common.domain.records import Heartbeat
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 5.0
 
 
 class HeartbeatTask:
@@ -46,3 +56,45 @@ class HeartbeatTask:
 
     def close(self) -> None:
         self._writer.close()
+
+
+class HeartbeatEmitter(threading.Thread):
+    """Runs one :class:`HeartbeatTask` until the driver stops or :meth:`halt` is called."""
+
+    def __init__(
+        self, flow: FlowConfig, stop: threading.Event, task: HeartbeatTask | None = None
+    ) -> None:
+        super().__init__(name=f"heartbeats {flow.name}", daemon=True)
+        self.flow_name = flow.name
+        self.task = task or HeartbeatTask(flow)
+        self._driver_stop = stop
+        self._halted = threading.Event()
+
+    def halt(self) -> None:
+        """Stop emitting (does not wait: the thread may be in a write to a slow cluster)."""
+        self._halted.set()
+
+    def _done(self) -> bool:
+        return self._driver_stop.is_set() or self._halted.is_set()
+
+    def run(self) -> None:
+        prepared = False
+        while not self._done():
+            pause = 0.0
+            try:
+                if not prepared:
+                    self.task.prepare()
+                    prepared = True
+                if self.task.seconds_until_due() == 0:
+                    self.task.beat()
+            except Exception as exc:  # noqa: BLE001 - logged; this pair retries, others go on
+                log.error("%s: heartbeat failed: %s", self.flow_name, exc)
+                pause = RETRY_SECONDS
+            self._sleep(max(pause, 0.05, self.task.seconds_until_due()))
+        self.task.close()
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait, looking at the driver's stop at least every half second."""
+        deadline = time.monotonic() + seconds
+        while not self._done() and (left := deadline - time.monotonic()) > 0:
+            self._halted.wait(min(0.5, left))
