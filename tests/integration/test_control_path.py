@@ -8,6 +8,7 @@ projection's, and as the dead leader's last state.
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import time
@@ -245,6 +246,12 @@ def test_a_new_leader_fences_the_old_one(kafka, tmp_path, unique_name):  # type:
     patterns = [p for e in read_log(settings) for p in e.event.patterns]
     print(f"event log after fencing: {patterns}")
     assert patterns == ["written-by-old", "written-by-new"]
+    # Let the producers go now rather than at exit, after the clusters stopped, where
+    # librdkafka logs connection errors for each (the fenced one lingers still).
+    old.close()
+    new.close()
+    del old, new, zombie
+    gc.collect()
 
 
 def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, unique_name, capsys):  # type: ignore[no-untyped-def]
