@@ -31,6 +31,7 @@ from srm_local.clusters import (
     start_clusters,
 )
 from srm_local.jars import fetch_all
+from srm_local.live_lists import LiveLists
 from srm_local.paths import project_root, run_dir
 from srm_local.services import ServiceProcess, coordinator_service, driver_service
 
@@ -262,6 +263,7 @@ def watch(
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, on_term)
     known = dict(topics)
+    lists = LiveLists(config)
     try:
         while True:
             time.sleep(WATCH_SECONDS)
@@ -280,15 +282,19 @@ def watch(
                     service.restarts += 1
                     service.start()
             current = list_topics()
-            if current != known:
+            edited = lists.poll()
+            if current != known or edited:
+                what = "topics changed" if current != known else "the event log's lists changed"
                 known = current
-                print(f"\n[{time.strftime('%H:%M:%S')}] topics changed; replication plan:")
-                print(render_plan(plan_replication(config, current)))
+                print(f"\n[{time.strftime('%H:%M:%S')}] {what}; replication plan:")
+                print(render_plan(plan_replication(lists.config(), current)))
     except (KeyboardInterrupt, _Stop):
         print("\nstopping...")
         stop_services(services)
         stop_clusters(clusters)
         return 0
+    finally:
+        lists.close()
 
 
 def stop_clusters(clusters: Sequence[LocalKafkaCluster]) -> None:
