@@ -5,10 +5,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
+from srm_common.adapters.discovery import (
+    Discovery,
+    DiscoveryError,
+    DiscoveryPending,
+    admin_lister,
+)
 from srm_common.config import load_config
 from srm_common.config.model import FlowConfig
 
@@ -114,5 +120,35 @@ def test_a_failed_listing_is_one_error_naming_the_flow_and_cluster(flow: FlowCon
         assert str(caught.value) == (
             "primary->backup: cannot list primary: Local: Broker transport failure"
         )
+    finally:
+        discovery.close()
+
+
+def test_a_client_setting_librdkafka_refuses_is_a_listing_error_not_a_crash(
+    flow: FlowConfig,
+) -> None:
+    lister = admin_lister({"bootstrap.servers": "127.0.0.1:9", "no.such.setting": "x"})
+    discovery = Discovery(lister_for=lambda _flow: lister)
+    try:
+        with pytest.raises(
+            DiscoveryError, match="primary->backup: cannot list primary: .*no.such.setting"
+        ):
+            eventually(discovery, flow, 0)
+    finally:
+        discovery.close()
+
+
+def test_groups_that_cannot_be_listed_fail_only_the_flows_that_need_them(
+    flow: FlowConfig,
+) -> None:
+    def listing() -> tuple[Mapping[str, int], str]:
+        return {"orders": 1}, "GROUP_AUTHORIZATION_FAILED"
+
+    discovery = Discovery(lister_for=lambda _flow: listing)
+    try:
+        with pytest.raises(DiscoveryError, match="cannot list groups of primary"):
+            eventually(discovery, flow, 0)
+        no_groups = replace(flow, groups=())
+        assert eventually(discovery, no_groups, 0) == ([("orders", 0)], [])
     finally:
         discovery.close()

@@ -162,7 +162,7 @@ def test_a_command_the_loop_has_started_is_waited_for(coordinator: Coordinator) 
     outcome: list[object] = []
     started = time.monotonic()
     submitter = threading.Thread(
-        target=lambda: outcome.append(coordinator.submit(command, "op", timeout=2.0))
+        target=lambda: outcome.append(coordinator.submit(command, "op", timeout=4.0))
     )
     submitter.start()
     while coordinator._commands.empty() and submitter.is_alive():
@@ -170,10 +170,11 @@ def test_a_command_the_loop_has_started_is_waited_for(coordinator: Coordinator) 
     rounds = threading.Thread(target=coordinator._round)
     rounds.start()
     assert entered.wait(10)
-    time.sleep(max(0.0, started + 2.3 - time.monotonic()))  # the first wait is over
+    time.sleep(max(0.0, started + 4.5 - time.monotonic()))  # the first wait is over
     go.set()
     submitter.join(10)
     rounds.join(10)
+    assert outcome, "submit raised (see the thread's exception above)"
     [result] = outcome
     assert isinstance(result, CommandResult)
     assert result.changes == ("topics allowlist of primary->backup: + payments",)

@@ -170,7 +170,7 @@ def _send(state: ControlState, path: str, body: dict[str, object]) -> dict[str, 
             url = str(answer["leader"])
             continue
         if status in (400, 504):
-            fail(PROG, str(answer.get("error")), status=1)
+            fail(PROG, str(answer.get("error") or f"the leader answered HTTP {status}"), status=1)
         if status == ANSWER_TIMED_OUT:
             fail(
                 PROG,

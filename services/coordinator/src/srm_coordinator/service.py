@@ -113,7 +113,7 @@ class Coordinator:
         except FutureTimeout:
             if future.cancel():
                 raise CommandTimedOut(
-                    f"the leader did not get to the command within {timeout:.0f} s"
+                    f"the leader did not get to the command within {timeout:g} s"
                     " (is the control cluster slow?); it was withdrawn and not applied:"
                     " try again"
                 ) from None

@@ -199,8 +199,11 @@ class CoordinatedDriver(Driver):
             emitter.start()
             log.info("%s: started the heartbeat task", name)
         for name in set(self.heartbeat_emitters) - flows:
-            self.heartbeat_emitters.pop(name).halt()
+            emitter = self.heartbeat_emitters.pop(name)
+            emitter.halt()
+            self.halted_emitters.append(emitter)
             log.info("%s: stopped the heartbeat task", name)
+        self.halted_emitters = [e for e in self.halted_emitters if e.is_alive()]
         self.heartbeat_ids = frozenset(heartbeat_task_id(name) for name in flows)
 
     def _rejoin(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -71,6 +72,8 @@ class Driver:
             if standalone
             else {}
         )
+        # Emitters told to stop (their pair moved to another driver), joined at shutdown.
+        self.halted_emitters: list[HeartbeatEmitter] = []
         # (partitions, replication factor) of mm2-offsets.<S>.internal per enabled flow,
         # checked now so that a bad value stops the driver before Spark starts.
         self._progress_topic = {
@@ -121,8 +124,9 @@ class Driver:
             worker.join(timeout)
             if worker.is_alive():
                 log.warning("%s: batch still running at shutdown; abandoning it", worker.name)
-        for emitter in list(self.heartbeat_emitters.values()):
-            emitter.join(10)
+        deadline = time.monotonic() + 10  # one deadline for all: some may hang on a write
+        for emitter in [*self.heartbeat_emitters.values(), *self.halted_emitters]:
+            emitter.join(max(0.0, deadline - time.monotonic()))
         if self.session is not None:
             from srm_driver.spark import stop_session
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from srm_common.config.model import FlowConfig
@@ -51,6 +51,9 @@ class Listing:
     counts: Mapping[str, int]
     groups: tuple[str, ...] = ()
     error: str | None = None
+    # Listing groups failed (say, no Describe on groups): only flows that translate
+    # group offsets care, topics are still known.
+    groups_error: str | None = None
 
     def partitions(self, flow: FlowConfig) -> list[TopicPartition]:
         """Every partition of every source topic ``flow`` replicates, sorted."""
@@ -60,29 +63,45 @@ class Listing:
         """Consumer groups the flow's group filter allows, sorted."""
         if not flow.emit_checkpoints_enabled or not flow.groups:
             return []
+        if self.groups_error is not None:
+            raise DiscoveryError(
+                f"{flow.name}: cannot list groups of {flow.source}: {self.groups_error}"
+            )
         allowed = flow.group_filter()
         return sorted(g for g in self.groups if allowed.matches(g))
 
 
-Lister = Callable[[], tuple[Mapping[str, int], tuple[str, ...]]]
+Lister = Callable[[], tuple[Mapping[str, int], tuple[str, ...] | str]]
+
+
+def _reason(exc: KafkaException) -> str:
+    error = exc.args[0] if exc.args else None
+    return error.str() if isinstance(error, KafkaError) else str(exc)
 
 
 def admin_lister(admin_config: Mapping[str, str]) -> Lister:
-    """Lists a cluster with an admin client (made once, kept open)."""
-    admin = AdminClient(dict(admin_config))
+    """Lists a cluster with an admin client, made at the first listing (on the watcher's
+    thread: a setting librdkafka refuses is then that listing's error) and kept open.
+    Groups are a tuple of ids, or why they could not be listed."""
+    admins: list[AdminClient] = []
 
-    def listing() -> tuple[Mapping[str, int], tuple[str, ...]]:
+    def listing() -> tuple[Mapping[str, int], tuple[str, ...] | str]:
         try:
-            metadata = admin.list_topics(timeout=TIMEOUT_S)
-            groups = admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+            if not admins:
+                admins.append(AdminClient(dict(admin_config)))
+            metadata = admins[0].list_topics(timeout=TIMEOUT_S)
         except KafkaException as exc:
-            raise DiscoveryError(str(exc)) from exc
+            raise DiscoveryError(_reason(exc)) from exc
         counts = {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
             if topic.error is None and topic.partitions
         }
-        return counts, tuple(g.group_id for g in groups.valid)
+        try:
+            found = admins[0].list_consumer_groups(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+        except KafkaException as exc:
+            return counts, _reason(exc)
+        return counts, tuple(g.group_id for g in found.valid)
 
     return listing
 
@@ -98,27 +117,34 @@ class ClusterWatcher(threading.Thread):
         self.latest: Listing | None = None
         self.closed = threading.Event()
         self._asked = threading.Event()
+        self._lock = threading.Lock()
         self._taking_since: int | None = None
 
     def ask(self, fresh_after_ms: int) -> None:
         """Take a listing that starts at or after ``fresh_after_ms``."""
-        taking = self._taking_since
-        if taking is None or taking < fresh_after_ms:
-            self._asked.set()
+        with self._lock:
+            taking = self._taking_since
+            if taking is None or taking < fresh_after_ms:
+                self._asked.set()
 
     def run(self) -> None:
         while not self.closed.is_set():
             if not self._asked.wait(0.5):
                 continue
-            self._asked.clear()
-            started = int(self.clock() * 1000)
-            self._taking_since = started
+            with self._lock:  # one step, so that ask() sees either the request or this
+                self._asked.clear()
+                started = int(self.clock() * 1000)
+                self._taking_since = started
             try:
                 counts, groups = self.lister()
-                self.latest = Listing(started, counts, groups)
+                if isinstance(groups, str):
+                    self.latest = Listing(started, counts, groups_error=groups)
+                else:
+                    self.latest = Listing(started, counts, groups)
             except Exception as exc:  # noqa: BLE001 - reported to the leader, who retries
                 self.latest = Listing(started, {}, (), str(exc) or type(exc).__name__)
-            self._taking_since = None
+            with self._lock:
+                self._taking_since = None
 
 
 class Discovery:
@@ -131,7 +157,7 @@ class Discovery:
     ) -> None:
         self._lister_for = lister_for
         self._clock = clock
-        self._watchers: dict[str, ClusterWatcher] = {}
+        self._watchers: dict[tuple[str, frozenset[tuple[str, str]]], ClusterWatcher] = {}
 
     def discover(
         self, flow: FlowConfig, fresh_after_ms: int
@@ -139,10 +165,13 @@ class Discovery:
         """The flow's partitions and groups, from a listing started at or after
         ``fresh_after_ms``; :class:`DiscoveryPending` while there is none,
         :class:`DiscoveryError` if that listing failed."""
-        watcher = self._watchers.get(flow.source)
+        # Per cluster and client settings: flows may reach one cluster as different
+        # principals (S->T.source.admin.* overrides), who may see different topics.
+        key = (flow.source, frozenset(flow.source_admin.items()))
+        watcher = self._watchers.get(key)
         if watcher is None:
             watcher = ClusterWatcher(flow.source, self._lister_for(flow), self._clock)
-            self._watchers[flow.source] = watcher
+            self._watchers[key] = watcher
             watcher.start()
         listing = watcher.latest
         if listing is None or listing.started_ms < fresh_after_ms:
