@@ -24,7 +24,13 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_port_pair, start_clusters
+from srm_local.clusters import (
+    ClusterSpec,
+    ClusterStartError,
+    LocalKafkaCluster,
+    free_port_pair,
+    start_clusters,
+)
 from srm_local.paths import run_dir
 
 Header = tuple[str, bytes | None]
@@ -46,6 +52,9 @@ class Record:
         return (self.key, self.value, self.headers, self.timestamp_ms)
 
 
+START_ATTEMPTS = 3
+
+
 @dataclass
 class ClusterPool:
     """Clusters by alias, started on first use and stopped together at the end."""
@@ -60,14 +69,24 @@ class ClusterPool:
         with self._lock:
             missing = [a for a in aliases if a not in self.started and not _external(a)]
             if missing:
-                clusters = [
-                    LocalKafkaCluster(
-                        ClusterSpec(alias, free_port_pair()), self.folder / "kafka" / alias
-                    )
-                    for alias in missing
-                ]
                 started = time.monotonic()
-                self.timings.update(start_clusters(clusters, fresh=True))
+                for attempt in range(1, START_ATTEMPTS + 1):
+                    clusters = [
+                        LocalKafkaCluster(
+                            ClusterSpec(alias, free_port_pair()), self.folder / "kafka" / alias
+                        )
+                        for alias in missing
+                    ]
+                    try:
+                        self.timings.update(start_clusters(clusters, fresh=True))
+                        break
+                    except ClusterStartError:
+                        # Ports are probed free, then bound by the JVM seconds later:
+                        # another process may take one in between. New ports, fresh data.
+                        for cluster in clusters:
+                            cluster.stop()
+                        if attempt == START_ATTEMPTS:
+                            raise
                 self.timings["+".join(missing)] = time.monotonic() - started
                 self.started.update({c.alias: c for c in clusters})
         return {a: _external(a) or self.started[a].bootstrap_servers for a in aliases}
