@@ -44,6 +44,7 @@ class BenchOptions:
     latency_warmup: float = 5.0
     skip_srm: bool = False
     skip_mm2: bool = False
+    skip_mm2_tuned: bool = False
     skip_raw: bool = False
     skip_latency: bool = False
     spark_master: str | None = None
@@ -74,7 +75,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     parser = argparse.ArgumentParser(
         prog="make bench",
         description=(
-            "Measure SRM's driver and Apache MirrorMaker 2 on the same data in one run: "
+            "Measure SRM's driver and Apache MirrorMaker 2 (with defaults and tuned) on the "
+            "same data in one run: "
             "catch-up throughput, memory, end-to-end latency, against Kafka's perf tools. "
             "Details: docs/benchmark.md."
         ),
@@ -87,7 +89,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--latency-rate", type=_positive_int, default=500, help="records/s in that phase (500)")
     add("--latency-warmup", type=float, default=5.0, help="seconds excluded at its start (5)")
     add("--skip-srm", action="store_true", help="do not run SRM's driver")
-    add("--skip-mm2", action="store_true", help="do not run MirrorMaker 2")
+    add("--skip-mm2", action="store_true", help="do not run MirrorMaker 2 with defaults")
+    add("--skip-mm2-tuned", action="store_true", help="do not run MirrorMaker 2 tuned")
     add("--skip-raw", action="store_true", help="do not run Kafka's perf tools")
     add("--skip-latency", action="store_true", help="catch-up only, no latency phase")
     add("--spark-master", help="passed to srm-driver as --spark-master (e.g. local[2])")
@@ -103,7 +106,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="extra key for mm2.properties (repeatable)",
+        help="extra key for both MirrorMaker 2 files, default and tuned (repeatable)",
     )
     add("--mm2-heap", default="2g", help="MirrorMaker 2's -Xmx (2g, as connect-mirror-maker.sh)")
     add("--catchup-timeout", type=float, help="seconds per replicator (180 + size in MiB)")
@@ -125,6 +128,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         latency_warmup=args.latency_warmup,
         skip_srm=args.skip_srm,
         skip_mm2=args.skip_mm2,
+        skip_mm2_tuned=args.skip_mm2_tuned,
         skip_raw=args.skip_raw,
         skip_latency=args.skip_latency,
         spark_master=args.spark_master,

@@ -1,6 +1,6 @@
-"""The two replicators under test and the one configuration they share.
+"""The replicators under test and the one configuration they share.
 
-Both get the same MM2-style properties file (only the latency topic's name differs),
+All get the same MM2-style properties file (only the latency topic's name differs),
 written by :func:`shared_properties`: one flow ``primary->backup`` limited to the
 benchmark's topics, ``tasks.max`` = partitions, replication factor 1 for every topic
 they create, offsets flushed every 10 s, heartbeats and checkpoints on as by default.
@@ -8,7 +8,11 @@ they create, offsets flushed every 10 s, heartbeats and checkpoints on as by def
 * ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract);
 * ``mirrormaker2``: Apache MirrorMaker 2 in dedicated mode,
   ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``, with the heap and GC
-  options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use.
+  options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use, and every client
+  setting at its default;
+* ``mirrormaker2_tuned``: the same MirrorMaker 2 and file plus :data:`MM2_TUNED_PROPERTIES`,
+  the client settings a careful operator sets for this workload
+  (``mm2-tuned.properties``, ``mm2-tuned.log``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from srm_local.tools import tool_command
 
@@ -25,7 +30,54 @@ from srm_bench.stack import SOURCE, TARGET
 
 SRM = "srm"
 MM2 = "mirrormaker2"
-LABELS = {SRM: "SRM driver", MM2: "MirrorMaker 2"}
+MM2_TUNED = "mirrormaker2_tuned"
+REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
+LABELS = {SRM: "SRM driver", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
+
+# MirrorMaker 2 tuned the way a careful operator would for this workload (1 KiB records,
+# 8 partitions, one broker per cluster, a catch-up then a 500 records/s latency phase),
+# added to the shared file. The one list of tuned keys: the table's notes, the JSON and
+# docs/benchmark.md ("How each replicator is configured") all show it.
+#
+# How dedicated-mode MirrorMaker 2 applies them (MirrorMakerConfig): ``backup.producer.*``
+# goes into the primary->backup Connect worker's ``producer.*``, which overrides Connect's
+# own producer defaults (acks=all, enable.idempotence=false, max.in.flight=1) for every
+# source task's producer, the MirrorSourceTasks' that copy the records included.
+# ``primary.consumer.*`` becomes the connectors' ``source.consumer.*``, the MirrorSourceTask
+# consumers' configuration. Both show in mm2-tuned.log's ProducerConfig/ConsumerConfig dumps.
+MM2_TUNED_PROPERTIES: Mapping[str, str] = MappingProxyType(
+    {
+        # SRM's copier and the raw producer perf tool batch 256 KiB: 256 records of 1 KiB
+        # per batch instead of 16, so 16 times fewer batches and produce requests per MB.
+        f"{TARGET}.producer.batch.size": "262144",
+        # Batches fill from each poll's burst of records during catch-up without waiting;
+        # at 500 records/s (about 60 per partition and second) no batch fills, so linger
+        # is pure added latency: keep 5 ms (SRM's copier, Kafka 4's default), stated so
+        # it does not depend on the client version (Kafka 3 had 0).
+        f"{TARGET}.producer.linger.ms": "5",
+        # Connect sends one request at a time per connection so that a retry cannot
+        # reorder records, and turns idempotence off. Five in flight with idempotence
+        # keeps the order and keeps retries from writing duplicates (the Kafka producer's
+        # own defaults); five in flight without it could reorder on a retry.
+        f"{TARGET}.producer.enable.idempotence": "true",
+        f"{TARGET}.producer.max.in.flight.requests.per.connection": "5",
+        # The values are incompressible random bytes: compression would only cost CPU.
+        f"{TARGET}.producer.compression.type": "none",
+        # Return a fetch as soon as one record is there: during catch-up the data is
+        # already on the broker, so a larger minimum saves nothing, and in the latency
+        # phase it would hold each fetch for up to fetch.max.wait.ms (500 ms).
+        f"{SOURCE}.consumer.fetch.min.bytes": "1",
+        # 4 MiB per partition and fetch (default 1 MiB): fewer, larger fetches during
+        # catch-up; each task reads one data partition (tasks.max = partitions).
+        f"{SOURCE}.consumer.max.partition.fetch.bytes": "4194304",
+        # The default 50 MiB, stated: above what a task's fetch can return here
+        # (a data and a latency partition at 4 MiB each).
+        f"{SOURCE}.consumer.fetch.max.bytes": "52428800",
+        # Up to 4 MiB of 1 KiB records per poll (default 500): about one partition fetch
+        # handed to Connect per loop, 16 full producer batches.
+        f"{SOURCE}.consumer.max.poll.records": "4096",
+    }
+)
 
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS, which connect-mirror-maker.sh inherits.
 _KAFKA_JVM_OPTIONS = (
@@ -60,7 +112,7 @@ class Replicator:
 
 def latency_topic(name: str) -> str:
     """Each replicator gets its own latency topic, created empty before it starts."""
-    return f"bench-latency-{name}"
+    return f"bench-latency-{name.replace('_', '-')}"
 
 
 def remote_topic(topic: str) -> str:
@@ -95,14 +147,25 @@ def shared_properties(
     }
 
 
-def write_properties(path: Path, properties: Mapping[str, str], extra: Sequence[str]) -> None:
-    """Write ``properties`` plus ``KEY=VALUE`` overrides from the command line."""
+def replicator_properties(name: str, shared: Mapping[str, str]) -> dict[str, str]:
+    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned."""
+    if name == MM2_TUNED:
+        return {**shared, **MM2_TUNED_PROPERTIES}
+    return dict(shared)
+
+
+def write_properties(
+    path: Path, properties: Mapping[str, str], extra: Sequence[str]
+) -> dict[str, str]:
+    """Write ``properties`` plus ``KEY=VALUE`` overrides from the command line (which win);
+    returns what was written."""
     merged = dict(properties)
     for item in extra:
         key, _, value = item.partition("=")
         merged[key.strip()] = value.strip()
     lines = [f"{key} = {value}" for key, value in merged.items()]
     path.write_text("# written by make bench\n" + "\n".join(lines) + "\n")
+    return merged
 
 
 # MirrorMaker 2 logs at INFO (as connect-mirror-maker.sh does) into mm2.log: the client
@@ -118,8 +181,10 @@ rootLogger.appenderRef.console.ref = stdout
 """
 
 
-def mirrormaker2(folder: Path, heap: str) -> Replicator:
-    config = folder / "mm2.properties"
+def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
+    """MirrorMaker 2 as ``name`` (default or tuned), each with its own file and log."""
+    stem = "mm2-tuned" if name == MM2_TUNED else "mm2"
+    config = folder / f"{stem}.properties"
     logging = folder / "mm2-log4j2.properties"
     logging.write_text(_MM2_LOG4J2)
     command = [
@@ -127,7 +192,7 @@ def mirrormaker2(folder: Path, heap: str) -> Replicator:
         for arg in tool_command("kafka-mirror-maker-2", [str(config)], heap=heap)
     ]
     command[1:1] = _KAFKA_JVM_OPTIONS
-    return Replicator(MM2, command, config, folder / "mm2.log")
+    return Replicator(name, command, config, folder / f"{stem}.log")
 
 
 def srm_driver(folder: Path, spark_master: str | None) -> Replicator:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,9 +14,28 @@ from srm_bench.latency import LatencyResult
 from srm_bench.options import BenchOptions, Dataset
 from srm_bench.raw import DEFINITION as RAW_DEFINITION
 from srm_bench.raw import RawResult
-from srm_bench.replicators import LABELS, MM2, SRM
+from srm_bench.replicators import (
+    LABELS,
+    MM2,
+    MM2_TUNED,
+    MM2_TUNED_PROPERTIES,
+    REPLICATORS,
+    SRM,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: MirrorMaker 2 tuned as a third replicator (docs/benchmark.md)
+
+# The table's columns after the label: (heading, width).
+_COLUMNS = (
+    (LABELS[SRM], 12),
+    (LABELS[MM2], 15),
+    (LABELS[MM2_TUNED], 11),
+    ("raw limit", 11),
+    ("SRM/MM2", 9),
+    ("SRM/MM2-tuned", 15),
+    ("SRM/raw", 9),
+)
+_LABEL_WIDTH = 30
 
 
 @dataclass(frozen=True)
@@ -27,6 +47,30 @@ class SystemResult:
     peak_rss_mb: float
     stop_seconds: float | None
     peak_members: tuple[tuple[str, float], ...] = ()  # (command, RSS MB) at the peak
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One row of the table: a figure of every replicator (and of raw for the rates)."""
+
+    key: str  # its name in the JSON's row_ratios
+    label: str
+    path: tuple[str, ...]  # attribute path from SystemResult
+    spec: str
+    raw: str | None = None  # RawResult attribute, for the rates
+
+
+_ROWS = (
+    _Row("copy_mb_s", "copy rate, MB/s", ("catchup", "mb_s"), ".1f", "mb_s"),
+    _Row("copy_records_s", "copy rate, records/s", ("catchup", "records_s"), ",.0f", "records_s"),
+    _Row("catchup_seconds", "catch-up incl. start-up, s", ("catchup", "wall_seconds"), ".1f"),
+    _Row("first_record_seconds", "start-up to first record, s",
+         ("catchup", "first_record_seconds"), ".1f"),
+    _Row("peak_rss_mb", "peak RSS (process tree), MB", ("peak_rss_mb",), ",.0f"),
+    _Row("cpu_seconds", "CPU time to catch up, s", ("catchup", "cpu_seconds"), ".1f"),
+    _Row("latency_p50_ms", "latency p50, ms", ("latency", "p50_ms"), ",.1f"),
+    _Row("latency_p99_ms", "latency p99, ms", ("latency", "p99_ms"), ",.1f"),
+)  # fmt: skip
 
 
 @dataclass
@@ -42,15 +86,27 @@ class BenchReport:
     systems: dict[str, SystemResult] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     foreign_cpu: dict[str, float] = field(default_factory=dict)  # phase -> share of CPUs
+    # replicator -> its configuration file, log and the properties written (ran or failed)
+    configs: dict[str, dict[str, object]] = field(default_factory=dict)
     finished_at: datetime | None = None
 
     def throughput_mb_s(self) -> dict[str, float | None]:
-        rates = {name: _get(self.systems.get(name), "catchup", "mb_s") for name in (SRM, MM2)}
+        rates = {name: self._figure(name, ("catchup", "mb_s")) for name in REPLICATORS}
         return {**rates, "raw": self.raw.mb_s if self.raw else None}
 
     def throughput_records_s(self) -> dict[str, float | None]:
-        rates = {name: _get(self.systems.get(name), "catchup", "records_s") for name in (SRM, MM2)}
+        rates = {name: self._figure(name, ("catchup", "records_s")) for name in REPLICATORS}
         return {**rates, "raw": self.raw.records_s if self.raw else None}
+
+    def row_ratios(self) -> dict[str, dict[str, float | None]]:
+        """SRM over each MirrorMaker 2 for every row of the table (None: one is missing)."""
+        return {
+            f"srm_over_{_SHORT[other]}": {
+                row.key: _ratio(self._figure(SRM, row.path), self._figure(other, row.path))
+                for row in _ROWS
+            }
+            for other in (MM2, MM2_TUNED)
+        }
 
     def to_json(self) -> dict[str, object]:
         mb_s = self.throughput_mb_s()
@@ -66,15 +122,19 @@ class BenchReport:
             "throughput_records_s": _rounded(self.throughput_records_s(), 0),
             "ratios": {
                 "srm_over_mm2": _ratio(mb_s[SRM], mb_s[MM2]),
+                "srm_over_mm2_tuned": _ratio(mb_s[SRM], mb_s[MM2_TUNED]),
                 "srm_over_raw": _ratio(mb_s[SRM], mb_s["raw"]),
                 "mm2_over_raw": _ratio(mb_s[MM2], mb_s["raw"]),
+                "mm2_tuned_over_raw": _ratio(mb_s[MM2_TUNED], mb_s["raw"]),
+                "mm2_tuned_over_mm2": _ratio(mb_s[MM2_TUNED], mb_s[MM2]),
             },
+            "row_ratios": self.row_ratios(),
             "latency_ms": {
                 name: {
-                    "p50": _round(_get(self.systems.get(name), "latency", "p50_ms"), 1),
-                    "p99": _round(_get(self.systems.get(name), "latency", "p99_ms"), 1),
+                    "p50": _round(self._figure(name, ("latency", "p50_ms")), 1),
+                    "p99": _round(self._figure(name, ("latency", "p99_ms")), 1),
                 }
-                for name in (SRM, MM2)
+                for name in REPLICATORS
             },
             "memory_mb": {
                 name: {
@@ -103,6 +163,8 @@ class BenchReport:
             "machine": self.machine,
             "versions": self.versions,
             "options": self.options.describe(),
+            "mm2_tuned_properties": dict(MM2_TUNED_PROPERTIES),
+            "replicator_config": self.configs,
             "run_folder": str(self.run_folder),
         }
 
@@ -113,34 +175,22 @@ class BenchReport:
         return path
 
     def table(self) -> str:
-        srm, mm2 = self.systems.get(SRM), self.systems.get(MM2)
-        raw = self.raw
-        rows: list[tuple[str, float | None, float | None, float | None, str]] = [
-            ("copy rate, MB/s", _get(srm, "catchup", "mb_s"), _get(mm2, "catchup", "mb_s"),
-             raw.mb_s if raw else None, ".1f"),
-            ("copy rate, records/s", _get(srm, "catchup", "records_s"),
-             _get(mm2, "catchup", "records_s"), raw.records_s if raw else None, ",.0f"),
-            ("catch-up incl. start-up, s", _get(srm, "catchup", "wall_seconds"),
-             _get(mm2, "catchup", "wall_seconds"), None, ".1f"),
-            ("start-up to first record, s", _get(srm, "catchup", "first_record_seconds"),
-             _get(mm2, "catchup", "first_record_seconds"), None, ".1f"),
-            ("peak RSS (process tree), MB", _get(srm, "peak_rss_mb"), _get(mm2, "peak_rss_mb"),
-             None, ",.0f"),
-            ("CPU time to catch up, s", _get(srm, "catchup", "cpu_seconds"),
-             _get(mm2, "catchup", "cpu_seconds"), None, ".1f"),
-            ("latency p50, ms", _get(srm, "latency", "p50_ms"), _get(mm2, "latency", "p50_ms"),
-             None, ",.1f"),
-            ("latency p99, ms", _get(srm, "latency", "p99_ms"), _get(mm2, "latency", "p99_ms"),
-             None, ",.1f"),
-        ]  # fmt: skip
-        head = ("", LABELS[SRM], LABELS[MM2], "raw limit", "SRM/MM2", "SRM/raw")
-        lines = [f"{head[0]:<30}{head[1]:>12}{head[2]:>15}{head[3]:>11}{head[4]:>9}{head[5]:>9}"]
-        for label, ours, theirs, limit, spec in rows:
-            lines.append(
-                f"{label:<30}{_cell(ours, spec):>12}{_cell(theirs, spec):>15}"
-                f"{_cell(limit, spec):>11}{_cell(_ratio(ours, theirs), '.2f'):>9}"
-                f"{_cell(_ratio(ours, limit), '.2f'):>9}"
+        heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in _COLUMNS]
+        lines = ["".join(heading)]
+        for row in _ROWS:
+            srm, mm2, tuned = (self._figure(name, row.path) for name in (SRM, MM2, MM2_TUNED))
+            limit = getattr(self.raw, row.raw) if self.raw and row.raw else None
+            cells = (
+                _cell(srm, row.spec),
+                _cell(mm2, row.spec),
+                _cell(tuned, row.spec),
+                _cell(limit, row.spec),
+                _cell(_ratio(srm, mm2), ".2f"),
+                _cell(_ratio(srm, tuned), ".2f"),
+                _cell(_ratio(srm, limit), ".2f"),
             )
+            padded = (f"{cell:>{width}}" for cell, (_, width) in zip(cells, _COLUMNS, strict=True))
+            lines.append(f"{row.label:<{_LABEL_WIDTH}}" + "".join(padded))
         data = self.dataset
         cores = int(str(self.machine.get("cores") or 1))
         title = (
@@ -148,6 +198,7 @@ class BenchReport:
             f"in {data.partitions} partitions; {self.machine['cores']} cores, "
             f"{self.machine['ram_gib']} GiB RAM"
         )
+        raw = self.raw
         notes = [f"raw limit: {RAW_DEFINITION}"]
         if raw:
             notes.append(
@@ -158,6 +209,7 @@ class BenchReport:
             "copy rate: first to last record on the target (start-up excluded); "
             "MB = 2^20 bytes of record values"
         )
+        notes += self._tuned_notes()
         for name, result in self._ran().items():
             if result.latency:
                 lat = result.latency
@@ -183,8 +235,29 @@ class BenchReport:
                   for name, error in self.errors.items()]  # fmt: skip
         return "\n".join([title, "", *lines, "", *notes])
 
+    def _tuned_notes(self) -> list[str]:
+        """The tuned keys (one list, MM2_TUNED_PROPERTIES), and any --mm2-set over them."""
+        keys = ", ".join(f"{key}={value}" for key, value in MM2_TUNED_PROPERTIES.items())
+        notes = textwrap.wrap(
+            f"{LABELS[MM2_TUNED]}: MirrorMaker 2's file plus {keys}",
+            width=110,
+            subsequent_indent="  ",
+            break_on_hyphens=False,
+        )
+        overridden = [item for item in self.options.mm2_set
+                      if item.partition("=")[0].strip() in MM2_TUNED_PROPERTIES]  # fmt: skip
+        if overridden:
+            notes.append(f"  --mm2-set overrides tuned keys: {', '.join(overridden)}")
+        return notes
+
+    def _figure(self, name: str, path: tuple[str, ...]) -> float | None:
+        return _get(self.systems.get(name), *path)
+
     def _ran(self) -> dict[str, SystemResult]:
-        return {name: self.systems[name] for name in (SRM, MM2) if name in self.systems}
+        return {name: self.systems[name] for name in REPLICATORS if name in self.systems}
+
+
+_SHORT = {MM2: "mm2", MM2_TUNED: "mm2_tuned"}
 
 
 def _get(result: object, *path: str) -> float | None:

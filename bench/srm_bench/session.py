@@ -1,10 +1,11 @@
 """One benchmark run, start to end: clusters, data set, raw limit, each replicator, report.
 
 Order: start ``primary`` and ``backup``; load the data set into ``primary``; run the
-perf tools (raw limit); then MirrorMaker 2 and SRM's driver one after the other, each
-on a freshly wiped ``backup`` (see ``stack.py``) and a source cleaned of the previous
-replicator's topics and groups: catch-up first, then the latency phase while it keeps
-running. A replicator that fails is reported as failed; the others still run.
+perf tools (raw limit); then MirrorMaker 2 with defaults, MirrorMaker 2 tuned and SRM's
+driver one after the other, each on a freshly wiped ``backup`` (see ``stack.py``) and a
+source cleaned of the previous replicator's topics and groups: catch-up first, then the
+latency phase while it keeps running. A replicator that fails is reported as failed;
+the others still run.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from srm_bench.raw import measure_raw
 from srm_bench.replicators import (
     LABELS,
     MM2,
+    MM2_TUNED,
     SRM,
     Replicator,
     latency_topic,
     mirrormaker2,
     remote_topic,
+    replicator_properties,
     shared_properties,
     srm_driver,
     srm_driver_available,
@@ -115,7 +118,7 @@ def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: 
         say(f"{LABELS[name]}:")
         try:
             with ForeignCpu() as foreign:
-                report.systems[name] = _run_replicator(name, options, stack, folder)
+                report.systems[name] = _run_replicator(name, options, stack, folder, report)
             report.foreign_cpu[name] = foreign.share
         except (ReplicatorFailedError, RuntimeError, TimeoutError) as exc:
             report.errors[name] = str(exc)
@@ -129,13 +132,15 @@ def _systems(options: BenchOptions) -> list[str]:
     systems = []
     if not options.skip_mm2:
         systems.append(MM2)
+    if not options.skip_mm2_tuned:
+        systems.append(MM2_TUNED)
     if not options.skip_srm:
         systems.append(SRM)
     return systems
 
 
 def _run_replicator(
-    name: str, options: BenchOptions, stack: BenchStack, folder: Path
+    name: str, options: BenchOptions, stack: BenchStack, folder: Path, report: BenchReport
 ) -> SystemResult:
     dataset = options.dataset()
     if name == SRM and not srm_driver_available():
@@ -148,14 +153,20 @@ def _run_replicator(
     latency = latency_topic(name)
     create_topic(source_admin, latency, dataset.partitions)
     replicator = _replicator(name, options, folder)
-    properties = shared_properties(
+    shared = shared_properties(
         stack.source.bootstrap_servers,
         stack.target.bootstrap_servers,
         [dataset.topic, latency],
         dataset.partitions,
     )
     extra = options.srm_set if name == SRM else options.mm2_set
-    write_properties(replicator.config_path, properties, extra)
+    written = write_properties(replicator.config_path, replicator_properties(name, shared), extra)
+    report.configs[name] = {
+        "config_file": replicator.config_path.name,
+        "log_file": replicator.log_path.name,
+        "command": replicator.display(),
+        "properties": written,
+    }
     say(f"  starting {replicator.display()}\n  log: {replicator.log_path}")
     with RunningReplicator(replicator) as running:
         catchup = measure_catchup(
@@ -195,8 +206,8 @@ def _run_replicator(
 
 
 def _replicator(name: str, options: BenchOptions, folder: Path) -> Replicator:
-    if name == MM2:
-        return mirrormaker2(folder, options.mm2_heap)
+    if name in (MM2, MM2_TUNED):
+        return mirrormaker2(folder, options.mm2_heap, name)
     return srm_driver(folder, options.spark_master)
 
 

@@ -13,8 +13,19 @@ from srm_bench.dataset import expected_end_offsets, record_values
 from srm_bench.latency import LatencyResult, percentile
 from srm_bench.options import BenchOptions, parse_options
 from srm_bench.raw import RawResult, ToolRun, parse_consumer_output, parse_producer_output
-from srm_bench.replicators import shared_properties, write_properties
+from srm_bench.replicators import (
+    MM2,
+    MM2_TUNED,
+    MM2_TUNED_PROPERTIES,
+    SRM,
+    latency_topic,
+    mirrormaker2,
+    replicator_properties,
+    shared_properties,
+    write_properties,
+)
 from srm_bench.report import BenchReport, SystemResult
+from srm_bench.session import _systems
 from srm_common.config.loader import load_config
 
 CONSUMER_OUTPUT = """\
@@ -83,7 +94,79 @@ def test_options_reject_a_warmup_longer_than_the_latency_phase() -> None:
         parse_options(["--latency-seconds", "5", "--latency-warmup", "5"])
 
 
-def _report(with_mm2: bool) -> BenchReport:
+def test_tuned_file_is_the_default_file_plus_the_tuned_keys_when_written() -> None:
+    shared = shared_properties("127.0.0.1:1", "127.0.0.1:2", ["bench-data", "bench-x"], 8)
+    default, tuned = replicator_properties(MM2, shared), replicator_properties(MM2_TUNED, shared)
+    assert default == shared and replicator_properties(SRM, shared) == shared
+    assert tuned == {**shared, **MM2_TUNED_PROPERTIES}
+    assert not set(MM2_TUNED_PROPERTIES) & set(shared), "tuning adds keys, changes none"
+
+
+def test_tuned_keys_are_cluster_prefixed_client_keys_when_mm2_reads_them() -> None:
+    # Dedicated-mode MM2 reads <alias>.producer.* into the target's worker producer and
+    # <alias>.consumer.* into the source consumers; any other spelling would be ignored.
+    for key in MM2_TUNED_PROPERTIES:
+        assert key.startswith(("backup.producer.", "primary.consumer.")), key
+    assert MM2_TUNED_PROPERTIES["backup.producer.batch.size"] == "262144"
+    assert MM2_TUNED_PROPERTIES["backup.producer.compression.type"] == "none"
+    # More than one request in flight only with idempotence, which keeps the order.
+    assert MM2_TUNED_PROPERTIES["backup.producer.max.in.flight.requests.per.connection"] == "5"
+    assert MM2_TUNED_PROPERTIES["backup.producer.enable.idempotence"] == "true"
+    # The latency phase: no fetch may wait for more bytes, no batch for long.
+    assert MM2_TUNED_PROPERTIES["primary.consumer.fetch.min.bytes"] == "1"
+    assert int(MM2_TUNED_PROPERTIES["backup.producer.linger.ms"]) <= 5
+
+
+def test_tuned_file_resolves_to_the_data_clients_when_loaded_as_mm2_properties(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mm2-tuned.properties"
+    shared = shared_properties("127.0.0.1:1", "127.0.0.1:2", ["bench-data", "bench-x"], 8)
+    written = write_properties(path, replicator_properties(MM2_TUNED, shared), [])
+    assert written == {**shared, **MM2_TUNED_PROPERTIES}
+    flow = load_config(path).flow("primary", "backup")
+    assert flow.target_producer["batch.size"] == "262144"
+    assert flow.target_producer["max.in.flight.requests.per.connection"] == "5"
+    assert flow.source_consumer["max.poll.records"] == "4096"
+
+
+def test_command_line_keys_win_over_tuned_keys_when_both_set_one(tmp_path: Path) -> None:
+    shared = shared_properties("127.0.0.1:1", "127.0.0.1:2", ["bench-data"], 8)
+    written = write_properties(
+        tmp_path / "mm2-tuned.properties",
+        replicator_properties(MM2_TUNED, shared),
+        ["backup.producer.batch.size = 65536"],
+    )
+    assert written["backup.producer.batch.size"] == "65536"
+
+
+def test_tuned_mm2_has_its_own_file_log_and_latency_topic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_java = ["java", "-Xmx2g", "-Dlog4j2.configurationFile=x", "-cp", "jars", "Main"]
+    monkeypatch.setattr(
+        "srm_bench.replicators.tool_command", lambda _tool, args, heap: [*fake_java, *args]
+    )
+    default, tuned = mirrormaker2(tmp_path, "2g"), mirrormaker2(tmp_path, "2g", MM2_TUNED)
+    assert (default.name, default.config_path.name, default.log_path.name) == (
+        MM2, "mm2.properties", "mm2.log",
+    )  # fmt: skip
+    assert (tuned.name, tuned.config_path.name, tuned.log_path.name) == (
+        MM2_TUNED, "mm2-tuned.properties", "mm2-tuned.log",
+    )  # fmt: skip
+    assert tuned.command[-1] == str(tmp_path / "mm2-tuned.properties")
+    assert tuned.label == "MM2 tuned"
+    assert latency_topic(MM2_TUNED) == "bench-latency-mirrormaker2-tuned"
+
+
+def test_replicators_run_in_order_and_each_skip_option_leaves_one_out() -> None:
+    assert _systems(parse_options([])) == [MM2, MM2_TUNED, SRM]
+    assert _systems(parse_options(["--skip-mm2-tuned"])) == [MM2, SRM]
+    assert _systems(parse_options(["--skip-srm", "--skip-mm2"])) == [MM2_TUNED]
+    assert parse_options(["--skip-mm2-tuned"]).describe()["skip_mm2_tuned"] is True
+
+
+def _report(with_mm2: bool, with_tuned: bool = False, with_srm: bool = True) -> BenchReport:
     options = BenchOptions(size_mb=100)
     report = BenchReport(
         options=options,
@@ -96,24 +179,104 @@ def _report(with_mm2: bool) -> BenchReport:
     )
     catchup = CatchupResult(20.0, 8.0, 12.0, 102400, 15.0, 15360.0, 5.0, 600.0, 30.0, 4, 0)
     latency = LatencyResult(50.0, 300.0, 80.0, 400.0, 100, 100, 0, 0, 0, 120, 500.0)
-    report.systems["srm"] = SystemResult(catchup, latency, 650.0, 1.0)
+    if with_srm:
+        report.systems[SRM] = SystemResult(catchup, latency, 650.0, 1.0)
     if with_mm2:
-        report.systems["mirrormaker2"] = SystemResult(catchup, latency, 1500.0, 1.0)
+        report.systems[MM2] = SystemResult(catchup, latency, 1500.0, 1.0)
+    if with_tuned:
+        faster = CatchupResult(15.0, 8.0, 6.0, 102400, 30.0, 30720.0, 6.7, 700.0, 20.0, 1, 0)
+        slower = LatencyResult(100.0, 600.0, 120.0, 800.0, 100, 100, 0, 0, 0, 120, 500.0)
+        report.systems[MM2_TUNED] = SystemResult(faster, slower, 1300.0, 1.0)
     return report
+
+
+def _row(table: str, label: str) -> list[str]:
+    return next(line for line in table.splitlines() if line.startswith(label))[len(label) :].split()
 
 
 def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path: Path) -> None:
     path = _report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
-    assert data["throughput_mb_s"] == {"srm": 15.0, "mirrormaker2": None, "raw": 30.0}
+    assert data["schema_version"] == 2
+    assert data["throughput_mb_s"] == {
+        "srm": 15.0,
+        "mirrormaker2": None,
+        "mirrormaker2_tuned": None,
+        "raw": 30.0,
+    }
     assert data["latency_ms"]["srm"] == {"p50": 50.0, "p99": 300.0}
     assert data["latency_ms"]["mirrormaker2"] == {"p50": None, "p99": None}
+    assert data["latency_ms"]["mirrormaker2_tuned"] == {"p50": None, "p99": None}
     assert data["ratios"]["srm_over_raw"] == 0.5 and data["ratios"]["srm_over_mm2"] is None
+    assert data["ratios"]["srm_over_mm2_tuned"] is None
+    assert data["mm2_tuned_properties"] == dict(MM2_TUNED_PROPERTIES)
+
+
+def test_json_has_every_ratio_when_all_three_ran(tmp_path: Path) -> None:
+    report = _report(with_mm2=True, with_tuned=True)
+    report.configs[MM2_TUNED] = {"config_file": "mm2-tuned.properties", "properties": {"a": "b"}}
+    data = json.loads(report.write_json(tmp_path).read_text())
+    assert data["throughput_mb_s"]["mirrormaker2_tuned"] == 30.0
+    assert data["ratios"]["srm_over_mm2"] == 1.0
+    assert data["ratios"]["srm_over_mm2_tuned"] == 0.5
+    assert data["ratios"]["mm2_tuned_over_mm2"] == 2.0
+    assert data["ratios"]["mm2_tuned_over_raw"] == 1.0
+    tuned_rows = data["row_ratios"]["srm_over_mm2_tuned"]
+    assert tuned_rows["copy_mb_s"] == 0.5 and tuned_rows["latency_p99_ms"] == 0.5
+    assert tuned_rows["peak_rss_mb"] == 0.5 and tuned_rows["cpu_seconds"] == 1.5
+    assert data["latency_ms"]["mirrormaker2_tuned"] == {"p50": 100.0, "p99": 600.0}
+    assert set(data["catchup"]) == {"srm", "mirrormaker2", "mirrormaker2_tuned"}
+    assert data["replicator_config"]["mirrormaker2_tuned"]["properties"] == {"a": "b"}
 
 
 def test_table_shows_ratios_when_both_replicators_ran() -> None:
     table = _report(with_mm2=True).table()
-    copy_row = next(line for line in table.splitlines() if line.startswith("copy rate, MB/s"))
-    assert copy_row.split()[-2:] == ["1.00", "0.50"]
+    # SRM, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
+    assert _row(table, "copy rate, MB/s") == ["15.0", "15.0", "-", "30.0", "1.00", "-", "0.50"]
     assert "raw limit: consumer perf" in table
+
+
+def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> None:
+    table = _report(with_mm2=True, with_tuned=True).table()
+    header = table.splitlines()[2]
+    for heading in ("SRM driver", "MirrorMaker 2", "MM2 tuned", "raw limit", "SRM/MM2",
+                    "SRM/MM2-tuned", "SRM/raw"):  # fmt: skip
+        assert heading in header
+    assert _row(table, "copy rate, MB/s") == [
+        "15.0",
+        "15.0",
+        "30.0",
+        "30.0",
+        "1.00",
+        "0.50",
+        "0.50",
+    ]
+    assert _row(table, "peak RSS (process tree), MB") == ["650", "1,500", "1,300", "-", "0.43",
+                                                           "0.50", "-"]  # fmt: skip
+    assert _row(table, "latency p99, ms") == ["300.0", "300.0", "600.0", "-", "1.00", "0.50", "-"]
+    assert _row(table, "CPU time to catch up, s")[-2:] == ["1.50", "-"]
+    # Every figure lines up under its heading.
+    assert len({len(line) for line in table.splitlines()[2:11]}) == 1
+
+
+def test_table_ratios_are_dashes_when_srm_was_skipped() -> None:
+    table = _report(with_mm2=True, with_tuned=True, with_srm=False).table()
+    assert _row(table, "copy rate, MB/s") == ["-", "15.0", "30.0", "30.0", "-", "-", "-"]
+    assert _row(table, "latency p50, ms")[-3:] == ["-", "-", "-"]
+
+
+def test_table_notes_list_every_tuned_key_when_printed() -> None:
+    table = _report(with_mm2=True, with_tuned=True).table()
+    flat = " ".join(line.strip() for line in table.splitlines())
+    assert "MM2 tuned: MirrorMaker 2's file plus" in flat
+    for key, value in MM2_TUNED_PROPERTIES.items():
+        assert f"{key}={value}" in flat
+    tuned_lines = table[table.index("MM2 tuned: MirrorMaker 2's") :].split("\nlatency")[0]
+    assert max(len(line) for line in tuned_lines.splitlines()) <= 110
+
+
+def test_table_notes_say_when_mm2_set_overrides_a_tuned_key() -> None:
+    report = _report(with_mm2=True, with_tuned=True)
+    report.options = BenchOptions(size_mb=100, mm2_set=("backup.producer.batch.size=1",))
+    assert "--mm2-set overrides tuned keys: backup.producer.batch.size=1" in report.table()
