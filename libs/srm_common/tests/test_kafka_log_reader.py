@@ -29,6 +29,9 @@ class FakeConsumer:
     def consume(self, _count: int, _timeout: float) -> list[Message]:
         return self.batches.pop(0) if self.batches else []
 
+    def position(self, partitions: list[object]) -> list[object]:
+        return partitions  # offsets unknown (-1001): the reader keeps its position
+
 
 def event(offset: int) -> Message:
     return Message(offset, encode(Envelope(FlowEnabled(f"f{offset}"), 1, "t")))
@@ -38,6 +41,7 @@ def reader(batches: list[list[Message]]) -> EventLogReader:
     log = EventLogReader.__new__(EventLogReader)
     log.topic = "srm-control.events.internal"
     log.at_end = False
+    log.position = -1
     log._carried = []
     log._consumer = FakeConsumer(batches)  # type: ignore[assignment]
     return log

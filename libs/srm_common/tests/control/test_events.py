@@ -24,6 +24,9 @@ from srm_common.control.events import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    PartitionHalted,
+    PartitionResumeRequested,
+    RecordsLost,
     TaskConfigsGenerated,
     TopicsAllowed,
     TopicsDenyRemoved,
@@ -58,7 +61,20 @@ EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
         st.lists(patterns, max_size=3).map(tuple),
         st.booleans(),
     ),
-    DriverJoined: st.builds(DriverJoined, names, names, names),
+    DriverJoined: st.builds(DriverJoined, names, names, names, names),
+    PartitionHalted: st.builds(
+        PartitionHalted, flows, names, st.integers(0, 10_000), names, names, names
+    ),
+    PartitionResumeRequested: st.builds(
+        PartitionResumeRequested,
+        flows,
+        names,
+        st.integers(0, 10_000),
+        st.sampled_from(["copy-end", "source-start", "source-end", "offset"]),
+        st.none() | st.integers(0, 2**53),
+        names,
+    ),
+    RecordsLost: st.builds(RecordsLost, flows, names, st.integers(0, 10_000), ints, ints, names),
     DriverLeft: st.builds(DriverLeft, names, names),
     AssignmentChanged: st.builds(AssignmentChanged, ints, st.dictionaries(names, names), patterns),
 }
@@ -95,7 +111,15 @@ def test_golden_bytes_decode_and_reencode_as_the_current_version(record: dict[st
 def test_driver_joined_v1_is_upcast_with_an_empty_host() -> None:
     v1 = next(r for r in GOLDEN if r["name"] == "driver.joined v1 (before host)")
     envelope = decode(v1["value"].encode(), offset=41)
-    assert envelope == Envelope(DriverJoined("d2", "http://h:8081", ""), 1700000000000, offset=41)
+    assert envelope == Envelope(
+        DriverJoined("d2", "http://h:8081", "", ""), 1700000000000, offset=41
+    )
+
+
+def test_driver_joined_v2_is_upcast_with_an_instance_matching_any() -> None:
+    v2 = next(r for r in GOLDEN if r["name"] == "driver.joined v2")
+    envelope = decode(v2["value"].encode(), offset=42)
+    assert envelope.event == DriverJoined("d2", "http://h:8081", "h", "")
 
 
 @given(envelopes)
@@ -128,8 +152,8 @@ def _record(type_: str, version: int, data: object, **extra: object) -> bytes:
             "unknown event type 'flow.renamed'; it was written by a newer SRM: upgrade",
         ),
         (
-            _record("driver.joined", 3, {"driver": "d", "url": "u", "host": "h", "zone": "z"}),
-            "(driver.joined v3): this release reads up to v2; it was written by a newer SRM",
+            _record("driver.joined", 4, {"driver": "d", "url": "u", "host": "h", "zone": "z"}),
+            "(driver.joined v4): this release reads up to v3; it was written by a newer SRM",
         ),
         (_record("driver.joined", 0, {}), "field 'version' must be 1 or more"),
         (_record("flow.enabled", 1, {}), "(flow.enabled v1): missing field 'flow'"),

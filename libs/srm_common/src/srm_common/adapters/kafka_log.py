@@ -14,22 +14,23 @@ KIP-848-era brokers completely, and the drivers already use it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from srm_common.config.control import ControlSettings
+from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, decode, encode, event_key
 from srm_common.errors import SrmError
 
@@ -186,6 +187,8 @@ class EventLogReader:
         )
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self.at_end = False
+        # The next offset this reader will read (-1 before it has read anything).
+        self.position = -1
         self._carried: list[Envelope] = []
 
     def poll(self, timeout: float = 0.2, *, max_events: int = 1000) -> list[Envelope]:
@@ -213,7 +216,16 @@ class EventLogReader:
         if failure is not None:
             self._carried = events
             raise failure
+        self._update_position()
         return events
+
+    def _update_position(self) -> None:
+        try:
+            (where,) = self._consumer.position([TopicPartition(self.topic, 0)])
+        except KafkaException:
+            return
+        if where.offset >= 0:
+            self.position = where.offset
 
     def read_to_end(self, timeout: float = TIMEOUT_S) -> list[Envelope]:
         """Everything committed so far; :class:`ControlLogError` if the end is not reached.
@@ -236,6 +248,26 @@ class EventLogReader:
         self._consumer.close()
 
 
+class EventLogEnd:
+    """Where the committed event log ends now (its last stable offset), for a driver
+    confirming that it has read every decision made before a moment."""
+
+    def __init__(self, settings: ControlSettings) -> None:
+        self.topic = settings.events_topic
+        self._admin = AdminClient(dict(settings.client))
+
+    def query(self, timeout: float = 5.0) -> int:
+        """The end offset; :class:`ControlLogError` if the control cluster did not answer."""
+        request = {TopicPartition(self.topic, 0): OffsetSpec.latest()}
+        try:
+            futures = self._admin.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
+            )
+            return int(next(iter(futures.values())).result(timeout).offset)
+        except (KafkaException, FutureTimeout) as exc:
+            raise ControlLogError(f"cannot read where the event log ends: {exc}") from exc
+
+
 def read_log(settings: ControlSettings, *, timeout: float = TIMEOUT_S) -> list[Envelope]:
     """The whole committed event log (for srm-control and tests)."""
     reader = EventLogReader(settings, client_id=f"srm-log-reader-{time.time_ns()}")
@@ -246,50 +278,6 @@ def read_log(settings: ControlSettings, *, timeout: float = TIMEOUT_S) -> list[E
 
 
 # -- driver heartbeats -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Beat:
-    """A driver's heartbeat: who it is, where its REST server is, what it runs."""
-
-    driver: str
-    url: str
-    host: str
-    at_ms: int
-    generation: int
-    running: frozenset[str] = field(default_factory=frozenset)
-    leaving: bool = False
-
-    def to_bytes(self) -> bytes:
-        return json.dumps(
-            {
-                "driver": self.driver,
-                "url": self.url,
-                "host": self.host,
-                "at": self.at_ms,
-                "generation": self.generation,
-                "running": sorted(self.running),
-                "leaving": self.leaving,
-            },
-            separators=(",", ":"),
-        ).encode()
-
-    @classmethod
-    def from_bytes(cls, value: bytes) -> Beat | None:
-        """The beat in ``value``, or None for bytes that are not one (ignored)."""
-        try:
-            data = json.loads(value)
-            return cls(
-                driver=str(data["driver"]),
-                url=str(data["url"]),
-                host=str(data.get("host", "")),
-                at_ms=int(data["at"]),
-                generation=int(data["generation"]),
-                running=frozenset(str(t) for t in data.get("running", ())),
-                leaving=bool(data.get("leaving", False)),
-            )
-        except (ValueError, KeyError, TypeError):
-            return None
 
 
 class BeatWriter:

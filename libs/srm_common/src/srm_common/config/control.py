@@ -31,6 +31,21 @@ class ControlSettings:
     session_timeout_ms: int
     heartbeat_interval_ms: int
     replication_factor: int
+    lease_ms: int = 5000
+    write_timeout_ms: int = 10000
+
+    @property
+    def wait_out_ms(self) -> int:
+        """How long the leader waits, after a driver's tasks were taken from it without
+        its word (it left the group silent), before another driver may run them.
+
+        The driver stops handing records to producers ``lease_ms`` after it last
+        confirmed its membership (which it cannot do once the removal is in the log), and
+        a record handed over lands within ``write_timeout_ms`` (the copier producer's
+        ``delivery.timeout.ms``) or never. Monotonic clocks of two machines drift apart by
+        far less than the 2 % and the second added here.
+        """
+        return int((self.lease_ms + self.write_timeout_ms) * 1.02) + 1000
 
     @property
     def events_topic(self) -> str:
@@ -86,6 +101,8 @@ def control_settings(config: SrmConfig) -> ControlSettings:
             key="srm.driver.heartbeat.interval.ms",
         )
     factor = _number(config, "srm.control.replication.factor", -1, minimum=1)
+    lease = _number(config, "srm.driver.lease.ms", session // 2, minimum=heartbeat * 2)
+    write_timeout = _number(config, "srm.driver.write.timeout.ms", 10000, minimum=1000)
     return ControlSettings(
         cluster=alias,
         client=config.cluster(alias).client_config("admin"),
@@ -93,6 +110,8 @@ def control_settings(config: SrmConfig) -> ControlSettings:
         session_timeout_ms=session,
         heartbeat_interval_ms=heartbeat,
         replication_factor=factor,
+        lease_ms=lease,
+        write_timeout_ms=write_timeout,
     )
 
 

@@ -128,6 +128,8 @@ def build_flow(
         offset_lag_max=v.number("offset.lag.max"),
         batch_max_records=v.number("srm.batch.max.records"),
         idle_wait_ms=v.number("srm.idle.wait.ms"),
+        commit_interval_ms=v.number("srm.commit.interval.ms"),
+        poison_max_tries=v.number("srm.poison.max.tries"),
         offset_syncs_topic_location=v.text("offset-syncs.topic.location"),
         heartbeats_topic_replication_factor=v.number("heartbeats.topic.replication.factor"),
         checkpoints_topic_replication_factor=v.number("checkpoints.topic.replication.factor"),

@@ -192,12 +192,13 @@ _SPECS: list[KeySpec] = [
         choices=("source", "target"),
     ),
     KeySpec("consumer.poll.timeout.ms", Kind.LONG, "1000", "Source poll timeout.", minimum=0),
-    # SRM's own keys (not MM2's): how source tasks cut batches.
+    # SRM's own keys (not MM2's): how the copy loops of source tasks run.
     KeySpec(
         "srm.batch.max.records",
         Kind.INT,
-        "100000",
-        "Most upstream offsets one source-task batch copies per partition.",
+        "50000",
+        "Most upstream offsets a partition is copied past its recorded progress (its"
+        " reservation); also bounds what a restart compares.",
         "batch_max_records",
         minimum=1,
     ),
@@ -205,8 +206,24 @@ _SPECS: list[KeySpec] = [
         "srm.idle.wait.ms",
         Kind.LONG,
         "100",
-        "How long a source task waits before looking again when nothing was new.",
+        "How long a copy loop waits for new source records before it looks at its plan again.",
         "idle_wait_ms",
+        minimum=1,
+    ),
+    KeySpec(
+        "srm.commit.interval.ms",
+        Kind.LONG,
+        "1000",
+        "How often the progress of a partition that is copying is recorded.",
+        "commit_interval_ms",
+        minimum=10,
+    ),
+    KeySpec(
+        "srm.poison.max.tries",
+        Kind.INT,
+        "3",
+        "Times a record the target refuses is tried before its partition halts.",
+        "poison_max_tries",
         minimum=1,
     ),
     KeySpec("admin.timeout.ms", Kind.LONG, "60000", "Admin request timeout.", minimum=0),

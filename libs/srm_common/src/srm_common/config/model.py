@@ -106,6 +106,8 @@ class FlowConfig:
     offset_lag_max: int
     batch_max_records: int
     idle_wait_ms: int
+    commit_interval_ms: int
+    poison_max_tries: int
     offset_syncs_topic_location: str
     heartbeats_topic_replication_factor: int
     checkpoints_topic_replication_factor: int

@@ -65,6 +65,7 @@ def rebalance(
     reports: Mapping[str, MemberReport],
     *,
     must_revoke: Collection[str] = (),
+    waiting: Collection[str] = (),
 ) -> Rebalance:
     """The next step towards every task of ``state`` on one of the live ``drivers``, each
     holding ``floor(n/d)`` or ``ceil(n/d)`` of the ``n`` tasks.
@@ -81,8 +82,9 @@ def rebalance(
     unassigned in ``state`` and not in ``must_revoke``, each to the live driver with the
     fewest tasks, then the fewest of the same flow, then the lowest id, among those that
     no other live driver reports running it. A new group (no assignment at all) is dealt
-    round robin in task order (:meth:`ControlState.all_task_ids`). What cannot be
-    assigned yet waits for a later round.
+    round robin in task order (:meth:`ControlState.all_task_ids`). ``waiting`` tasks are
+    not assigned (their last driver left without its word, and its writes are being
+    waited out). What cannot be assigned yet waits for a later round.
     """
     tasks = state.all_task_ids()
     order = {task: position for position, task in enumerate(tasks)}
@@ -103,7 +105,8 @@ def rebalance(
         share = base + (1 if rank < extra else 0)
         revoked.update(kept[driver][share:])
         del kept[driver][share:]
-    candidates = [t for t in tasks if t not in state.assignment and t not in forced]
+    held_back = forced | set(waiting)
+    candidates = [t for t in tasks if t not in state.assignment and t not in held_back]
     if not candidates or not _all_applied(state, live, reports):
         return Rebalance({}, tuple(revoked))
     runners = _runners(live, reports)

@@ -33,7 +33,10 @@ from srm_common.control.schema import (
     EventDecodeError,
     FlowDisabled,
     FlowEnabled,
+    PartitionHalted,
+    PartitionResumeRequested,
     PatternEvent,
+    RecordsLost,
     TaskConfigsGenerated,
 )
 
@@ -176,7 +179,16 @@ def _actual(value: object) -> str:
 def event_key(event: Event) -> bytes:
     """The record key: the flow for flow events, the driver id for driver events, else
     ``cluster``. Kafka keeps one key's records in order on one partition."""
-    if isinstance(event, FlowEnabled | FlowDisabled | PatternEvent | TaskConfigsGenerated):
+    if isinstance(
+        event,
+        FlowEnabled
+        | FlowDisabled
+        | PatternEvent
+        | TaskConfigsGenerated
+        | PartitionHalted
+        | PartitionResumeRequested
+        | RecordsLost,
+    ):
         return event.flow.encode()
     if isinstance(event, DriverJoined | DriverLeft):
         return event.driver.encode()
@@ -207,7 +219,22 @@ def describe(envelope: Envelope) -> str:
             f" {'heartbeat' if event.heartbeat else 'no heartbeat'}"
         )
     if isinstance(event, DriverJoined):
-        return f"driver {event.driver} joined ({event.url})"
+        instance = f", instance {event.instance}" if event.instance else ""
+        return f"driver {event.driver} joined ({event.url}{instance})"
+    if isinstance(event, PartitionHalted):
+        return (
+            f"{event.flow} {event.topic}-{event.partition} halted on driver {event.driver}"
+            f" ({event.kind}): {event.reason}"
+        )
+    if isinstance(event, PartitionResumeRequested):
+        start = f"offset {event.offset}" if event.mode == "offset" else event.mode
+        return f"{event.flow} {event.topic}-{event.partition}: resume from {start} requested"
+    if isinstance(event, RecordsLost):
+        return (
+            f"{event.flow} {event.topic}-{event.partition}: retention deleted source offsets"
+            f" {event.first_offset}..{event.end_offset - 1} before they were copied"
+            f" ({event.end_offset - event.first_offset} offsets, seen by driver {event.driver})"
+        )
     if isinstance(event, DriverLeft):
         return f"driver {event.driver} left: {event.reason}"
     if isinstance(event, AssignmentChanged):

@@ -16,11 +16,14 @@ from srm_common.control.schema import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    PartitionHalted,
+    PartitionResumeRequested,
     PatternKind,
     PatternList,
+    RecordsLost,
     pattern_event_class,
 )
-from srm_common.control.state import ControlState, FlowState
+from srm_common.control.state import ControlState, FlowState, partition_key
 from srm_common.domain.filters import compile_patterns
 from srm_common.errors import ConfigError, InvalidCommandError
 
@@ -54,6 +57,52 @@ class ChangePatterns:
         object.__setattr__(self, "patterns", tuple(self.patterns))
 
 
+RESUME_MODES = ("copy-end", "source-start", "source-end", "offset")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePartition:
+    """``srm-control partitions --resume T:P --from MODE``: resume a halted partition
+    from an explicit choice; ``request_id`` (the caller's) makes a retry apply once."""
+
+    flow: str
+    topic: str
+    partition: int
+    mode: str
+    offset: int | None
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReportHalt:
+    """A driver halted a partition: recorded so operators see it and can resume it."""
+
+    flow: str
+    topic: str
+    partition: int
+    kind: str
+    reason: str
+    driver: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReportLoss:
+    """A driver found source offsets ``[first_offset, end_offset)`` deleted by retention
+    before they were copied."""
+
+    flow: str
+    topic: str
+    partition: int
+    first_offset: int
+    end_offset: int
+    driver: str
+
+
+Command = ChangePatterns | ResumePartition | ReportHalt | ReportLoss
+HALT_KINDS = ("conflict", "recreated", "truncated", "missing", "retention", "poison")
+MAX_REASON = 2000
+
+
 def parse_flow(flow: str, aliases: Sequence[str]) -> tuple[str, str]:
     """``(source, target)`` of ``"S->T"``; :class:`CommandRejected` unless both are known
     aliases and differ."""
@@ -72,7 +121,79 @@ def parse_flow(flow: str, aliases: Sequence[str]) -> tuple[str, str]:
     return source, target
 
 
-def decide(state: ControlState, command: ChangePatterns, *, aliases: Sequence[str]) -> list[Event]:
+def decide(state: ControlState, command: Command, *, aliases: Sequence[str]) -> list[Event]:
+    """The events a command decides; [] when it changes nothing. See each ``_decide_*``."""
+    if isinstance(command, ChangePatterns):
+        return _decide_patterns(state, command, aliases=aliases)
+    source, target = parse_flow(command.flow, aliases)
+    flow = f"{source}->{target}"
+    if not command.topic or command.partition < 0:
+        raise CommandRejected(f"{command.topic!r}-{command.partition} is not a topic partition")
+    key = partition_key(flow, command.topic, command.partition)
+    where = f"{flow} {command.topic}-{command.partition}"
+    if isinstance(command, ResumePartition):
+        return _decide_resume(state, command, flow, key, where)
+    if isinstance(command, ReportHalt):
+        if command.kind not in HALT_KINDS:
+            raise CommandRejected(f"unknown halt kind {command.kind!r}; one of {HALT_KINDS}")
+        reason = command.reason[:MAX_REASON]
+        known = state.halts.get(key)
+        if known is not None and (known.kind, known.reason) == (command.kind, reason):
+            return []  # reported again (a retry, or another driver that tried it)
+        return [
+            PartitionHalted(
+                flow, command.topic, command.partition, command.kind, reason, command.driver
+            )
+        ]
+    if not 0 <= command.first_offset < command.end_offset:
+        raise CommandRejected(
+            f"{where}: lost offsets {command.first_offset}..{command.end_offset} are not a range"
+        )
+    if (command.first_offset, command.end_offset) in state.losses.get(key, ()):
+        return []
+    return [
+        RecordsLost(
+            flow,
+            command.topic,
+            command.partition,
+            command.first_offset,
+            command.end_offset,
+            command.driver,
+        )
+    ]
+
+
+def _decide_resume(
+    state: ControlState, command: ResumePartition, flow: str, key: str, where: str
+) -> list[Event]:
+    """Resume a halted partition; refused unless it is halted, or with a bad choice."""
+    if command.mode not in RESUME_MODES:
+        raise CommandRejected(
+            f"unknown resume point {command.mode!r}; use one of {', '.join(RESUME_MODES)}"
+        )
+    if (command.mode == "offset") != (command.offset is not None):
+        raise CommandRejected("give --offset N exactly when resuming --from offset")
+    if command.offset is not None and command.offset < 0:
+        raise CommandRejected(f"offset {command.offset} is negative")
+    pending = state.resumes.get(key)
+    if pending is not None and pending.request_id == command.request_id:
+        return []  # the same request again: applied once
+    if key not in state.halts:
+        halted = sorted(
+            k.split("|", 1)[1].replace("|", "-") for k in state.halts if k.startswith(flow + "|")
+        )
+        listed = ", ".join(halted) if halted else "none"
+        raise CommandRejected(f"{where} is not halted, nothing to resume (halted now: {listed})")
+    return [
+        PartitionResumeRequested(
+            flow, command.topic, command.partition, command.mode, command.offset, command.request_id
+        )
+    ]
+
+
+def _decide_patterns(
+    state: ControlState, command: ChangePatterns, *, aliases: Sequence[str]
+) -> list[Event]:
     """The events of a pattern change: [] when it changes nothing (adding what is there).
 
     Refuses (:class:`CommandRejected`) an unknown flow, kind or action, no patterns, a

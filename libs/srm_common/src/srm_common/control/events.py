@@ -26,9 +26,12 @@ from srm_common.control.schema import (
     GroupsAllowRemoved,
     GroupsDenied,
     GroupsDenyRemoved,
+    PartitionHalted,
+    PartitionResumeRequested,
     PatternEvent,
     PatternKind,
     PatternList,
+    RecordsLost,
     TaskConfigsGenerated,
     TopicsAllowed,
     TopicsAllowRemoved,
@@ -36,6 +39,7 @@ from srm_common.control.schema import (
     TopicsDenyRemoved,
     pattern_event_class,
     upcast_driver_joined_v1_to_v2,
+    upcast_driver_joined_v2_to_v3,
 )
 
 __all__ = [
@@ -57,9 +61,12 @@ __all__ = [
     "GroupsAllowed",
     "GroupsDenied",
     "GroupsDenyRemoved",
+    "PartitionHalted",
+    "PartitionResumeRequested",
     "PatternEvent",
     "PatternKind",
     "PatternList",
+    "RecordsLost",
     "TaskConfigsGenerated",
     "TopicsAllowRemoved",
     "TopicsAllowed",
@@ -71,4 +78,5 @@ __all__ = [
     "event_key",
     "pattern_event_class",
     "upcast_driver_joined_v1_to_v2",
+    "upcast_driver_joined_v2_to_v3",
 ]

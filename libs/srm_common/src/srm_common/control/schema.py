@@ -192,13 +192,15 @@ class TaskConfigsGenerated(Event):
 
 @dataclass(frozen=True, slots=True)
 class DriverJoined(Event):
-    """A driver joined the group. v2 added ``host`` (v1 records decode with ``host=""``)."""
+    """A driver incarnation joined the group. v2 added ``host`` (v1 records decode with
+    ``host=""``); v3 added ``instance``, the incarnation (older records: ``""``, any)."""
 
     TYPE = "driver.joined"
-    VERSION = 2
+    VERSION = 3
     driver: str
     url: str
     host: str
+    instance: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +223,48 @@ class AssignmentChanged(Event):
     def __post_init__(self) -> None:
         object.__setattr__(self, "assigned", dict(sorted(self.assigned.items())))
         object.__setattr__(self, "revoked", tuple(self.revoked))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHalted(Event):
+    """A driver stopped copying one partition rather than guess (``kind``: conflict,
+    recreated, truncated, missing, retention, poison); only an operator resumes it."""
+
+    TYPE = "partition.halted"
+    flow: str
+    topic: str
+    partition: int
+    kind: str
+    reason: str
+    driver: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResumeRequested(Event):
+    """An operator asked to resume a halted partition: ``mode`` copy-end, source-start,
+    source-end or offset (then ``offset``). ``request_id`` makes the resume apply once."""
+
+    TYPE = "partition.resume_requested"
+    flow: str
+    topic: str
+    partition: int
+    mode: str
+    offset: int | None
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsLost(Event):
+    """Retention deleted source offsets ``[first_offset, end_offset)`` of a partition
+    before they were copied: a loss SRM could not prevent, recorded so nobody misses it."""
+
+    TYPE = "records.lost"
+    flow: str
+    topic: str
+    partition: int
+    first_offset: int
+    end_offset: int
+    driver: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +291,9 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         DriverJoined,
         DriverLeft,
         AssignmentChanged,
+        PartitionHalted,
+        PartitionResumeRequested,
+        RecordsLost,
     )
 }
 
@@ -258,6 +305,12 @@ def upcast_driver_joined_v1_to_v2(data: Data) -> Data:
     return {**data, "host": ""}
 
 
+def upcast_driver_joined_v2_to_v3(data: Data) -> Data:
+    """v2 drivers had no incarnation; ``""`` matches any instance of the id."""
+    return {**data, "instance": ""}
+
+
 UPCASTERS: Mapping[tuple[str, int], Callable[[Data], Data]] = {
     ("driver.joined", 1): upcast_driver_joined_v1_to_v2,
+    ("driver.joined", 2): upcast_driver_joined_v2_to_v3,
 }

@@ -23,7 +23,10 @@ from srm_common.control.schema import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    PartitionHalted,
+    PartitionResumeRequested,
     PatternEvent,
+    RecordsLost,
     TaskConfigsGenerated,
 )
 from srm_common.domain.tasks import CheckpointTask, SourceTask
@@ -113,12 +116,48 @@ class FlowTasks:
         )
 
 
+def partition_key(flow: str, topic: str, partition: int) -> str:
+    """``primary->backup|orders|3``: one partition of one flow (topic names have no ``|``)."""
+    return f"{flow}|{topic}|{partition}"
+
+
 @dataclass(frozen=True, slots=True)
 class DriverInfo:
+    """A member of the group: driver id, incarnation (``instance``, ``""`` for members
+    that joined before incarnations existed) and where its REST API answers."""
+
     driver: str
     url: str
     host: str
     joined_at_ms: int
+    instance: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HaltInfo:
+    """A partition a driver halted, until an operator resumes it."""
+
+    flow: str
+    topic: str
+    partition: int
+    kind: str
+    reason: str
+    driver: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeInfo:
+    """An operator's resume of a halted partition, for the driver that holds it."""
+
+    flow: str
+    topic: str
+    partition: int
+    mode: str
+    offset: int | None
+    request_id: str
+    by: str
+    at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +186,17 @@ class ControlState:
     drivers: Mapping[str, DriverInfo] = field(default_factory=dict[str, DriverInfo])
     assignment: Mapping[str, str] = field(default_factory=dict[str, str])
     generation: int = 0
+    halts: Mapping[str, HaltInfo] = field(default_factory=dict[str, HaltInfo])
+    resumes: Mapping[str, ResumeInfo] = field(default_factory=dict[str, ResumeInfo])
+    # Offsets retention deleted before they were copied, per partition key: the distinct
+    # [first, end) ranges reported (a range reported twice counts once).
+    losses: Mapping[str, tuple[tuple[int, int], ...]] = field(
+        default_factory=dict[str, tuple[tuple[int, int], ...]]
+    )
+
+    def lost(self, key: str) -> int:
+        """Offsets of partition ``key`` lost to retention before they were copied."""
+        return sum(end - first for first, end in self.losses.get(key, ()))
 
     def flow(self, name: str) -> FlowState:
         """The flow's state; a flow the log never mentioned is disabled with empty lists."""
@@ -200,6 +250,11 @@ class ControlState:
             "drivers": {name: _plain(d) for name, d in sorted(self.drivers.items())},
             "assignment": dict(sorted(self.assignment.items())),
             "generation": self.generation,
+            "halts": {key: _plain(h) for key, h in sorted(self.halts.items())},
+            "resumes": {key: _plain(r) for key, r in sorted(self.resumes.items())},
+            "losses": {
+                key: [list(r) for r in ranges] for key, ranges in sorted(self.losses.items())
+            },
         }
 
 
@@ -211,7 +266,13 @@ def _sorted(value: object) -> object:
 
 
 def _plain(
-    value: Leader | FlowBaseline | FlowState | TaskConfigsGenerated | DriverInfo,
+    value: Leader
+    | FlowBaseline
+    | FlowState
+    | TaskConfigsGenerated
+    | DriverInfo
+    | HaltInfo
+    | ResumeInfo,
 ) -> dict[str, object]:
     def convert(item: object) -> object:
         if isinstance(item, tuple):
@@ -251,7 +312,7 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
         }
         return replace(state, tasks={**state.tasks, event.flow: tasks}, assignment=assignment)
     if isinstance(event, DriverJoined):
-        info = DriverInfo(event.driver, event.url, event.host, envelope.at_ms)
+        info = DriverInfo(event.driver, event.url, event.host, envelope.at_ms, event.instance)
         return replace(state, drivers={**state.drivers, event.driver: info})
     if isinstance(event, DriverLeft):
         drivers = {name: d for name, d in state.drivers.items() if name != event.driver}
@@ -261,6 +322,40 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
         revoked = set(event.revoked)
         kept = {task: owner for task, owner in state.assignment.items() if task not in revoked}
         return replace(state, generation=event.generation, assignment={**kept, **event.assigned})
+    if isinstance(event, PartitionHalted):
+        key = partition_key(event.flow, event.topic, event.partition)
+        halt = HaltInfo(
+            event.flow,
+            event.topic,
+            event.partition,
+            event.kind,
+            event.reason,
+            event.driver,
+            envelope.at_ms,
+        )
+        resumes = {k: r for k, r in state.resumes.items() if k != key}
+        return replace(state, halts={**state.halts, key: halt}, resumes=resumes)
+    if isinstance(event, PartitionResumeRequested):
+        key = partition_key(event.flow, event.topic, event.partition)
+        resume = ResumeInfo(
+            event.flow,
+            event.topic,
+            event.partition,
+            event.mode,
+            event.offset,
+            event.request_id,
+            envelope.by or "unknown",
+            envelope.at_ms,
+        )
+        halts = {k: h for k, h in state.halts.items() if k != key}
+        return replace(state, halts=halts, resumes={**state.resumes, key: resume})
+    if isinstance(event, RecordsLost):
+        key = partition_key(event.flow, event.topic, event.partition)
+        ranges = state.losses.get(key, ())
+        lost = (event.first_offset, event.end_offset)
+        if lost in ranges:
+            return state
+        return replace(state, losses={**state.losses, key: tuple(sorted((*ranges, lost)))})
     return state
 
 
