@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
-from srm_common.adapters.kafka_log import Beat
 from srm_common.config import load_config
+from srm_common.config.control import control_settings
 from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.control.beats import Beat
 from srm_common.control.events import (
     AssignmentChanged,
     ConfigApplied,
     CoordinatorElected,
     DriverJoined,
+    DriverLeft,
     Envelope,
     FlowEnabled,
     TaskConfigsGenerated,
@@ -97,7 +99,9 @@ def make_leader(
         url=f"http://{name}:1",
         membership=Membership(SESSION_MS),
         discovery=discovery,  # type: ignore[arg-type]
+        control=control_settings(config),
         clock=clock,
+        monotonic=clock,  # one clock in tests: wall and monotonic move together
     )
 
 
@@ -335,3 +339,55 @@ def test_refresh_asks_for_a_listing_taken_after_the_request(config: SrmConfig) -
     clock.at_ms = 4_500
     leader.round(state)
     assert discovery.fresh_after[-1] == 4_321
+
+
+def test_tasks_of_a_driver_that_went_silent_wait_out_its_writes_before_they_move(
+    config: SrmConfig,
+) -> None:
+    clock = Clock(1_000)
+    leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    beats(leader, ["d1", "d2"], 1_000)
+    state = commit(state, leader.round(state))
+    held_by_d1 = set(state.tasks_of("d1"))
+    assert held_by_d1
+    # d1 goes silent (paused, cut off); d2 keeps beating past d1's session.
+    clock.at_ms = 1_000 + SESSION_MS + 100
+    beats(leader, ["d2"], clock.at_ms, generation=1)
+    round_ = leader.round(state)
+    assert [e.driver for e in events_of(round_, DriverLeft)] == ["d1"]
+    assert held_by_d1 <= set(round_.freed), "every task d1 held waits"
+    assert not events_of(round_, AssignmentChanged) or not (
+        held_by_d1 & set(events_of(round_, AssignmentChanged)[0].assigned)
+    ), "d1's tasks are not given to d2 in the round that removed d1"
+    state = commit(state, round_)
+    leader.committed(round_)
+    wait_ms = control_settings(config).wait_out_ms
+    assert wait_ms > SESSION_MS / 2, "the lease and the write timeout are waited out"
+    clock.at_ms += wait_ms - 500
+    beats(leader, ["d2"], clock.at_ms, generation=state.generation)
+    early = leader.round(state)
+    moved = set().union(*(e.assigned for e in events_of(early, AssignmentChanged)))
+    assert not (held_by_d1 & moved), "nothing moves before d1's last write could land"
+    state = commit(state, early)
+    clock.at_ms += 1_000
+    beats(leader, ["d2"], clock.at_ms, generation=state.generation)
+    late = leader.round(state)
+    moved = set().union(*(e.assigned for e in events_of(late, AssignmentChanged)))
+    assert held_by_d1 <= moved and set(moved) <= set(state.all_task_ids())
+
+
+def test_a_new_leader_waits_out_every_task_it_finds_without_a_driver(config: SrmConfig) -> None:
+    clock = Clock(1_000)
+    first = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock)
+    state = commit(ControlState(), first.take_over(ControlState()))
+    state = commit(state, first.round(state))  # task configs, no driver yet
+    assert state.all_task_ids() and not state.assignment
+    second = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock, "c2")
+    take_over = second.take_over(state)
+    assert set(take_over.freed) == set(state.all_task_ids())
+    state = commit(state, take_over)
+    second.committed(take_over)
+    beats(second, ["d1"], clock.at_ms)
+    round_ = second.round(state)
+    assert not events_of(round_, AssignmentChanged), "a previous leader may have freed them"

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from srm_common.adapters.kafka_log import Beat
-from srm_common.control.events import DriverJoined, DriverLeft, Envelope, Event
+from srm_common.control.beats import Beat
+from srm_common.control.events import AssignmentChanged, DriverJoined, DriverLeft, Envelope, Event
 from srm_common.control.state import ControlState, apply
 from srm_coordinator.membership import Membership
 
 SESSION_MS = 10_000
 
 
-def beat(driver: str, at_ms: int, *, generation: int = 0, leaving: bool = False) -> Beat:
-    return Beat(driver, f"http://{driver}:1", f"host-{driver}", at_ms, generation, leaving=leaving)
+def beat(
+    driver: str, at_ms: int, *, generation: int = 0, leaving: bool = False, instance: str = ""
+) -> Beat:
+    return Beat(
+        driver,
+        f"http://{driver}:1",
+        f"host-{driver}",
+        at_ms,
+        generation,
+        leaving=leaving,
+        instance=instance,
+        lease_ms=5000,
+        write_timeout_ms=10000,
+    )
 
 
 def fold(state: ControlState, events: Iterable[Event], at_ms: int = 0) -> ControlState:
@@ -84,16 +96,49 @@ def test_departed_driver_never_rejoins_under_its_old_id() -> None:
 def test_stale_beat_does_not_move_the_clock_back() -> None:
     membership = Membership(SESSION_MS)
     state = joined(membership, "d1", at_ms=5_000)
-    membership.observe([beat("d1", 2_000, generation=9)], 5_000)
+    membership.observe([beat("d1", 2_000, generation=9)], 7_000)
+    assert membership.changes(state, 7_000) == []
     assert membership.last_seen["d1"] == 5_000
     assert membership.reports["d1"].generation == 0
-    assert membership.changes(state, 5_000 + SESSION_MS) == []
+    assert membership.changes(state, 5_000 + SESSION_MS + 1) != []
 
 
 def test_beat_from_the_future_counts_as_now() -> None:
     membership = Membership(SESSION_MS)
     membership.observe([beat("d1", 99_000)], 1_000)
+    membership.changes(ControlState(), 1_000)
     assert membership.last_seen["d1"] == 1_000
+
+
+def test_a_restart_under_the_same_id_replaces_the_old_incarnation_and_rejoins() -> None:
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 1_000, instance="a")], 1_000)
+    state = fold(ControlState(), membership.changes(ControlState(), 1_000))
+    assert state.drivers["d1"].instance == "a"
+    membership.observe([beat("d1", 2_000, instance="b")], 2_000)
+    events = membership.changes(state, 2_000)
+    assert [type(e).__name__ for e in events] == ["DriverLeft", "DriverJoined"]
+    assert "replaced by instance b" in events[0].reason  # type: ignore[union-attr]
+    state = fold(state, events)
+    assert state.drivers["d1"].instance == "b"
+    (departure,) = membership.departures
+    assert (departure.driver, departure.lease_ms, departure.write_timeout_ms) == ("d1", 5000, 10000)
+    # The old incarnation keeps beating (a second live process): ignored, it must stop.
+    membership.observe([beat("d1", 2_500, instance="a")], 2_500)
+    assert membership.changes(state, 2_500) == []
+
+
+def test_a_departed_member_takes_its_tasks_and_running_ones_to_the_departure() -> None:
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 1_000, instance="a")], 1_000)
+    state = fold(ControlState(), membership.changes(ControlState(), 1_000))
+    state = fold(state, [AssignmentChanged(1, {"t0": "d1"}, ())])
+    running = Beat("d1", "u", "h", 1_500, 1, frozenset({"t0", "t9"}), instance="a")
+    membership.observe([running], 1_500)
+    membership.changes(state, 1_500)
+    membership.changes(state, 1_500 + SESSION_MS + 1)
+    (departure,) = membership.departures
+    assert departure.tasks == {"t0", "t9"}, "assigned and still reported running"
 
 
 def test_adopt_gives_inherited_members_a_full_session() -> None:

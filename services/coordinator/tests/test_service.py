@@ -79,6 +79,7 @@ def coordinator(tmp_path: Path) -> Coordinator:
         url="http://c1:1",
         membership=membership,
         discovery=NoDiscovery(),  # type: ignore[arg-type]
+        control=control_settings(config),
     )
     service._beats = FakeBeats()  # type: ignore[assignment]
     service._writer = FakeWriter()  # type: ignore[assignment]

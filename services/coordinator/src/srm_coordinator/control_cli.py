@@ -2,8 +2,10 @@
 
 ``topics`` and ``groups`` edit or list a flow's allow list ("whitelist") and deny list
 ("blacklist") with SRM's flags; the coordinator leader validates each change and records
-it in the event log, and the running drivers follow within seconds. ``audit`` replays
-the log: the history of changes, or with ``--at`` the whole state at a moment.
+it in the event log, and the running drivers follow within seconds. ``partitions`` lists
+the partitions a driver halted (and records lost to retention) and resumes one from an
+explicit choice. ``audit`` replays the log: the history of changes, or with ``--at`` the
+whole state at a moment.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import socket
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +29,7 @@ from srm_common.config.model import SrmConfig
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
-from srm_coordinator.audit import parse_time, render_history, render_state
+from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 
 PROG = "srm-control"
 # The coordinator answers a command within 30 s (20 s queued, 10 s writing) or says why.
@@ -41,6 +44,8 @@ examples:
   srm-control topics --source primary --target backup --remove orders
   srm-control topics --source primary --target backup --list
   srm-control groups --source primary --target backup --add 'billing-.*'
+  srm-control partitions --source primary --target backup --list      halted, and why
+  srm-control partitions --source primary --target backup --resume orders:3 --from copy-end
   srm-control audit                                  configuration changes, oldest first
   srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
@@ -72,6 +77,8 @@ def _run(argv: Sequence[str] | None) -> int:
     settings = _with_overrides(settings, args)
     if args.command == "audit":
         return _audit(args, settings)
+    if args.command == "partitions":
+        return _partitions(args, config, settings)
     return _patterns(args, config, settings)
 
 
@@ -109,7 +116,7 @@ def _state(settings: ControlSettings) -> ControlState:
 # -- topics / groups ---------------------------------------------------------------------
 
 
-def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+def _flow(args: argparse.Namespace, config: SrmConfig) -> str:
     for alias in (args.source, args.target):
         if alias not in config.clusters:
             fail(
@@ -117,7 +124,11 @@ def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSett
             )
     if args.source == args.target:
         fail(PROG, "--source and --target must be different clusters")
-    flow = f"{args.source}->{args.target}"
+    return f"{args.source}->{args.target}"
+
+
+def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+    flow = _flow(args, config)
     actions = [
         (action, _split(getattr(args, action.replace("-", "_"))))
         for action in ("add", "remove", "add-blacklist", "remove-blacklist")
@@ -232,6 +243,70 @@ def _print_lists(state: ControlState, flow: str, kind: str) -> None:
         print(f"  {name}")
 
 
+# -- partitions --------------------------------------------------------------------------
+
+
+def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+    flow = _flow(args, config)
+    if args.resume is None and not args.list:
+        fail(
+            PROG,
+            "say what to do: --list or --resume TOPIC:PARTITION --from ..."
+            f" (see {PROG} partitions --help)",
+        )
+    if args.resume is not None:
+        topic, sep, number = args.resume.rpartition(":")
+        if not sep or not topic or not number.isdigit():
+            fail(
+                PROG,
+                f"--resume {args.resume!r}: name the partition as TOPIC:PARTITION, e.g. orders:3",
+            )
+        if args.from_ is None:
+            fail(PROG, "--resume needs --from: copy-end, source-start, source-end or offset")
+        if (args.from_ == "offset") != (args.offset is not None):
+            fail(PROG, "give --offset N exactly when resuming --from offset")
+        state = _state(settings)
+        body = {
+            "flow": flow,
+            "topic": topic,
+            "partition": int(number),
+            "mode": args.from_,
+            "offset": args.offset,
+            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control",
+            "request_id": uuid.uuid4().hex,
+        }
+        for line in _send(state, "/v1/commands/resume", body).get("changes") or []:
+            print(line)
+    if args.list:
+        _print_partitions(_state(settings), flow)
+    return 0
+
+
+def _print_partitions(state: ControlState, flow: str) -> None:
+    prefix = f"{flow}|"
+    halts = sorted((k, h) for k, h in state.halts.items() if k.startswith(prefix))
+    resumes = sorted((k, r) for k, r in state.resumes.items() if k.startswith(prefix))
+    losses = sorted((k, state.lost(k)) for k in state.losses if k.startswith(prefix))
+    print(f"{flow}: {len(halts)} halted partition{'s' if len(halts) != 1 else ''}")
+    for _key, halt in halts:
+        print(
+            f"  {halt.topic}:{halt.partition}  {halt.kind} since {format_time(halt.at_ms)} on"
+            f" driver {halt.driver}"
+        )
+        print(f"      {halt.reason}")
+    for _key, resume in resumes:
+        start = f"offset {resume.offset}" if resume.mode == "offset" else resume.mode
+        print(
+            f"  {resume.topic}:{resume.partition}  resume from {start} asked by {resume.by} at"
+            f" {format_time(resume.at_ms)}"
+        )
+    if losses:
+        print("Lost to retention before they were copied:")
+        for key, lost in losses:
+            _flow_name, topic, partition = key.split("|")
+            print(f"  {topic}:{partition}  {lost} offsets")
+
+
 # -- audit -------------------------------------------------------------------------------
 
 
@@ -297,7 +372,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog=CLIENT_OPTIONS + EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{topics,groups,audit}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{topics,groups,partitions,audit}"
+    )
     for kind in ("topics", "groups"):
         p = sub.add_parser(
             kind,
@@ -312,6 +389,24 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--add-blacklist", metavar="A,B", help="add entries to the denylist")
         p.add_argument("--remove-blacklist", metavar="A,B", help="remove entries from the denylist")
         p.add_argument("--list", action="store_true", help="print the lists and what matches now")
+    p = sub.add_parser(
+        "partitions",
+        help="list halted partitions of a flow, or resume one from an explicit choice",
+        epilog=CLIENT_OPTIONS + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--source", required=True, help="source cluster alias")
+    p.add_argument("--target", required=True, help="target cluster alias")
+    p.add_argument("--list", action="store_true", help="halted partitions, why, and losses")
+    p.add_argument("--resume", metavar="TOPIC:PARTITION", help="resume this halted partition")
+    p.add_argument(
+        "--from",
+        dest="from_",
+        choices=("copy-end", "source-start", "source-end", "offset"),
+        help="copy-end: after what the copy holds, keeping what the remote partition holds;"
+        " source-start / source-end: the source partition's start / end; offset: --offset N",
+    )
+    p.add_argument("--offset", type=int, metavar="N", help="the source offset for --from offset")
     a = sub.add_parser(
         "audit",
         help="history of changes, or the state at a moment",

@@ -8,13 +8,21 @@ in ``error``.
 
 from __future__ import annotations
 
+import uuid
 from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from srm_common.control.commands import ChangePatterns, CommandRejected
+from srm_common.control.commands import (
+    ChangePatterns,
+    Command,
+    CommandRejected,
+    ReportHalt,
+    ReportLoss,
+    ResumePartition,
+)
 
 from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
 
@@ -30,6 +38,39 @@ class PatternsBody(BaseModel):
 class RefreshBody(BaseModel):
     driver: str | None = None
     reason: str | None = None
+
+
+class ResumeBody(BaseModel):
+    """Resume a halted partition from an explicit choice (``srm-control partitions
+    --resume``); ``request_id`` makes a retried request apply once."""
+
+    flow: str = Field(description="source->target, e.g. primary->backup")
+    topic: str = Field(min_length=1, max_length=249)
+    partition: int = Field(ge=0)
+    mode: Literal["copy-end", "source-start", "source-end", "offset"]
+    offset: int | None = Field(default=None, ge=0)
+    by: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class HaltReport(BaseModel):
+    """A driver halted a partition (driver to leader)."""
+
+    driver: str = Field(max_length=200)
+    topic: str = Field(min_length=1, max_length=249)
+    partition: int = Field(ge=0)
+    kind: str = Field(max_length=32)
+    reason: str = Field(max_length=4000)
+
+
+class LossReport(BaseModel):
+    """Retention deleted source offsets before they were copied (driver to leader)."""
+
+    driver: str = Field(max_length=200)
+    topic: str = Field(min_length=1, max_length=249)
+    partition: int = Field(ge=0)
+    first_offset: int = Field(ge=0)
+    end_offset: int = Field(ge=0)
 
 
 def _not_leader(exc: NotLeader) -> JSONResponse:
@@ -69,11 +110,9 @@ def create_app(coordinator: Coordinator) -> FastAPI:
     def drivers() -> dict[str, object]:
         return {"leading": coordinator.leading, "drivers": coordinator.members()}
 
-    @app.post("/v1/commands/patterns")
-    def patterns(body: PatternsBody) -> JSONResponse:
-        command = ChangePatterns(body.flow, body.kind, body.action, tuple(body.patterns))
+    def run(command: Command, by: str) -> JSONResponse:
         try:
-            result = coordinator.submit(command, body.by or "unknown")
+            result = coordinator.submit(command, by)
         except NotLeader as exc:
             return _not_leader(exc)
         except CommandRejected as exc:
@@ -81,6 +120,38 @@ def create_app(coordinator: Coordinator) -> FastAPI:
         except CommandTimedOut as exc:
             return JSONResponse({"error": str(exc)}, status_code=504)
         return JSONResponse({"offset": result.offset, "changes": list(result.changes)})
+
+    @app.post("/v1/commands/patterns")
+    def patterns(body: PatternsBody) -> JSONResponse:
+        command = ChangePatterns(body.flow, body.kind, body.action, tuple(body.patterns))
+        return run(command, body.by or "unknown")
+
+    @app.post("/v1/commands/resume")
+    def resume(body: ResumeBody) -> JSONResponse:
+        """Resume a halted partition (modes: copy-end, source-start, source-end, offset)."""
+        command = ResumePartition(
+            body.flow,
+            body.topic,
+            body.partition,
+            body.mode,
+            body.offset,
+            body.request_id or uuid.uuid4().hex,
+        )
+        return run(command, body.by or "unknown")
+
+    @app.post("/v1/flows/{source}/{target}/partitions/halted")
+    def halted(source: str, target: str, body: HaltReport) -> JSONResponse:
+        flow = f"{source}->{target}"
+        command = ReportHalt(flow, body.topic, body.partition, body.kind, body.reason, body.driver)
+        return run(command, f"driver {body.driver}")
+
+    @app.post("/v1/flows/{source}/{target}/partitions/lost")
+    def lost(source: str, target: str, body: LossReport) -> JSONResponse:
+        flow = f"{source}->{target}"
+        command = ReportLoss(
+            flow, body.topic, body.partition, body.first_offset, body.end_offset, body.driver
+        )
+        return run(command, f"driver {body.driver}")
 
     @app.post("/v1/flows/{source}/{target}/refresh")
     def refresh(source: str, target: str, body: RefreshBody) -> JSONResponse:

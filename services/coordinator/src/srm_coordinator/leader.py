@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from srm_common.adapters.discovery import Discovery, DiscoveryPending
-from srm_common.config.control import effective_flow
+from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
 from srm_common.control.commands import config_diff
@@ -48,13 +49,16 @@ def baseline_of(config: SrmConfig) -> dict[str, FlowBaseline]:
 
 
 class Round:
-    """Events decided so far in one round, folded into ``state`` as they are added."""
+    """Events decided so far in one round, folded into ``state`` as they are added.
+    ``freed`` maps tasks taken from drivers that left without their word to how long
+    their writes must be waited out (from when the round is committed)."""
 
     def __init__(self, state: ControlState, by: str, now_ms: int) -> None:
         self.state = state
         self.by = by
         self.now_ms = now_ms
         self.envelopes: list[Envelope] = []
+        self.freed: dict[str, int] = {}
 
     def add(self, events: Iterable[Event], *, by: str | None = None, command: str | None = None):
         for event in events:
@@ -74,19 +78,58 @@ class Leader:
         url: str,
         membership: Membership,
         discovery: Discovery,
+        control: ControlSettings,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.coordinator = coordinator
         self.url = url
         self.membership = membership
         self.discovery = discovery
+        self.control = control
         self.clock = clock
+        self.monotonic = monotonic
         self.flows: dict[str, FlowConfig] = {f.name: f for f in config.flows.values()}
         self._due: dict[str, int] = {name: 0 for name in self.flows}
+        # Task -> monotonic time (s) before which it must not run anywhere: its last
+        # driver left without its word and may still write until then.
+        self.waiting: dict[str, float] = {}
 
     def now_ms(self) -> int:
+        """Wall clock, for event times only."""
         return int(self.clock() * 1000)
+
+    def tick_ms(self) -> int:
+        """Monotonic clock, for every timeout and liveness decision."""
+        return int(self.monotonic() * 1000)
+
+    def committed(self, round_: Round) -> None:
+        """The round is in the log: start waiting out the writes of the tasks it freed."""
+        now = self.monotonic()
+        for task, wait_ms in round_.freed.items():
+            self.waiting[task] = max(self.waiting.get(task, 0.0), now + wait_ms / 1000)
+        if round_.freed:
+            longest = max(round_.freed.values()) / 1000
+            log.info(
+                "%d tasks wait %.1f s before they move: their driver may still write until then",
+                len(round_.freed),
+                longest,
+            )
+
+    def _waiting_now(self) -> set[str]:
+        now = self.monotonic()
+        self.waiting = {task: until for task, until in self.waiting.items() if until > now}
+        return set(self.waiting)
+
+    def _wait_out_ms(self, lease_ms: int, write_timeout_ms: int) -> int:
+        """The leader's wait for a departed driver, with the larger of its reported
+        timings and this coordinator's configured ones."""
+        return replace(
+            self.control,
+            lease_ms=max(lease_ms, self.control.lease_ms),
+            write_timeout_ms=max(write_timeout_ms, self.control.write_timeout_ms),
+        ).wait_out_ms
 
     def take_over(self, state: ControlState) -> Round:
         """Announce the new term and bring the log in line with the config file."""
@@ -98,8 +141,16 @@ class Leader:
             config_diff(round_.state, baseline_of(self.config), self.config.source),
             by=f"config file {self.config.source}",
         )
-        self.membership.adopt(round_.state, now)
+        self.membership.adopt(round_.state, self.tick_ms())
         self._due = {name: 0 for name in self.flows}
+        # A previous leader may have freed tasks a moment ago: every task without a
+        # driver waits out the longest writes a driver could still make.
+        wait = self._wait_out_ms(0, 0)
+        round_.freed = {
+            task: wait
+            for task in round_.state.all_task_ids()
+            if task not in round_.state.assignment
+        }
         return round_
 
     def refresh(self, flows: Iterable[str]) -> None:
@@ -114,7 +165,12 @@ class Leader:
         """Membership, then task configs of flows due, then assignment."""
         now = self.now_ms()
         round_ = Round(state, f"coordinator {self.coordinator}", now)
-        round_.add(self.membership.changes(round_.state, now))
+        round_.add(self.membership.changes(round_.state, self.tick_ms()))
+        for departure in self.membership.departures:
+            wait = self._wait_out_ms(departure.lease_ms, departure.write_timeout_ms)
+            for task in departure.tasks:
+                round_.freed[task] = max(round_.freed.get(task, 0), wait)
+        self.membership.departures.clear()
         must_revoke: set[str] = set()
         for name in sorted(self.flows):
             if self._due[name] <= now:
@@ -124,6 +180,7 @@ class Leader:
             sorted(round_.state.drivers),
             self.membership.reports,
             must_revoke=must_revoke,
+            waiting=self._waiting_now() | set(round_.freed),
         )
         if change:
             round_.add([change.to_event(round_.state)])

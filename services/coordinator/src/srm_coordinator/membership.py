@@ -1,20 +1,41 @@
 """Driver membership as the leader sees it: who beats, who went quiet, what each runs.
 
-Pure: beats and the clock go in, ``DriverJoined`` / ``DriverLeft`` events come out.
-A driver is removed once no beat arrived for the session timeout; a new leader gives
-every member it inherits from the log a full session before judging it. A driver id that
-left never comes back (the driver rejoins under a new id), so a paused driver that wakes
-up cannot slip back into its old tasks.
+Pure: beats and a monotonic clock go in, ``DriverJoined`` / ``DriverLeft`` events come
+out. A driver is an incarnation: its id plus the ``instance`` it beats with.
+
+* A member is removed once no beat of its incarnation arrived for the session timeout
+  (by this coordinator's monotonic clock: a driver's clock never decides), or when it says
+  it leaves. A new leader gives every member it inherits from the log a full session.
+* A beat of another instance under a member's id is a new incarnation of it: a restart
+  under the same id, or a second process started with it. The member is removed and the
+  new incarnation joins; the old one sees its id taken and stops, so two processes never
+  run the same tasks.
+* A removed incarnation never comes back (its beats are ignored); the driver rejoins as a
+  new instance, and the leader waits out the old one's lease before its tasks move.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from srm_common.adapters.kafka_log import Beat
 from srm_common.control.assignment import MemberReport
+from srm_common.control.beats import Beat
 from srm_common.control.events import DriverJoined, DriverLeft, Event
 from srm_common.control.state import ControlState
+
+Incarnation = tuple[str, str]  # (driver id, instance)
+
+
+@dataclass(frozen=True)
+class Departure:
+    """A member removed this round: its tasks (assigned, or reported running) and the
+    timings its writes must be waited out with."""
+
+    driver: str
+    tasks: frozenset[str]
+    lease_ms: int
+    write_timeout_ms: int
 
 
 class Membership:
@@ -24,9 +45,12 @@ class Membership:
         self.session_timeout_ms = session_timeout_ms
         self.last_seen: dict[str, int] = {}
         self.reports: dict[str, MemberReport] = {}
-        self._latest: dict[str, Beat] = {}
-        self._leaving: set[str] = set()
-        self._departed: set[str] = set()
+        self.departures: list[Departure] = []
+        self._latest: dict[Incarnation, Beat] = {}
+        self._seen: dict[Incarnation, int] = {}
+        self._leaving: set[Incarnation] = set()
+        self._departed: set[Incarnation] = set()
+        self._timings: dict[str, tuple[int, int]] = {}
 
     def adopt(self, state: ControlState, now_ms: int) -> None:
         """Start the clock of every member in the log at ``now_ms`` (leader take-over)."""
@@ -35,42 +59,108 @@ class Membership:
 
     def observe(self, beats: Iterable[Beat], now_ms: int) -> None:
         for beat in beats:
-            if beat.driver in self._departed:
+            key = (beat.driver, beat.instance)
+            if key in self._departed:
                 continue
-            latest = self._latest.get(beat.driver)
+            latest = self._latest.get(key)
             if latest is not None and beat.at_ms < latest.at_ms:
-                continue  # an older beat of this driver, delivered late
-            # Liveness by this coordinator's clock: a driver whose clock is behind must
-            # not look silent. The driver's own time only orders its beats.
-            self.last_seen[beat.driver] = now_ms
-            self._latest[beat.driver] = beat
-            self.reports[beat.driver] = MemberReport(beat.driver, beat.generation, beat.running)
+                continue  # an older beat of this incarnation, delivered late
+            self._latest[key] = beat
+            self._seen[key] = now_ms
             if beat.leaving:
-                self._leaving.add(beat.driver)
+                self._leaving.add(key)
+            lease, write = self._timings.get(beat.driver, (0, 0))
+            self._timings[beat.driver] = (
+                max(lease, beat.lease_ms),
+                max(write, beat.write_timeout_ms),
+            )
 
     def changes(self, state: ControlState, now_ms: int) -> list[Event]:
-        """Joins of new beating drivers and leaves of silent or leaving members."""
+        """Leaves of silent, leaving or replaced members, then joins of new incarnations."""
         events: list[Event] = []
         expiry = now_ms - self.session_timeout_ms
         for driver in sorted(state.drivers):
-            if driver in self._leaving:
-                events.append(DriverLeft(driver, "stopped and left the group"))
+            instance = state.drivers[driver].instance
+            member = self._member_key(driver, instance)
+            if member is not None and member in self._seen:
+                # Liveness by this coordinator's clock; the driver's own time only orders
+                # its beats.
+                self.last_seen[driver] = self._seen[member]
+                beat = self._latest[member]
+                self.reports[driver] = MemberReport(driver, beat.generation, beat.running)
+            newer = self._newer_incarnation(driver, instance, expiry)
+            if member in self._leaving:
+                events.append(self._leave(state, driver, instance, "stopped and left the group"))
+            elif newer is not None:
+                events.append(
+                    self._leave(
+                        state,
+                        driver,
+                        instance,
+                        f"replaced by instance {newer.instance} on {newer.host or '?'} (a"
+                        " restart under the same id, or a second process with it)",
+                    )
+                )
             elif self.last_seen.get(driver, now_ms) < expiry:
                 silent = (now_ms - self.last_seen[driver]) / 1000
                 events.append(
-                    DriverLeft(
+                    self._leave(
+                        state,
                         driver,
+                        instance,
                         f"no heartbeat for {silent:.1f} s (session timeout"
                         f" {self.session_timeout_ms / 1000:.1f} s)",
                     )
                 )
-        for driver, beat in sorted(self._latest.items()):
-            fresh = self.last_seen[driver] >= expiry
-            if driver not in state.drivers and fresh and driver not in self._leaving:
-                events.append(DriverJoined(driver, beat.url, beat.host))
-        for event in events:
-            if isinstance(event, DriverLeft):
-                self._departed.add(event.driver)
-                self.reports.pop(event.driver, None)
-                self._latest.pop(event.driver, None)
+        gone = {event.driver for event in events if isinstance(event, DriverLeft)}
+        for (driver, instance), beat in sorted(self._latest.items()):
+            key = (driver, instance)
+            fresh = self._seen[key] >= expiry
+            joinable = driver not in state.drivers or driver in gone
+            if joinable and fresh and key not in self._leaving and key not in self._departed:
+                if any(isinstance(e, DriverJoined) and e.driver == driver for e in events):
+                    continue  # two new instances at once: the other waits a round
+                events.append(DriverJoined(driver, beat.url, beat.host, instance))
+                self.last_seen[driver] = self._seen[key]
+                self.reports[driver] = MemberReport(driver, beat.generation, beat.running)
         return events
+
+    def timings(self, driver: str) -> tuple[int, int]:
+        """The largest (lease_ms, write_timeout_ms) the driver ever reported; (0, 0)."""
+        return self._timings.get(driver, (0, 0))
+
+    def _member_key(self, driver: str, instance: str) -> Incarnation | None:
+        if instance:
+            return (driver, instance)
+        # A member from before incarnations: any instance of its id is it.
+        keys = [k for k in self._latest if k[0] == driver and k not in self._departed]
+        return max(keys, key=lambda k: self._seen[k]) if keys else None
+
+    def _newer_incarnation(self, driver: str, instance: str, expiry: int) -> Beat | None:
+        if not instance:
+            return None
+        candidates = [
+            beat
+            for (name, other), beat in self._latest.items()
+            if name == driver
+            and other != instance
+            and (name, other) not in self._departed
+            and (name, other) not in self._leaving
+            and self._seen[(name, other)] >= expiry
+        ]
+        return max(candidates, key=lambda b: self._seen[(b.driver, b.instance)], default=None)
+
+    def _leave(self, state: ControlState, driver: str, instance: str, reason: str) -> DriverLeft:
+        assigned = {task for task, owner in state.assignment.items() if owner == driver}
+        report = self.reports.pop(driver, None)
+        running = set(report.running) if report else set()
+        lease, write = self._timings.get(driver, (0, 0))
+        self.departures.append(Departure(driver, frozenset(assigned | running), lease, write))
+        for key in [
+            k for k in self._latest if k[0] == driver and (not instance or k[1] == instance)
+        ]:
+            self._departed.add(key)
+            del self._latest[key]
+        if instance:
+            self._departed.add((driver, instance))
+        return DriverLeft(driver, reason)

@@ -29,7 +29,7 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
-from srm_common.control.commands import ChangePatterns, CommandRejected, decide
+from srm_common.control.commands import ChangePatterns, Command, CommandRejected, decide
 from srm_common.control.events import Envelope, describe
 from srm_common.control.state import ControlState, apply
 
@@ -83,9 +83,7 @@ class Coordinator:
         self.projector = projector
         self.took_over_at: float | None = None
         self._lock = threading.Lock()
-        self._commands: queue.Queue[tuple[ChangePatterns, str, Future[CommandResult]]] = (
-            queue.Queue()
-        )
+        self._commands: queue.Queue[tuple[Command, str, Future[CommandResult]]] = queue.Queue()
         self._notices: queue.Queue[str] = queue.Queue()
         self._writer: EventLogWriter | None = None
         self._beats: BeatReader | None = None
@@ -98,7 +96,7 @@ class Coordinator:
         with self._lock:
             return self.state
 
-    def submit(self, command: ChangePatterns, by: str, timeout: float = 20.0) -> CommandResult:
+    def submit(self, command: Command, by: str, timeout: float = 20.0) -> CommandResult:
         """Carry out ``command`` on the leader; :class:`NotLeader`,
         :class:`CommandRejected` or :class:`CommandTimedOut` otherwise.
 
@@ -230,6 +228,7 @@ class Coordinator:
             url=self.url,
             membership=self._membership,
             discovery=Discovery(),
+            control=self.settings,
         )
         self.leading = True
         if self._commit(self._leader.take_over(self.state)):
@@ -269,7 +268,9 @@ class Coordinator:
     def _round(self) -> None:
         assert self._leader is not None and self._beats is not None
         assert self._membership is not None
-        self._membership.observe(self._beats.poll(0), int(time.time() * 1000))
+        # Liveness by this coordinator's monotonic clock (a wall-clock step must not
+        # declare a live driver dead, or hide a dead one).
+        self._membership.observe(self._beats.poll(0), self._leader.tick_ms())
         self._run_commands()
         if not self.leading:
             return  # a command's append was fenced: _leader is gone
@@ -301,7 +302,8 @@ class Coordinator:
                 future.set_result(CommandResult(self.state.offset, ()))
                 continue
             if self._commit(round_):
-                self._leader.refresh([command.flow])
+                if isinstance(command, ChangePatterns):
+                    self._leader.refresh([command.flow])
                 future.set_result(
                     CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
                 )
@@ -330,4 +332,6 @@ class Coordinator:
         for envelope in written:
             log.info("%s: %s", self.id, describe(envelope))
         self._fold(written)
+        if self._leader is not None:
+            self._leader.committed(round_)
         return True
