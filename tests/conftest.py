@@ -97,10 +97,16 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """A local[2] SparkSession with Spark's Kafka connector and our copier on its class path."""
-    from srm_driver.spark import spark_session, stop_session
+    """A local[2] SparkSession with the driver's jars (Kafka clients, our copier)."""
+    from srm_driver.spark import driver_jars, spark_session, stop_session
+    from srm_local.jars import driver_jars_dir
 
-    session = spark_session("local[2]", app_name="srm-tests", conf={"spark.driver.memory": "1g"})
+    session = spark_session(
+        "local[2]",
+        jars=driver_jars(str(driver_jars_dir())),
+        app_name="srm-tests",
+        conf={"spark.driver.memory": "1g"},
+    )
     session.sparkContext.setLogLevel("WARN")
     yield session
     # The JVM outlives stop() and cached Kafka producers keep dialling the clusters after

@@ -9,28 +9,19 @@ remote twin hold the same records in the same order.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.kafka_log import read_log
-from srm_common.cli_support import load_or_exit
-from srm_common.config.control import control_settings
 from srm_common.control.events import AssignmentChanged
-from srm_common.control.state import parse_task_id, replay
+from srm_common.control.state import parse_task_id
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PARTITIONS = 12
 SESSION_MS = 8000
-
-
-def _get(url: str) -> dict:  # type: ignore[type-arg]
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read())
 
 
 def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
@@ -62,27 +53,9 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
             "srm.driver.session.timeout.ms": SESSION_MS,
         },
     )
-    settings = control_settings(load_or_exit("test", config, []))
-
-    def state():  # type: ignore[no-untyped-def]
-        return replay(read_log(settings, timeout=15))
-
-    def running(driver: str) -> set[str]:
-        current = state()
-        try:
-            return set(_get(f"{current.drivers[driver].url}/v1/driver")["running"])
-        except (OSError, KeyError, ValueError):
-            return set()
-
-    def settled(drivers: list[str]) -> bool:
-        """Every task assigned to a live driver, and each runs exactly what it holds."""
-        current = state()
-        tasks = set(current.all_task_ids())
-        if not tasks or set(current.assignment) != tasks:
-            return False
-        if set(current.assignment.values()) - set(drivers):
-            return False
-        return all(running(d) == set(current.tasks_of(d)) for d in drivers)
+    drivers_group = testing.ControlGroup(config)
+    settings = drivers_group.settings
+    state, settled = drivers_group.state, drivers_group.settled
 
     coordinator = testing.CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
@@ -125,7 +98,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
 
         # d4 joins: only what must move moves; the tasks that stay never stop.
         status_before = {
-            d: _get(f"{before.drivers[d].url}/v1/flows/primary/backup/status")
+            d: testing.get_json(f"{before.drivers[d].url}/v1/flows/primary/backup/status")
             for d in ("d1", "d2", "d3")
         }
         generation_before = before.generation
@@ -160,15 +133,15 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         # The fewest moves that balance the group: d4's share, nothing else.
         assert len(moved) in (total // 4, -(-total // 4))
         for d in ("d1", "d2", "d3"):
-            now = _get(f"{after_join.drivers[d].url}/v1/flows/primary/backup/status")
+            now = testing.get_json(f"{after_join.drivers[d].url}/v1/flows/primary/backup/status")
             kept = {
                 t["id"]: t["since_ms"] for t in status_before[d]["tasks"] if t["id"] not in moved
             }
             still = {t["id"]: t["since_ms"] for t in now["tasks"] if t["id"] in kept}
             assert still == kept, f"{d}: a task that did not move was restarted"
-            batches = (status_before[d]["copy"]["batches"], now["copy"]["batches"])
-            print(f"{d}: kept {len(kept)} tasks running since before the join; batches {batches}")
-            assert batches[1] > batches[0]
+            records = (status_before[d]["copy"]["records"], now["copy"]["records"])
+            print(f"{d}: kept {len(kept)} tasks running since before the join; records {records}")
+            assert records[1] > records[0]
 
         # kill -9 d1: after the session timeout its tasks move to the other three.
         orphaned = set(after_join.tasks_of("d1"))
@@ -181,7 +154,8 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         after_kill = state()
         print(
             f"kill -9 d1: its {len(orphaned)} tasks run on d2, d3 and d4 {took:.1f} s later"
-            f" (session timeout {SESSION_MS / 1000:.0f} s)"
+            f" (session timeout {SESSION_MS / 1000:.0f} s, then d1's lease and write timeout"
+            f" waited out: {settings.wait_out_ms / 1000:.1f} s)"
         )
         assert "d1" not in after_kill.drivers
 

@@ -1,11 +1,11 @@
-"""Record fidelity of source-task batches on real clusters and a real Spark.
+"""Record fidelity of the copy on real clusters and a real Spark.
 
-Each test builds flow ``primary->backup`` from a YAML file, runs ``FlowCopier`` batches
-until one returns None, and compares the full content of every source partition (key,
-value, headers, timestamp, order) with its remote twin. ``test_copier.py`` covers the
-ordinary record shapes; these cover what makes offsets or bytes unusual: log-append
-timestamps, compaction gaps, transactions, records near the size limit, empty
-partitions and a restart between batches.
+Each test runs a standalone driver in the test process (the driver's own composition
+root, on the session's Spark) for flow ``primary->backup`` and compares the full content
+of every source partition (key, value, headers, timestamp, order) with its remote twin.
+``test_copier.py`` covers the ordinary record shapes; these cover what makes offsets or
+bytes unusual: log-append timestamps, compaction gaps, transactions, records near the
+size limit, a record the target refuses, empty partitions and a restart.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from srm_common.config import FlowConfig, load_config
 from srm_common.domain.records import OffsetSync
-from srm_driver.copier import FlowCopier
 from srm_driver.kafka_admin import admin_client, partition_offsets
 from srm_driver.topic_sync import TopicSync
 from srm_local import testing
@@ -35,34 +34,29 @@ SYNCS_TOPIC = "mm2-offset-syncs.backup.internal"  # on primary (location "source
 # --- helpers ------------------------------------------------------------------------
 
 
-def _flow(kafka, tmp_path: Path, **flow_keys: object) -> FlowConfig:  # type: ignore[no-untyped-def]
-    path = testing.write_config(
+def _config(kafka, tmp_path: Path, topics: Sequence[str], **flow_keys: object) -> Path:  # type: ignore[no-untyped-def]
+    return testing.write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
-        flows={"primary->backup": {"enabled": True, **flow_keys}},
+        flows={
+            "primary->backup": {"enabled": True, "topics": list(topics), **flow_keys},
+            "backup->primary": {"enabled": False, "emit.heartbeats.enabled": False},
+        },
+        replication={"emit.heartbeats.enabled": False},
     )
-    return load_config(path).flow("primary", "backup")
 
 
-def _copier(flow: FlowConfig, spark, routes: Mapping[tuple[str, int], str]) -> FlowCopier:  # type: ignore[no-untyped-def]
-    copier = FlowCopier(flow, spark, max_records=flow.batch_max_records, progress_partitions=3)
-    copier.prepare()
-    copier.assign(routes)
-    return copier
+def _flow(config_path: Path) -> FlowConfig:
+    return load_config(config_path).flow("primary", "backup")
 
 
-def _drain(copier: FlowCopier) -> int:
-    """Batches until nothing is left; how many copied something."""
-    batches = 0
-    while copier.run_batch() is not None:
-        batches += 1
-        assert batches < 200, "the copier never runs out of work"
-    assert not copier.halted
-    return batches
-
-
-def _routes(topic: str, partitions: int) -> dict[tuple[str, int], str]:
-    return {(topic, p): f"primary.{topic}" for p in range(partitions)}
+def _copied(kafka, topic: str, remote: str, timeout: float = 90) -> None:  # type: ignore[no-untyped-def]
+    testing.wait_until(
+        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+        timeout,
+        f"{topic} is copied to {remote}",
+        step=0.5,
+    )
 
 
 def _sync_remote(kafka, flow: FlowConfig, topics: Mapping[str, int]) -> list[str]:  # type: ignore[no-untyped-def]
@@ -86,7 +80,7 @@ def _sync_remote(kafka, flow: FlowConfig, topics: Mapping[str, int]) -> list[str
 def _assert_copied(kafka, topic: str, remote: str) -> dict[int, list[Record]]:  # type: ignore[no-untyped-def]
     """Every partition of the remote topic equals its source partition (read_committed)."""
     source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
+    target = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     assert sorted(target) == sorted(source)
     for partition, records in source.items():
         assert content(target[partition]) == content(records), f"partition {partition}"
@@ -145,7 +139,7 @@ def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
 # --- record shapes --------------------------------------------------------------------
 
 
-def test_unusual_headers_keys_and_timestamps(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_unusual_headers_keys_and_timestamps(kafka, run_driver, tmp_path, unique_name):  # type: ignore[no-untyped-def]
     """What test_copier.py does not produce: empty header keys, empty vs null header values,
     non-ASCII names, hundreds of headers, a 64 KiB key, timestamps at 1 ms and in 2001."""
     keep = {"retention.ms": "-1"}  # or the broker's retention check deletes 1970's records
@@ -159,15 +153,17 @@ def test_unusual_headers_keys_and_timestamps(kafka, spark, tmp_path, unique_name
         Record(b"", None, (("", None),), 1_000_000_000_000, 1),
     ]
     testing.produce(kafka["primary"], topic, records)
-    copier = _copier(_flow(kafka, tmp_path), spark, _routes(topic, 2))
-    assert _drain(copier) == 1
-    assert copier.run_batch() is None
+    driver = run_driver(_config(kafka, tmp_path, [topic]))
+    _copied(kafka, topic, remote)
+    driver.stop()
     source = _assert_copied(kafka, topic, remote)
     assert [r.timestamp_ms for r in source[0]] == [1, 2]  # the broker kept the CreateTimes
     assert sum(len(rs) for rs in source.values()) == len(records)
 
 
-def test_log_append_time_source_keeps_the_source_timestamps(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_log_append_time_source_keeps_the_source_timestamps(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
     """The copy carries the source broker's log-append times, and the remote topic (created
     as the driver does) stays CreateTime, so the target does not stamp its own times."""
     topic = kafka.create_topic(
@@ -176,8 +172,8 @@ def test_log_append_time_source_keeps_the_source_timestamps(kafka, spark, tmp_pa
         partitions=2,
         config={"message.timestamp.type": "LogAppendTime"},
     )
-    flow = _flow(kafka, tmp_path)
-    _sync_remote(kafka, flow, {topic: 2})
+    config = _config(kafka, tmp_path, [topic])
+    _sync_remote(kafka, _flow(config), {topic: 2})
     remote = f"primary.{topic}"
     assert _topic_config(kafka["backup"], remote, "message.timestamp.type") == "CreateTime"
     created = 1_234_567_890_000
@@ -193,8 +189,8 @@ def test_log_append_time_source_keeps_the_source_timestamps(kafka, spark, tmp_pa
         time.sleep(0.05)
     before_copy = int(time.time() * 1000)
     time.sleep(0.05)  # any time the target would stamp is later than every source time
-    copier = _copier(flow, spark, _routes(topic, 2))
-    _drain(copier)
+    run_driver(config)
+    _copied(kafka, topic, remote)
     source = _assert_copied(kafka, topic, remote)
     stamps = {r.timestamp_ms for rs in source.values() for r in rs}
     assert created not in stamps
@@ -205,7 +201,7 @@ def test_log_append_time_source_keeps_the_source_timestamps(kafka, spark, tmp_pa
 
 
 def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
-    kafka, spark, tmp_path, unique_name
+    kafka, run_driver, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
     topic = kafka.create_topic(
         "primary",
@@ -245,10 +241,10 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
     ends = testing.end_offsets(kafka["primary"], topic)
     assert all(ends[p] == 201 for p in (0, 1)) and all(n < 40 for n in cleaned.values())
 
-    copier = _copier(
-        _flow(kafka, tmp_path, **{"srm.batch.max.records": 60}), spark, _routes(topic, 2)
-    )
-    assert _drain(copier) == 4  # 201 offsets per partition, 60 per batch
+    # A reservation of 10 offsets: gaps wider than that must not stop the copy.
+    driver = run_driver(_config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 10}))
+    _copied(kafka, topic, remote)
+    driver.stop()
     source = _assert_copied(kafka, topic, remote)
     assert testing.end_offsets(kafka["backup"], remote) == cleaned  # no gaps downstream
 
@@ -261,7 +257,9 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
 # --- transactions -----------------------------------------------------------------------
 
 
-def test_transactions_only_committed_records_are_copied_once(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_transactions_only_committed_records_are_copied_once(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
     topic = kafka.create_topic("primary", unique_name("txn"), partitions=2)
     remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
     txn = Producer(
@@ -295,15 +293,13 @@ def test_transactions_only_committed_records_are_copied_once(kafka, spark, tmp_p
     for n in range(6):
         transaction(f"{'committed' if n % 2 == 0 else 'aborted'}{n}", 10 + n, commit=n % 2 == 0)
         testing.produce(kafka["primary"], topic, plain[n : n + 1])
-    transaction("aborted-last", 4, commit=False)  # the first ranges end on abort markers
-    transaction("open", 8, commit=None)  # still open while the copier runs
+    transaction("aborted-last", 4, commit=False)  # ranges end on abort markers
+    transaction("open", 8, commit=None)  # still open while the driver copies
     testing.produce(kafka["primary"], topic, [Record(b"after-open", b"waits", (), None, 0)])
 
-    copier = _copier(
-        _flow(kafka, tmp_path, **{"srm.batch.max.records": 25}), spark, _routes(topic, 2)
-    )
-    _drain(copier)
-    assert copier.run_batch() is None  # nothing past the last stable offset
+    driver = run_driver(_config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 25}))
+    _copied(kafka, topic, remote)
+    time.sleep(2)  # and nothing past the last stable offset comes later
     copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     values = [r.value for rs in copied.values() for r in rs]
     assert values and not any(b"aborted" in v or b"open" in v or b"waits" in v for v in values)
@@ -313,7 +309,8 @@ def test_transactions_only_committed_records_are_copied_once(kafka, spark, tmp_p
     testing.wait_until(
         lambda: _stable(kafka["primary"], topic, 2), 30, "the last stable offset moves on"
     )
-    _drain(copier)
+    _copied(kafka, topic, remote)
+    driver.stop()
     source = _assert_copied(kafka, topic, remote)
     copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     values = sorted(r.value for rs in copied.values() for r in rs)
@@ -330,12 +327,12 @@ def test_transactions_only_committed_records_are_copied_once(kafka, spark, tmp_p
 # --- size limits --------------------------------------------------------------------------
 
 
-def test_records_near_the_default_size_limit(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_records_near_the_default_size_limit(kafka, run_driver, tmp_path, unique_name):  # type: ignore[no-untyped-def]
     """~900 KiB values, and one just under the broker's default message.max.bytes
-    (1048588), copy with every client and topic at its default size settings."""
+    (1048588), copy with every topic at its default size settings."""
     topic = kafka.create_topic("primary", unique_name("large"), partitions=2)
-    flow = _flow(kafka, tmp_path)
-    _sync_remote(kafka, flow, {topic: 2})
+    config = _config(kafka, tmp_path, [topic])
+    _sync_remote(kafka, _flow(config), {topic: 2})
     remote = f"primary.{topic}"
     big = 900 * 1024
     records = [
@@ -345,23 +342,23 @@ def test_records_near_the_default_size_limit(kafka, spark, tmp_path, unique_name
     records.insert(3, Record(b"small", b"between", (), None, 0))
     records.append(Record(b"edge", b"e" * 1_048_000, (), None, 1))
     testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": 1_048_588})
-    copier = _copier(flow, spark, _routes(topic, 2))
-    _drain(copier)
+    run_driver(config)
+    _copied(kafka, topic, remote)
     source = _assert_copied(kafka, topic, remote)
     assert sum(len(rs) for rs in source.values()) == len(records)
 
 
-def test_records_above_the_default_limit_need_topic_and_producer_settings(
-    kafka, spark, tmp_path, unique_name
+def test_records_above_the_default_limit_follow_the_topic_setting(
+    kafka, run_driver, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
     """A 2 MiB record on a topic allowing 3 MiB: the remote topic inherits
-    max.message.bytes from the source, and the copy producer needs max.request.size."""
+    max.message.bytes from the source, and the copy producer's requests are large enough."""
     limit = 3 * 1024 * 1024
     topic = kafka.create_topic(
         "primary", unique_name("huge"), partitions=1, config={"max.message.bytes": str(limit)}
     )
-    flow = _flow(kafka, tmp_path, **{"producer.override.max.request.size": limit})
-    _sync_remote(kafka, flow, {topic: 1})
+    config = _config(kafka, tmp_path, [topic])
+    _sync_remote(kafka, _flow(config), {topic: 1})
     remote = f"primary.{topic}"
     assert _topic_config(kafka["backup"], remote, "max.message.bytes") == str(limit)
     records = [
@@ -369,21 +366,22 @@ def test_records_above_the_default_limit_need_topic_and_producer_settings(
         Record(b"k", b"v", (), None, 0),
     ]
     testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
-    copier = _copier(flow, spark, _routes(topic, 1))
-    _drain(copier)
+    run_driver(config)
+    _copied(kafka, topic, remote)
     _assert_copied(kafka, topic, remote)
 
 
-def test_a_failed_batch_is_retried_after_reconciling(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
-    """The remote topic refuses a 2 MiB record (max.message.bytes at its default): the batch
-    fails with part of it written; once the operator raises the limit, the next batches
-    skip what is there and copy the rest, nothing twice."""
+def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """The remote topic refuses a 2 MiB record (max.message.bytes at its default): its
+    partition stops at the record, tries again with a backoff, and the other partition
+    copies on. Once the operator raises the limit, the rest is copied, nothing twice."""
     limit = 3 * 1024 * 1024
     topic = kafka.create_topic(
         "primary", unique_name("retry"), partitions=2, config={"max.message.bytes": str(limit)}
     )
     remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
-    flow = _flow(kafka, tmp_path, **{"producer.override.max.request.size": limit})
     records = [
         *[Record(f"before-{i}".encode(), b"x", (), None, 0) for i in range(5)],
         Record(b"big", b"b" * (2 * 1024 * 1024), (), None, 0),
@@ -391,11 +389,24 @@ def test_a_failed_batch_is_retried_after_reconciling(kafka, spark, tmp_path, uni
         *[Record(f"other-{i}".encode(), b"y", (), None, 1) for i in range(20)],
     ]
     testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
-    copier = _copier(flow, spark, _routes(topic, 2))
-    with pytest.raises(Exception, match="RangeCopier"):
-        copier.run_batch()
-    assert testing.end_offsets(kafka["backup"], remote)[0] == 5  # the prefix before "big"
-
+    driver = run_driver(
+        _config(
+            kafka,
+            tmp_path,
+            [topic],
+            **{"srm.poison.max.tries": 1000, "config.properties.exclude": "max.message.bytes"},
+        )
+    )
+    testing.wait_until(
+        lambda: testing.end_offsets(kafka["backup"], remote) == {0: 5, 1: 20},
+        60,
+        "the partition without the big record is copied; the other up to it",
+    )
+    testing.wait_until(
+        lambda: any("RecordTooLarge" in e for e in driver.status()["copy"]["errors"]),
+        30,
+        "the flow's status names the refused record",
+    )
     client = testing.admin(kafka["backup"])
     raise_limit = ConfigResource(
         ResourceType.TOPIC,
@@ -408,7 +419,8 @@ def test_a_failed_batch_is_retried_after_reconciling(kafka, spark, tmp_path, uni
     )
     for future in client.incremental_alter_configs([raise_limit]).values():
         future.result(30)
-    _drain(copier)
+    _copied(kafka, topic, remote, timeout=120)
+    driver.stop()
     _assert_copied(kafka, topic, remote)
     assert testing.end_offsets(kafka["backup"], remote) == {0: 11, 1: 20}
 
@@ -416,7 +428,7 @@ def test_a_failed_batch_is_retried_after_reconciling(kafka, spark, tmp_path, uni
 # --- empty partitions -----------------------------------------------------------------------
 
 
-def test_empty_topic_and_partitions_copy_nothing(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_empty_topic_and_partitions_copy_nothing(kafka, run_driver, tmp_path, unique_name):  # type: ignore[no-untyped-def]
     empty = kafka.create_topic("primary", unique_name("empty"), partitions=3)
     mixed = kafka.create_topic("primary", unique_name("mixed"), partitions=3)
     empty_remote = kafka.create_topic("backup", f"primary.{empty}", partitions=3)
@@ -432,21 +444,27 @@ def test_empty_topic_and_partitions_copy_nothing(kafka, spark, tmp_path, unique_
     for future in deleted.values():
         future.result(30)
 
-    copier = _copier(_flow(kafka, tmp_path), spark, _routes(empty, 3))
-    assert copier.run_batch() is None
+    driver = run_driver(_config(kafka, tmp_path, [empty, mixed]))
+    _copied(kafka, mixed, mixed_remote)
+    # (Other tests' heartbeats topic on the shared cluster may be copied too.)
+    testing.wait_until(
+        lambda: driver.status()["copy"]["by_status"].get("running", 0) >= 6,
+        30,
+        "all six partitions copy",
+    )
+    assert not driver.status()["copy"]["halted"]
+    driver.stop()
     assert testing.end_offsets(kafka["backup"], empty_remote) == {0: 0, 1: 0, 2: 0}
-
-    copier.assign({**_routes(empty, 3), **_routes(mixed, 3)})
-    assert _drain(copier) == 1
-    assert copier.run_batch() is None
     assert testing.end_offsets(kafka["backup"], mixed_remote) == {0: 0, 1: 5, 2: 0}
     _assert_copied(kafka, mixed, mixed_remote)
 
 
-# --- restart between batches ----------------------------------------------------------------
+# --- restart ---------------------------------------------------------------------------------
 
 
-def test_a_new_copier_resumes_where_the_last_one_stopped(kafka, spark, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+def test_a_restarted_driver_resumes_where_the_last_one_stopped(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
     topic = kafka.create_topic("primary", unique_name("resume"), partitions=2)
     remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
     records = [
@@ -454,22 +472,15 @@ def test_a_new_copier_resumes_where_the_last_one_stopped(kafka, spark, tmp_path,
         for i in range(300)
     ]
     testing.produce(kafka["primary"], topic, records)
-    flow = _flow(kafka, tmp_path, **{"srm.batch.max.records": 40})
-
-    first = _copier(flow, spark, _routes(topic, 2))
-    assert first.run_batch() is not None
-    first.close()
-    assert testing.end_offsets(kafka["backup"], remote) == {0: 40, 1: 40}
-
-    second = _copier(flow, spark, _routes(topic, 2))  # a restart: progress read back
-    assert _drain(second) == 3  # 150 per partition: 40 done, then 40, 40, 30
-    second.close()
-    _assert_copied(kafka, topic, remote)
+    config = _config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 40})
+    first = run_driver(config)
+    _copied(kafka, topic, remote)
+    first.stop()
     assert testing.end_offsets(kafka["backup"], remote) == {0: 150, 1: 150}
 
-    testing.produce(kafka["primary"], topic, records[:10])  # and a third start copies only those
-    third = _copier(flow, spark, _routes(topic, 2))
-    assert _drain(third) == 1
-    third.close()
+    testing.produce(kafka["primary"], topic, records[:10])  # a second start copies only those
+    second = run_driver(config)
+    _copied(kafka, topic, remote)
+    second.stop()
     _assert_copied(kafka, topic, remote)
     assert testing.end_offsets(kafka["backup"], remote) == {0: 155, 1: 155}

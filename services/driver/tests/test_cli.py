@@ -8,7 +8,7 @@ import pytest
 from srm_common.config import load_config
 from srm_common.errors import SrmError
 from srm_driver.cli import main
-from srm_driver.driver import _int_setting
+from srm_driver.settings import _int_setting
 
 CONFIG = """\
 clusters:
@@ -32,6 +32,10 @@ def _config(tmp_path: Path, extra: str = "") -> Path:
         (["--set", "tasks.max"], "--set 'tasks.max': expected KEY=VALUE"),
         (["--spark-conf", "x"], "--spark-conf 'x': expected KEY=VALUE"),
         (["--set", "primary->nowhere.enabled=true"], "unknown cluster alias 'nowhere'"),
+        (["--spark-master", "local[2,4]"], "lets Spark retry a failed task 4 times"),
+        (["--spark-master", "local[*, 3]"], "lets Spark retry a failed task 3 times"),
+        (["--spark-conf", "spark.task.maxFailures=4"], "spark.task.maxFailures=4 lets Spark run"),
+        (["--spark-conf", "spark.speculation=true"], "spark.speculation=true would run a second"),
     ],
 )
 def test_bad_flags_are_one_message_and_exit_2(
@@ -49,6 +53,18 @@ def test_bad_config_value_is_one_message(
     assert (
         "srm.batch.max.records': expected a whole number >= 1, got '0'" in capsys.readouterr().err
     )
+
+
+def test_missing_driver_jars_are_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SRM_DRIVER_JARS", raising=False)
+    assert main(["--config", str(_config(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert "SRM_DRIVER_JARS is not set" in err and len(err.strip().splitlines()) == 1
+    monkeypatch.setenv("SRM_DRIVER_JARS", str(tmp_path))
+    assert main(["--config", str(_config(tmp_path))]) == 2
+    assert "no srm-copier.jar there; run `make jars`" in capsys.readouterr().err
 
 
 def test_missing_file_is_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

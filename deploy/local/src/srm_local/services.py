@@ -12,18 +12,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from srm_local.jars import driver_jars_dir
 from srm_local.paths import run_dir
 
 
 class ServiceProcess:
     """One service: its command line, its log, its process."""
 
-    def __init__(self, name: str, module: str, args: Sequence[str]) -> None:
+    def __init__(
+        self, name: str, module: str, args: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
         self.command = [sys.executable, "-m", module, *args]
+        self.env = {**os.environ, **(env or {})}
         self.log_path = run_dir() / "services" / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
@@ -40,7 +44,11 @@ class ServiceProcess:
             )
             log.flush()
             self.process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=self.env,
             )
 
     def exit_code(self) -> int | None:
@@ -94,4 +102,5 @@ def driver_service(
     """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT)."""
     spark_master = os.environ.get("SRM_SPARK_MASTER", "local[2]")
     args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
-    return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master])
+    env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
+    return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master], env)

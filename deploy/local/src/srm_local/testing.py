@@ -291,10 +291,17 @@ class ChildProcess:
     """``python -m MODULE ARGS`` as a child in its own process group (a driver's Spark JVM
     included), so a test can kill -9 the whole service as a crashed container would die."""
 
-    def __init__(self, module: str, args: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self,
+        module: str,
+        args: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.module = module
         self.args = list(args)
         self.log_path = log_path
+        self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -307,6 +314,7 @@ class ChildProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, **self.env},
         )
         log.close()
         self.starts += 1
@@ -350,10 +358,13 @@ class DriverProcess(ChildProcess):
         spark_master: str = "local[2]",
         args: Sequence[str] = ("--standalone",),
     ) -> None:
+        from srm_local.jars import driver_jars_dir
+
         super().__init__(
             "srm_driver",
             ["--config", str(config), "--spark-master", spark_master, *args],
             log_path,
+            env={"SRM_DRIVER_JARS": str(driver_jars_dir())},
         )
         self.config = config
 
@@ -366,6 +377,16 @@ class CoordinatorProcess(ChildProcess):
             "srm_coordinator", ["--config", str(config), "--id", coordinator_id, *args], log_path
         )
         self.id = coordinator_id
+
+
+def copied(source: str, topic: str, target: str, remote: str) -> bool:
+    """The remote topic holds at least as many records as the source shows read_committed
+    (what a copy reads); a test then compares their content."""
+    records = consume_all(source, topic)
+    if not list_topics(target) >= {remote}:
+        return False
+    copies = consume_all(target, remote, isolation_level="read_uncommitted")
+    return sum(map(len, copies.values())) >= sum(map(len, records.values()))
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
@@ -449,6 +470,49 @@ class SteadyProducer(threading.Thread):
     def _delivered(self, error, _message) -> None:  # type: ignore[no-untyped-def]
         if error is not None:
             self.errors.append(str(error))
+
+
+class ControlGroup:
+    """The group of drivers of a configuration as the event log and their REST APIs show
+    it (for tests that start coordinators and drivers as processes)."""
+
+    def __init__(self, config: Path) -> None:
+        from srm_common.cli_support import load_or_exit
+        from srm_common.config.control import control_settings
+
+        self.settings = control_settings(load_or_exit("test", config, []))
+
+    def state(self):  # type: ignore[no-untyped-def]
+        from srm_common.adapters.kafka_log import read_log
+        from srm_common.control.state import replay
+
+        return replay(read_log(self.settings, timeout=15))
+
+    def running(self, driver: str, state=None) -> set[str]:  # type: ignore[no-untyped-def]
+        """What ``driver`` says it runs (empty when it does not answer)."""
+        current = state or self.state()
+        try:
+            return set(get_json(f"{current.drivers[driver].url}/v1/driver", timeout=3)["running"])
+        except (OSError, KeyError, ValueError):
+            return set()
+
+    def settled(self, drivers: Iterable[str]) -> bool:
+        """Every task assigned to one of ``drivers``, and each runs exactly what it holds."""
+        current = self.state()
+        tasks = set(current.all_task_ids())
+        if not tasks or set(current.assignment) != tasks:
+            return False
+        if set(current.assignment.values()) - set(drivers):
+            return False
+        return all(self.running(d, current) == set(current.tasks_of(d)) for d in drivers)
+
+
+def get_json(url: str, timeout: float = 10) -> dict:  # type: ignore[type-arg]
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read())
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.5) -> None:

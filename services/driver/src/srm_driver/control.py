@@ -1,11 +1,21 @@
-"""A driver's side of the control path: follow the event log, beat, fence itself.
+"""A driver's side of the control path: follow the event log, beat, hold a lease.
 
-:class:`ControlLink` folds the event log (read_committed) into the shared state and
-sends a heartbeat every ``srm.driver.heartbeat.interval.ms`` saying which assignment
-generation this driver has applied and which tasks it runs; the coordinator only moves a
-task once its old owner reports it stopped. A driver whose heartbeats have not been
-acknowledged for most of the session timeout stops its tasks by itself: the coordinator
-is about to give them to someone else.
+:class:`ControlLink` folds the event log (read_committed) into the shared state and sends
+a heartbeat every ``srm.driver.heartbeat.interval.ms`` saying which incarnation of the
+driver this is, which assignment generation it has applied and which tasks it runs.
+
+**The lease.** After each beat the link *confirms* its membership: it asks where the
+committed log ends at a moment ``m`` (monotonic), reads the log up to there, and if this
+incarnation is still a member, the driver may write until ``m + srm.driver.lease.ms``.
+A removal the leader committed before ``m`` is therefore always seen, so once the leader
+has removed a driver, that driver's lease ends at most ``lease.ms`` later, whatever its
+clock, pauses or network do; the leader waits that out (and the write timeout) before it
+gives the tasks to anyone else (docs/design.md, fencing).
+
+**Incarnations.** Each process beats with a random ``instance``. When the log shows this
+driver id held by another instance, another process took the id over: this one stops
+(:attr:`ControlLink.replaced`) and never runs the same tasks beside it. When the leader
+removed this driver (it went silent), it rejoins as a new instance of the same id.
 """
 
 from __future__ import annotations
@@ -14,10 +24,17 @@ import logging
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
-from srm_common.adapters.kafka_log import Beat, BeatWriter, ControlLogError, EventLogReader
+from srm_common.adapters.kafka_log import (
+    BeatWriter,
+    ControlLogError,
+    EventLogEnd,
+    EventLogReader,
+)
 from srm_common.config.control import ControlSettings
+from srm_common.control.beats import Beat
 from srm_common.control.state import ControlState, apply
 
 log = logging.getLogger(__name__)
@@ -25,22 +42,30 @@ log = logging.getLogger(__name__)
 Report = Callable[[], tuple[int, frozenset[str]]]
 
 
+def new_instance() -> str:
+    return uuid.uuid4().hex[:8]
+
+
 class ControlLink:
-    """The folded state (``state``), membership beats and the self-fence clock."""
+    """The folded state (``state``), membership beats and the lease."""
 
     def __init__(self, settings: ControlSettings, driver: str, url: str, report: Report) -> None:
         self.settings = settings
         self.driver = driver
+        self.instance = new_instance()
         self.url = url
         self.host = socket.gethostname()
         self.state = ControlState()
         self.changed = threading.Event()
         self.stop = threading.Event()
         self.leaving = False
-        self.broken = False
+        self.broken: str | None = None
+        self.replaced: str | None = None
         self._report = report
-        self._last_ack = time.monotonic()
+        self._member = False
+        self._confirmed_at: float | None = None
         self._reader = EventLogReader(settings, client_id=f"{driver}-log")
+        self._end = EventLogEnd(settings)
         self._writer = BeatWriter(settings, client_id=f"{driver}-beats")
         self._threads = [
             threading.Thread(target=self._follow, name="control-log", daemon=True),
@@ -51,12 +76,65 @@ class ControlLink:
         for thread in self._threads:
             thread.start()
 
-    def fenced(self) -> bool:
-        """True when no beat was acknowledged for 3/4 of the session timeout."""
-        if self.broken:
-            return True
-        silent = time.monotonic() - self._last_ack
-        return silent * 1000 > self.settings.session_timeout_ms * 0.75
+    # -- membership and lease ----------------------------------------------------------
+
+    def is_member(self, state: ControlState | None = None) -> bool:
+        """This incarnation is a member of the group in ``state`` (default: now)."""
+        info = (state or self.state).drivers.get(self.driver)
+        return info is not None and info.instance in ("", self.instance)
+
+    def lease_ms(self) -> int:
+        """Milliseconds this driver may still write; 0 when it holds no lease."""
+        if self.broken or self.replaced or self._confirmed_at is None:
+            return 0
+        left = self._confirmed_at + self.settings.lease_ms / 1000 - time.monotonic()
+        return max(0, int(left * 1000))
+
+    def _confirm(self) -> None:
+        """Read the log up to where it ends now; if still a member, renew the lease."""
+        started = time.monotonic()
+        try:
+            end = self._end.query(timeout=self.settings.heartbeat_interval_ms / 1000)
+        except ControlLogError as exc:
+            log.warning("cannot confirm membership: %s", exc)
+            return
+        deadline = started + self.settings.heartbeat_interval_ms / 1000
+        while self._reader.position < end and time.monotonic() < deadline:
+            if self.stop.wait(0.01):
+                return
+        if self._reader.position < end:
+            return  # the log is slow to read: no renewal this time
+        if self.is_member():
+            previous = self._confirmed_at
+            self._confirmed_at = started if previous is None else max(previous, started)
+
+    def _check_identity(self, state: ControlState) -> None:
+        info = state.drivers.get(self.driver)
+        if info is not None and info.instance not in ("", self.instance):
+            if self._member and self.replaced is None:
+                self.replaced = (
+                    f"driver id {self.driver!r} was taken over by another process (instance"
+                    f" {info.instance} on {info.host or 'an unknown host'}); this one"
+                    f" (instance {self.instance}) stops"
+                )
+                log.error("%s", self.replaced)
+            return
+        if info is not None:
+            self._member = True
+        elif self._member and not self.leaving:
+            # Removed for silence (a pause, a lost connection): come back as a new
+            # incarnation; the leader waits out the old one's lease before moving tasks.
+            old, self.instance = self.instance, new_instance()
+            self._member = False
+            self._confirmed_at = None
+            log.warning(
+                "driver %s (instance %s) was removed from the group; rejoining as instance %s",
+                self.driver,
+                old,
+                self.instance,
+            )
+
+    # -- threads ------------------------------------------------------------------------
 
     def _follow(self) -> None:
         while not self.stop.is_set():
@@ -67,10 +145,10 @@ class ControlLink:
                 self.stop.wait(1)
                 continue
             except Exception as exc:  # noqa: BLE001 - e.g. an event of a newer SRM
-                # The state can no longer be trusted: stop every task (fenced()) rather
-                # than run on a stale assignment.
+                # The state can no longer be trusted: hold no lease rather than run on a
+                # stale assignment.
                 log.error("cannot follow the event log any more: %s; stopping all tasks", exc)
-                self.broken = True
+                self.broken = str(exc)
                 self.changed.set()
                 self.stop.wait(5)
                 continue
@@ -78,6 +156,7 @@ class ControlLink:
                 state = self.state
                 for envelope in events:
                     state = apply(state, envelope)
+                self._check_identity(state)
                 self.state = state
                 self.changed.set()
         self._reader.close()
@@ -85,44 +164,38 @@ class ControlLink:
     def _beat(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000
         while True:
+            started = time.monotonic()
             try:
                 # Inside the try: an error here would end this thread silently, and a
                 # driver that no longer beats is removed while it still runs its tasks.
-                generation, running = self._report()
-                beat = Beat(
-                    self.driver,
-                    self.url,
-                    self.host,
-                    int(time.time() * 1000),
-                    generation,
-                    running,
-                    leaving=self.leaving,
-                )
-                if self._writer.send(beat, timeout=interval * 2):
-                    self._last_ack = time.monotonic()
-            except Exception as exc:  # noqa: BLE001 - keep beating; fenced() tells
+                self._writer.send(self._beat_now(), timeout=interval * 2)
+                self._confirm()
+            except Exception as exc:  # noqa: BLE001 - keep beating; the lease tells
                 log.warning("heartbeat not sent: %s", exc)
-            if self.stop.wait(interval):
+            if self.stop.wait(max(0.0, interval - (time.monotonic() - started))):
                 break
         self._writer.close()
+
+    def _beat_now(self, *, leaving: bool = False) -> Beat:
+        generation, running = self._report()
+        return Beat(
+            self.driver,
+            self.url,
+            self.host,
+            int(time.time() * 1000),
+            generation,
+            running,
+            leaving=leaving or self.leaving,
+            instance=self.instance,
+            lease_ms=self.settings.lease_ms,
+            write_timeout_ms=self.settings.write_timeout_ms,
+        )
 
     def close(self) -> None:
         """Say goodbye (a leaving beat), then stop following."""
         self.leaving = True
-        generation, running = self._report()
         try:
-            self._writer.send(
-                Beat(
-                    self.driver,
-                    self.url,
-                    self.host,
-                    int(time.time() * 1000),
-                    generation,
-                    running,
-                    leaving=True,
-                ),
-                timeout=5,
-            )
+            self._writer.send(self._beat_now(leaving=True), timeout=5)
         except Exception:  # noqa: BLE001 - best effort; the session timeout will do
             pass
         self.stop.set()

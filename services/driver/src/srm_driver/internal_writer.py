@@ -19,10 +19,18 @@ class InternalWriter:
     """
 
     def __init__(
-        self, topic: str, producer_config: Mapping[str, str], *, partition: int | None = 0
+        self,
+        topic: str,
+        producer_config: Mapping[str, str],
+        *,
+        partition: int | None = 0,
+        timeout_ms: int | None = None,
     ) -> None:
         self.topic = topic
         self._partition = {} if partition is None else {"partition": partition}
+        # A bounded delivery timeout: a write that could not land within it never lands
+        # later (progress and offset syncs of a driver that lost its lease must not).
+        bounded = {} if timeout_ms is None else {"message.timeout.ms": timeout_ms}
         self._producer = Producer(
             {
                 **producer_config,
@@ -30,6 +38,7 @@ class InternalWriter:
                 "acks": "all",
                 "linger.ms": 0,
                 "partitioner": "murmur2_random",
+                **bounded,
             }
         )
         self._errors: list[str] = []

@@ -12,7 +12,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from srm_common.errors import SrmError
 
@@ -48,6 +54,33 @@ def topic_partitions(admin: AdminClient, *, timeout: float = TIMEOUT_S) -> dict[
         for name, topic in metadata.topics.items()
         if topic.error is None or topic.error.code() == KafkaError.NO_ERROR
     }
+
+
+def topic_ids(
+    admin: AdminClient, names: Iterable[str], *, timeout: float = TIMEOUT_S
+) -> dict[str, str | None]:
+    """Kafka's topic id (base64 text) of each topic; None for a topic that does not exist.
+
+    A deleted and recreated topic has a new id, which is how a copy tells it from the
+    topic its progress belongs to."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    try:
+        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
+    found: dict[str, str | None] = {}
+    for name, future in futures.items():
+        try:
+            found[name] = str(future.result(timeout).topic_id)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                found[name] = None
+                continue
+            raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
+    return found
 
 
 def create_topic(

@@ -9,10 +9,9 @@ in one partition and compaction keeps the latest. The value is
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from srm_common.domain.connect_offsets import decode_source_offset, source_offset_key
 from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.domain.progress import Progress
@@ -20,6 +19,7 @@ from srm_common.errors import RecordFormatError
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import KafkaAdminError, admin_client, create_topic
+from srm_driver.kafka_reader import read_partitions
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class ProgressStore:
         *,
         partitions: int = CONNECT_OFFSETS_PARTITIONS,
         replication_factor: int = -1,
+        write_timeout_ms: int = 10000,
     ) -> None:
         self.source_alias = source_alias
         self.topic = mm2_offsets_topic(source_alias)
@@ -46,7 +47,9 @@ class ProgressStore:
         self._consumer_config = dict(target_consumer_config)
         self._partitions = partitions
         self._replication_factor = replication_factor
-        self._writer = InternalWriter(self.topic, target_producer_config, partition=None)
+        self._writer = InternalWriter(
+            self.topic, target_producer_config, partition=None, timeout_ms=write_timeout_ms
+        )
 
     def ensure_topic(self) -> None:
         create_topic(
@@ -59,56 +62,25 @@ class ProgressStore:
 
     def load(self, timeout: float = 60.0) -> dict[TopicPartitionKey, Progress]:
         """Latest progress of every upstream partition of the source, read to the end."""
-        consumer = Consumer(
-            {
-                **self._consumer_config,
-                "group.id": f"srm-progress-reader-{self.source_alias}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_uncommitted",
-            }
-        )
         found: dict[TopicPartitionKey, Progress] = {}
-        try:
-            self._read_all(consumer, found, timeout)
-        except KafkaException as exc:
-            raise KafkaAdminError(f"cannot read progress from {self.topic}: {exc}") from exc
-        finally:
-            consumer.close()
+        partitions = self._partitions_now(timeout)
+        for message in read_partitions(
+            self._consumer_config,
+            {(self.topic, p): 0 for p in partitions},
+            what=f"reading progress from {self.topic}",
+            timeout=timeout,
+        ):
+            self._take(found, message.key(), message.value())
         return found
 
-    def _read_all(
-        self, consumer: Consumer, found: dict[TopicPartitionKey, Progress], timeout: float
-    ) -> None:
-        metadata = consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
+    def _partitions_now(self, timeout: float) -> list[int]:
+        try:
+            metadata = self._admin.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
+        except KafkaException as exc:
+            raise KafkaAdminError(f"cannot read progress from {self.topic}: {exc}") from exc
         if metadata is None or metadata.error is not None:
-            return
-        pending: set[int] = set()
-        assignment = []
-        for partition in metadata.partitions:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=timeout
-            )
-            if high > low:
-                pending.add(partition)
-                assignment.append(TopicPartition(self.topic, partition, low))
-        consumer.assign(assignment)
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise KafkaAdminError(
-                    f"could not read {self.topic} to its end within {timeout:.0f} s"
-                )
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                    continue
-                raise KafkaAdminError(f"reading {self.topic}: {error}")
-            self._take(found, message.key(), message.value())
+            return []
+        return sorted(metadata.partitions)
 
     def _take(
         self, found: dict[TopicPartitionKey, Progress], key: bytes | None, value: bytes | None

@@ -1,43 +1,90 @@
-"""The driver's REST endpoints, one set per flow on one port (as SRM 7.3.2 does).
+"""The driver's REST endpoints, one set per flow on one port (as SRM 7.3.2 does), and the
+internal endpoint its copy slots report to.
 
-``GET /v1/flows/{source}/{target}/status`` — this driver's tasks of the flow and how they
-run; ``.../tasks`` — the flow's task configs and owners; ``POST .../refresh`` — look at
-the source now and tell the leader if the flow's task configs must change (the path a
-follower uses to reach the leader).
+``GET /v1/flows/{source}/{target}/status``: this driver's tasks of the flow and how its
+partitions copy (counters, latency, retention losses, halted partitions with the reason);
+``.../tasks``: the flow's task configs and owners; ``POST .../refresh``: look at the
+source now and tell the leader if the task configs must change; ``POST
+.../partitions/{topic}/{partition}/resume``: resume a halted partition from an explicit
+choice. ``POST /internal/v1/copy/{job}/slots/{slot}`` is the copy slots' control channel
+(:mod:`srm_driver.copying.protocol`).
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException
+import getpass
+import socket
+import uuid
+from typing import TYPE_CHECKING, Literal
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, model_validator
+from srm_common.control.state import (
+    ControlState,
+    checkpoint_task_id,
+    heartbeat_task_id,
+    parse_task_id,
+)
 
-from srm_driver.coordinated import CoordinatedDriver, flow_status, flow_task_configs
+from srm_driver.coordinated_tasks import CoordinatedTaskSource
+from srm_driver.copying.state import ResumeRequest
+
+if TYPE_CHECKING:
+    from srm_driver.bootstrap import Driver
+
+MAX_REPORT_BYTES = 8 * 1024 * 1024
 
 
-def create_app(driver: CoordinatedDriver) -> FastAPI:
+class ResumeBody(BaseModel):
+    """Where a halted partition resumes: ``copy-end`` (after what the copy holds),
+    ``source-start``, ``source-end``, or ``offset`` (then ``offset`` is required)."""
+
+    from_: Literal["copy-end", "source-start", "source-end", "offset"] = Field(alias="from")
+    offset: int | None = Field(default=None, ge=0)
+    by: str | None = Field(default=None, max_length=200)
+
+    @model_validator(mode="after")
+    def _offset_with_mode(self) -> ResumeBody:
+        if (self.from_ == "offset") != (self.offset is not None):
+            raise ValueError("give 'offset' exactly when 'from' is 'offset'")
+        return self
+
+
+def create_app(driver: Driver) -> FastAPI:
     app = FastAPI(title="SRM driver", version="1")
+
+    @app.exception_handler(RequestValidationError)
+    def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()
+        )
+        return JSONResponse({"error": f"bad request: {problems}"}, status_code=422)
 
     def flow_name(source: str, target: str) -> str:
         name = f"{source}->{target}"
-        if (source, target) not in driver.config.flows:
-            known = ", ".join(f.name for f in driver.config.flows.values())
+        if (source, target) not in driver.settings.config.flows:
+            known = ", ".join(f.name for f in driver.settings.config.flows.values())
             raise HTTPException(404, f"no flow {name}; flows: {known}")
         return name
 
     @app.get("/v1/driver")
     def whoami() -> dict[str, object]:
-        generation, running = driver.report()
+        assert driver.runtime is not None and driver.source is not None
+        generation, running = driver.runtime.report()
         return {
-            "driver": driver.driver_id,
+            "driver": driver.settings.driver_id,
             "url": driver.url,
+            "mode": "standalone" if driver.settings.standalone else "coordinated",
             "generation": generation,
             "running": sorted(running),
-            "fenced": driver.link.fenced() if driver.link else False,
+            "lease_ms": driver.source.lease_ms(),
         }
 
     @app.get("/v1/flows")
     def flows() -> list[str]:
-        return [flow.name for flow in driver.config.flows.values()]
+        return [flow.name for flow in driver.settings.config.flows.values()]
 
     @app.get("/v1/flows/{source}/{target}/status")
     def status(source: str, target: str) -> dict[str, object]:
@@ -45,14 +92,128 @@ def create_app(driver: CoordinatedDriver) -> FastAPI:
 
     @app.get("/v1/flows/{source}/{target}/tasks")
     def tasks(source: str, target: str) -> list[dict[str, object]]:
-        return flow_task_configs(driver, flow_name(source, target))
+        name = flow_name(source, target)
+        if isinstance(driver.source, CoordinatedTaskSource):
+            return flow_task_configs(driver.source.state, name)
+        return []
 
     @app.post("/v1/flows/{source}/{target}/refresh")
     def refresh(source: str, target: str) -> JSONResponse:
         name = flow_name(source, target)
-        state = driver.link.state if driver.link else None
-        if state is None or not driver.notify_leader(state, name, "asked over REST"):
+        if not isinstance(driver.source, CoordinatedTaskSource):
+            return JSONResponse({"error": "a standalone driver has no leader"}, status_code=409)
+        if not driver.source.notify_leader(name, "asked over REST"):
             return JSONResponse({"error": "no coordinator leader answered"}, status_code=503)
         return JSONResponse({"forwarded": True}, status_code=202)
 
+    @app.post("/v1/flows/{source}/{target}/partitions/{topic}/{partition}/resume")
+    def resume(
+        source: str, target: str, topic: str, partition: int, body: ResumeBody
+    ) -> JSONResponse:
+        name = flow_name(source, target)
+        assert driver.source is not None
+        who = body.by or f"{getpass.getuser()}@{socket.gethostname()} (driver REST)"
+        request = ResumeRequest(uuid.uuid4().hex, body.from_, body.offset, who)
+        outcome = driver.source.resume(name, (topic, partition), request)
+        code = 409 if outcome.startswith("not applied") else 202
+        return JSONResponse({"outcome": outcome}, status_code=code)
+
+    @app.post("/internal/v1/copy/{job}/slots/{slot}")
+    async def copy_report(job: str, slot: int, request: Request) -> JSONResponse:
+        body = await request.body()
+        if len(body) > MAX_REPORT_BYTES:
+            return JSONResponse({"error": "report too large"}, status_code=413)
+        try:
+            parsed = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "the report is not JSON"}, status_code=400)
+        assert driver.runtime is not None
+        from starlette.concurrency import run_in_threadpool
+
+        status_code, answer = await run_in_threadpool(
+            driver.runtime.copy.on_report, job, slot, parsed
+        )
+        return JSONResponse(answer, status_code=status_code)
+
     return app
+
+
+def flow_status(driver: Driver, name: str) -> dict[str, object]:
+    """The per-flow REST answer: this driver's tasks of ``name`` and how they run."""
+    runtime = driver.runtime
+    assert runtime is not None
+    assignment = runtime.assignment
+    held = runtime.copy.held(name)
+    tasks: list[dict[str, object]] = []
+    if assignment is not None:
+        for task in assignment.source.get(name, ()):
+            copying = any(tp in held for tp in task.partitions)
+            tasks.append(
+                _task(runtime.held_since, task.name, "source", "RUNNING" if copying else "STARTING")
+            )
+        for task_id in sorted(assignment.checkpoints):
+            if parse_task_id(task_id)[0] == name:
+                entry = _task(runtime.held_since, task_id, "checkpoint", "ASSIGNED")
+                entry["note"] = "group offset translation is not built yet"
+                tasks.append(entry)
+        if name in assignment.heartbeats:
+            tasks.append(_task(runtime.held_since, heartbeat_task_id(name), "heartbeat", "RUNNING"))
+    return {
+        "flow": name,
+        "driver": driver.settings.driver_id,
+        "generation": runtime.generation,
+        "tasks": tasks,
+        "copy": runtime.copy.status(name),
+    }
+
+
+def _task(held_since: dict[str, float], task_id: str, kind: str, state: str) -> dict[str, object]:
+    since = held_since.get(task_id)
+    return {
+        "id": task_id,
+        "kind": kind,
+        "state": state,
+        # Since when this driver has held the task without interruption.
+        "since_ms": int(since * 1000) if since else None,
+    }
+
+
+def flow_task_configs(state: ControlState, name: str) -> list[dict[str, object]]:
+    """MM2-style task configs of flow ``name`` (all tasks, from the event log)."""
+    tasks = state.tasks.get(name)
+    if tasks is None:
+        return []
+    configs: list[dict[str, object]] = []
+    for task in tasks.source:
+        configs.append(
+            {
+                "id": task.name,
+                "owner": state.task_owner(task.name),
+                "config": {
+                    "task.class": "MirrorSourceTask",
+                    "task.assigned.partitions": task.assigned_partitions(),
+                },
+            }
+        )
+    for task in tasks.checkpoint:
+        task_id = checkpoint_task_id(name, task.index)
+        configs.append(
+            {
+                "id": task_id,
+                "owner": state.task_owner(task_id),
+                "config": {
+                    "task.class": "MirrorCheckpointTask",
+                    "task.assigned.groups": ",".join(task.groups),
+                },
+            }
+        )
+    if tasks.heartbeat:
+        task_id = heartbeat_task_id(name)
+        configs.append(
+            {
+                "id": task_id,
+                "owner": state.task_owner(task_id),
+                "config": {"task.class": "MirrorHeartbeatTask"},
+            }
+        )
+    return configs

@@ -8,12 +8,9 @@ Only done at start and after a failed batch, over at most one batch plus local w
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-from srm_driver.kafka_admin import KafkaAdminError
+from srm_driver.kafka_reader import read_partitions
 
 COPY_HEADER = "srm.copy"
 
@@ -30,37 +27,14 @@ def last_copied_offset(
     """Upstream offset named by the last ``srm.copy`` header of ``source_alias`` in
     ``topic``-``partition`` from offset ``start`` to the end; None if there is none."""
     prefix = f"{source_alias}/".encode()
-    consumer = Consumer(
-        {
-            **consumer_config,
-            "group.id": f"srm-resume-scan-{source_alias}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_uncommitted",
-        }
-    )
     found: int | None = None
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        begin = max(start, low)
-        if begin >= high:
-            return None
-        consumer.assign([TopicPartition(topic, partition, begin)])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    return found
-                raise KafkaAdminError(f"reading {topic}-{partition} to resume: {error}")
-            for key, value in message.headers() or ():
-                if key == COPY_HEADER and value is not None and value.startswith(prefix):
-                    found = int(value[len(prefix) :])
-            if message.offset() + 1 >= high:
-                return found
-        raise KafkaAdminError(f"could not read {topic}-{partition} to its end within {timeout} s")
-    finally:
-        consumer.close()
+    for message in read_partitions(
+        consumer_config,
+        {(topic, partition): start},
+        what=f"reading {topic}-{partition} to resume",
+        timeout=timeout,
+    ):
+        for key, value in message.headers() or ():
+            if key == COPY_HEADER and value is not None and value.startswith(prefix):
+                found = int(value[len(prefix) :])
+    return found

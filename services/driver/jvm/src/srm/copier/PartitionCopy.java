@@ -1,0 +1,199 @@
+package srm.copier;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * One upstream partition under one plan: where sending stands (copy loop thread), what
+ * was acknowledged (producer thread), and what the next report tells the driver.
+ *
+ * <p>A plan is the driver's decision after reconciling: start at upstream {@code start},
+ * the first copy lands at downstream {@code down} (checked on every acknowledgement unless
+ * the remote partition is shared), never send an upstream offset at or past
+ * {@code reserve} (the end recorded as in flight in the progress topic).
+ *
+ * <p>Offset syncs come from acknowledgements, which arrive in send order per partition:
+ * the first record of the plan, both sides of every gap (upstream, or downstream when the
+ * partition is shared), and the last acknowledged record at every report.
+ */
+final class PartitionCopy {
+    enum State { SENDING, WAITING_RESERVATION, STOPPING, STOPPED }
+
+    final TopicPartition source;
+    final long plan;
+    final String remote;
+    final long start;
+    final boolean shared;
+
+    // Written by the copy loop thread only; nextSend is read by reports too.
+    volatile long nextSend;
+    long nextDown;
+
+    // Guarded by this.
+    private volatile long reserve;
+    private State state = State.SENDING;
+    private int outstanding;
+    private long ackedUp;
+    private long ackedDown;
+    private long prevUp = -1;
+    private long prevDown = -1;
+    private long lastSyncUp = -1;
+    private final List<long[]> syncs = new ArrayList<>();
+    private long records;
+    private long bytes;
+    private long dropped;
+    private long latencySumMs;
+    private long latencyMaxMs;
+    private Map<String, Object> error;
+
+    PartitionCopy(TopicPartition source, long plan, String remote, long start, long down, long reserve,
+            boolean shared) {
+        this.source = source;
+        this.plan = plan;
+        this.remote = remote;
+        this.start = start;
+        this.shared = shared;
+        this.nextSend = start;
+        this.nextDown = down;
+        this.reserve = reserve;
+        this.ackedUp = start;
+        this.ackedDown = down;
+    }
+
+    long reserve() {
+        return reserve;
+    }
+
+    synchronized void extendReserve(long value) {
+        if (value > reserve) {
+            reserve = value;
+        }
+    }
+
+    synchronized State state() {
+        return state;
+    }
+
+    synchronized boolean sending() {
+        return state == State.SENDING;
+    }
+
+    synchronized void awaitReservation() {
+        if (state == State.SENDING) {
+            state = State.WAITING_RESERVATION;
+        }
+    }
+
+    /** Back to sending once the reservation moved past the next offset to send. */
+    synchronized boolean maybeResume() {
+        if (state == State.WAITING_RESERVATION && reserve > nextSend) {
+            state = State.SENDING;
+            return true;
+        }
+        return false;
+    }
+
+    /** Send nothing more; {@code why} (nullable) is reported as this partition's error. */
+    synchronized void stop(Map<String, Object> why) {
+        if (why != null && error == null) {
+            error = why;
+        }
+        if (state != State.STOPPED) {
+            state = outstanding == 0 ? State.STOPPED : State.STOPPING;
+        }
+    }
+
+    synchronized boolean stopped() {
+        return state == State.STOPPED;
+    }
+
+    synchronized void sent() {
+        outstanding++;
+    }
+
+    synchronized void dropped() {
+        dropped++;
+    }
+
+    /** An acknowledged copy of upstream {@code up} at downstream {@code down}. */
+    synchronized void acked(long up, long down, long valueBytes, long latencyMs) {
+        outstanding--;
+        if (prevUp < 0) {
+            lastSyncUp = sync(up, down);
+        } else if (up != prevUp + 1 || (shared && down != prevDown + 1)) {
+            if (lastSyncUp != prevUp) {
+                sync(prevUp, prevDown);
+            }
+            lastSyncUp = sync(up, down);
+        }
+        prevUp = up;
+        prevDown = down;
+        ackedUp = up + 1;
+        ackedDown = down + 1;
+        records++;
+        bytes += valueBytes;
+        if (latencyMs >= 0) {
+            latencySumMs += latencyMs;
+            latencyMaxMs = Math.max(latencyMaxMs, latencyMs);
+        }
+        settle();
+    }
+
+    /** A send that did not land (or whose fate is unknown); the plan is over. */
+    synchronized void failed() {
+        outstanding--;
+        settle();
+    }
+
+    private void settle() {
+        if (state == State.STOPPING && outstanding == 0) {
+            state = State.STOPPED;
+        }
+    }
+
+    private long sync(long up, long down) {
+        syncs.add(new long[] {up, down});
+        return up;
+    }
+
+    /** The report entry; {@code boundary} adds a sync for the last acknowledged record. */
+    synchronized Map<String, Object> report(boolean boundary) {
+        if (boundary && prevUp >= 0 && lastSyncUp != prevUp) {
+            lastSyncUp = sync(prevUp, prevDown);
+        }
+        Map<String, Object> entry = new HashMap<>();
+        entry.put("topic", source.topic());
+        entry.put("partition", source.partition());
+        entry.put("plan", plan);
+        entry.put("state", state.name().toLowerCase());
+        entry.put("acked_up", ackedUp);
+        entry.put("acked_down", ackedDown);
+        entry.put("next_send", nextSend);
+        entry.put("outstanding", outstanding);
+        entry.put("records", records);
+        entry.put("bytes", bytes);
+        entry.put("dropped", dropped);
+        entry.put("latency_sum_ms", latencySumMs);
+        entry.put("latency_max_ms", latencyMaxMs);
+        List<List<Long>> pairs = new ArrayList<>(syncs.size());
+        for (long[] sync : syncs) {
+            pairs.add(List.of(sync[0], sync[1]));
+        }
+        entry.put("syncs", pairs);
+        entry.put("error", error);
+        return entry;
+    }
+
+    /** The driver has the first {@code count} syncs (they were in a report it answered). */
+    synchronized void confirmSyncs(int count) {
+        syncs.subList(0, Math.min(count, syncs.size())).clear();
+    }
+
+    synchronized int pendingSyncs() {
+        return syncs.size();
+    }
+}

@@ -1,0 +1,162 @@
+"""The composition root: every adapter of a driver built from its validated settings.
+
+Nothing else in the driver builds a Kafka client, a Spark session or an HTTP server;
+classes receive what they use. Tests build a runtime from fakes the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.http_server import HttpServer
+from srm_common.config.model import FlowConfig
+from srm_common.domain.policy import IdentityReplicationPolicy
+
+from srm_driver.coordinated_tasks import CoordinatedTaskSource
+from srm_driver.copying.clients import unit_settings
+from srm_driver.copying.facts import FlowFacts
+from srm_driver.copying.job import SparkCopyJob
+from srm_driver.copying.service import CopyService, FlowAdapters
+from srm_driver.flow_topics import FlowTopics
+from srm_driver.heartbeats import HeartbeatEmitter
+from srm_driver.internal_writer import InternalWriter
+from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+from srm_driver.progress_store import ProgressStore
+from srm_driver.rest import create_app
+from srm_driver.runtime import DriverRuntime
+from srm_driver.settings import DriverSettings
+from srm_driver.spark import spark_session, stop_session
+from srm_driver.static_tasks import StaticTaskSource
+from srm_driver.tasks import TaskSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Driver:
+    """A built driver: its settings, runtime and REST server (filled in by :func:`build`)."""
+
+    settings: DriverSettings
+    runtime: DriverRuntime | None = None
+    source: TaskSource | None = None
+    server: HttpServer | None = None
+    closers: list[object] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url if self.server else ""
+
+    def run(self) -> None:
+        """Serve REST and run until the runtime stops; then release Spark and the server."""
+        assert self.runtime is not None and self.server is not None and self.source is not None
+        self.server.start()
+        self.source.start(self.server.url, self.runtime.report)
+        log.info(
+            "driver %s: REST at %s; %s",
+            self.settings.driver_id,
+            self.server.url,
+            "standalone" if self.settings.standalone else "waiting for an assignment",
+        )
+        try:
+            self.runtime.run()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for closer in self.closers:
+            try:
+                closer()  # type: ignore[operator]
+            except Exception as exc:  # noqa: BLE001 - best effort on the way out
+                log.info("while stopping: %s", exc)
+        self.closers.clear()
+
+
+def build(settings: DriverSettings, *, session: SparkSession | None = None) -> Driver:
+    """Every part of a driver, wired; Spark is started (or ``session`` used, and left
+    running at the end), nothing is copying yet."""
+    driver = Driver(settings)
+    config = settings.config
+    discovery = Discovery()
+    if settings.standalone:
+        source: TaskSource = StaticTaskSource(config, discovery)
+    else:
+        source = CoordinatedTaskSource(config, settings.control, settings.driver_id, discovery)
+    driver.source = source
+    driver.server = HttpServer(
+        create_app(driver), host=settings.host, port=settings.port, name="srm-driver http"
+    )
+    driver.closers.append(driver.server.stop)
+    if session is None:
+        log.info("starting Spark (%s)", settings.spark_master)
+        session = spark_session(settings.spark_master, jars=settings.jars, conf=settings.spark_conf)
+        started = session
+        driver.closers.append(lambda: stop_session(started))
+    job = SparkCopyJob(session, driver.server.url)
+    flows = {flow.name: flow for flow in config.flows.values()}
+    copy = CopyService(
+        adapters=lambda flow: flow_adapters(flow, settings),
+        flows=flows,
+        job=job,
+        lease_ms=source.lease_ms,
+        publish=source.publish,
+        write_timeout_ms=settings.control.write_timeout_ms,
+    )
+    driver.runtime = DriverRuntime(
+        source=source,
+        copy=copy,
+        flow_topics=lambda flow: FlowTopics(
+            flow, admin_client(flow.source_admin), admin_client(flow.target_admin)
+        ),
+        heartbeat=lambda flow, stop: HeartbeatEmitter(flow, stop),
+    )
+    return driver
+
+
+def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
+    """The clients of one flow's copying; creates its internal topics (KafkaAdminError
+    when the target or the syncs cluster does not answer: tried again later)."""
+    write_timeout = settings.control.write_timeout_ms
+    partitions, factor = settings.progress_topics[flow.name]
+    store = ProgressStore(
+        flow.source,
+        flow.target_admin,
+        flow.target_internal_producer,
+        flow.target_consumer,
+        partitions=partitions,
+        replication_factor=factor,
+        write_timeout_ms=write_timeout,
+    )
+    store.ensure_topic()
+    policy = flow.replication_policy()
+    if flow.offset_syncs_topic_location == "target":
+        syncs_topic, admin, producer = (
+            policy.offset_syncs_topic(flow.source),
+            flow.target_admin,
+            flow.target_internal_producer,
+        )
+    else:
+        syncs_topic, admin, producer = (
+            policy.offset_syncs_topic(flow.target),
+            flow.source_admin,
+            flow.source_producer,
+        )
+    ensure_compacted_topic(
+        admin_client(admin),
+        syncs_topic,
+        replication_factor=flow.offset_syncs_topic_replication_factor,
+    )
+    syncs = InternalWriter(syncs_topic, producer, timeout_ms=write_timeout)
+    return FlowAdapters(
+        flow=flow,
+        store=store,
+        syncs=syncs,
+        facts=FlowFacts(flow, admin_client(flow.source_admin), admin_client(flow.target_admin)),
+        settings=unit_settings(flow, write_timeout_ms=write_timeout),
+        shared=isinstance(policy, IdentityReplicationPolicy),
+    )

@@ -1,0 +1,119 @@
+"""Settings of the copy loops' clients: what the configuration says, and what the copy's
+guarantees force whatever it says.
+
+The producer of copied records is idempotent, waits for every replica (``acks=all``),
+has one request in flight and never lingers, and gives up on a record after the
+driver's write timeout: a remote partition then holds a prefix of what was sent, and
+nothing sent under a lease can land long after it (docs/design.md). The consumer reads
+``read_committed`` (unless configured otherwise), never commits, and never resets a
+position by itself: an offset out of range is the driver's decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from srm_common.config.model import FlowConfig
+from srm_common.domain.policy import ORIGIN_HEADER, IdentityReplicationPolicy
+
+from srm_driver.shared_target import COPY_HEADER
+
+log = logging.getLogger(__name__)
+
+# Tuning defaults a configuration may override (`<target>.producer.*`, `<source>.consumer.*`).
+PRODUCER_DEFAULTS = {
+    "batch.size": "262144",
+    "buffer.memory": "67108864",
+    "max.request.size": "16777216",
+}
+CONSUMER_DEFAULTS = {
+    "max.poll.records": "5000",
+    "max.partition.fetch.bytes": "4194304",
+    "fetch.max.bytes": "16777216",
+    "isolation.level": "read_committed",
+}
+# What Connect gives MM2's producers unless configured: replacing these is no news.
+_CONNECT_DEFAULTS = {
+    "delivery.timeout.ms": str(2**31 - 1),
+    "max.block.ms": str(2**63 - 1),
+    "request.timeout.ms": "30000",
+    "max.in.flight.requests.per.connection": "1",
+    "acks": "all",
+    "linger.ms": "5",
+    "enable.idempotence": "false",
+}
+# Group management is not used (partitions are assigned); these keys would only confuse it,
+# and one client id shared by every slot's consumer would clash in JMX.
+_CONSUMER_DROPPED = ("group.id", "group.instance.id", "client.id")
+
+
+@dataclass(frozen=True)
+class UnitSettings:
+    """What every copy loop of one flow gets (the ``settings`` of a control answer)."""
+
+    consumer: Mapping[str, str]
+    producer: Mapping[str, str]
+    origin_header: str | None
+    copy_header: str | None
+    source: str
+    target: str
+    poll_ms: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "consumer": dict(self.consumer),
+            "producer": dict(self.producer),
+            "origin_header": self.origin_header,
+            "copy_header": self.copy_header,
+            "source": self.source,
+            "target": self.target,
+            "poll_ms": self.poll_ms,
+        }
+
+
+def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
+    """The copy loop settings of ``flow``. Under the identity policy the remote partition
+    is the target's own (shared): copies carry the origin and copy headers."""
+    shared = isinstance(flow.replication_policy(), IdentityReplicationPolicy)
+    return UnitSettings(
+        consumer=copier_consumer(flow.source_consumer),
+        producer=copier_producer(flow.target_producer, write_timeout_ms),
+        origin_header=ORIGIN_HEADER if shared else None,
+        copy_header=COPY_HEADER if shared else None,
+        source=flow.source,
+        target=flow.target,
+        poll_ms=flow.idle_wait_ms,
+    )
+
+
+def copier_producer(target_producer: Mapping[str, str], write_timeout_ms: int) -> dict[str, str]:
+    """The copied records' producer config (see the module docstring)."""
+    config = {**PRODUCER_DEFAULTS, **target_producer}
+    forced = {
+        "enable.idempotence": "true",
+        "acks": "all",
+        "max.in.flight.requests.per.connection": "1",
+        "linger.ms": "0",
+        "delivery.timeout.ms": str(write_timeout_ms),
+        # A send blocked on metadata or a full buffer counts against the write timeout.
+        "max.block.ms": str(min(1000, write_timeout_ms // 4)),
+    }
+    request_timeout = min(int(config.get("request.timeout.ms", "30000")), write_timeout_ms // 2)
+    forced["request.timeout.ms"] = str(request_timeout)
+    for key, value in forced.items():
+        given = target_producer.get(key)
+        if given is not None and given != value and given != _CONNECT_DEFAULTS.get(key):
+            log.warning("%s = %s is replaced by %s for copied records", key, given, value)
+    config.update(forced)
+    return config
+
+
+def copier_consumer(source_consumer: Mapping[str, str]) -> dict[str, str]:
+    """The source consumer of a copy loop (see the module docstring)."""
+    config = {**CONSUMER_DEFAULTS, **source_consumer}
+    for key in _CONSUMER_DROPPED:
+        config.pop(key, None)
+    config.update({"enable.auto.commit": "false", "auto.offset.reset": "none"})
+    return config

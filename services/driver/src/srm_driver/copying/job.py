@@ -1,0 +1,97 @@
+"""The copy job on Spark: one long-lived job of ``slots`` tasks, each a copy slot.
+
+``srm.copier.CopyJob.run`` (JVM, through Py4J) blocks while the slots run, so it runs on
+a thread of its own; the slots find the driver through the control URL. Everything here
+is the adapter over Spark: what the slots do is decided by
+:class:`srm_driver.copying.service.CopyService`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class SparkCopyJob:
+    """Starts and watches the one copy job of a driver."""
+
+    def __init__(self, session: SparkSession, control_url: str) -> None:
+        self._session = session
+        self._control_url = control_url
+        self.slots = max(1, int(session.sparkContext.defaultParallelism))
+        # In local mode the slots run in this process's JVM, so "none runs any more" can
+        # be asked; on a cluster only their leases tell.
+        self.local = str(session.sparkContext.master).startswith("local")
+        self.job_id: str | None = None
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> str:
+        """Start a new job; its id (slots of other ids are told to stop)."""
+        job_id = uuid.uuid4().hex[:12]
+        self.job_id = job_id
+        self.error = None
+        self._thread = threading.Thread(
+            target=self._run, args=(job_id,), name=f"copy job {job_id}", daemon=True
+        )
+        self._thread.start()
+        log.info("copy job %s: %d slots on Spark", job_id, self.slots)
+        return job_id
+
+    def _run(self, job_id: str) -> None:
+        context = self._session.sparkContext
+        try:
+            context._jvm.srm.copier.CopyJob.run(  # type: ignore[union-attr]
+                context._jsc,  # type: ignore[attr-defined]
+                f"srm-copy-{job_id}",
+                self._control_url,
+                job_id,
+                self.slots,
+            )
+        except Exception as exc:  # noqa: BLE001 - Py4J errors: reported, the service restarts
+            self.error = _first_line(exc)
+            log.error("copy job %s ended: %s", job_id, self.error)
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Ask Spark to kill the job's tasks (their slots stop their loops)."""
+        if self.job_id is None:
+            return
+        try:
+            self._session.sparkContext.cancelJobGroup(f"srm-copy-{self.job_id}")
+        except Exception as exc:  # noqa: BLE001 - the JVM may be gone already
+            log.info("cancelling the copy job: %s", _first_line(exc))
+
+    def join(self, timeout: float) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running()
+
+    def active_slots(self) -> int | None:
+        """Slots still running in this JVM (local mode); None when that cannot be known."""
+        try:
+            return int(self._session.sparkContext._jvm.srm.copier.CopyJob.activeSlots())  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - the JVM is gone: nothing runs in it
+            return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None and java.getCause() != java:
+                java = java.getCause()
+            return str(java.toString())
+        except Exception:  # noqa: BLE001 - the JVM may be gone
+            pass
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

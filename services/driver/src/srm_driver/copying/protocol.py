@@ -1,0 +1,199 @@
+"""The control channel between the driver and its copy slots (JSON over HTTP), parsed.
+
+A slot (``srm.copier.SlotRunner`` in the JVM) POSTs a :class:`SlotReport` to
+``/internal/v1/copy/{job}/slots/{slot}`` every ``report_ms`` or when something happened;
+the answer (:func:`answer`) is the whole desired state of the slot plus its lease. Both
+sides are level triggered: a lost request or answer is repaired by the next one.
+
+Report (slot -> driver)::
+
+    {"job": "3f2a", "slot": 0, "seq": 41, "lease_ms": 3870, "exiting": false,
+     "units": [{"flow": "primary->backup", "epoch": 2, "broken": null, "broken_epoch": -1,
+                "poll_error": null, "exited": false,
+                "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
+                                "state": "sending", "acked_up": 1200, "acked_down": 1180,
+                                "next_send": 1212,
+                                "outstanding": 12, "records": 950, "bytes": 972800,
+                                "dropped": 0, "latency_sum_ms": 4211, "latency_max_ms": 31,
+                                "syncs": [[250, 230], [1199, 1179]], "error": null}]}]}
+
+Answer (driver -> slot)::
+
+    {"lease_ms": 4000, "report_ms": 200, "stop": false,
+     "units": {"primary->backup": {"epoch": 2, "settings": {...},
+               "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
+                               "remote": "primary.orders", "start": 250, "down": 230,
+                               "reserve": 50250}]}}}
+
+Counters are cumulative per plan; syncs are those not yet in an answered report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from srm_common.errors import SrmError
+
+TopicPartition = tuple[str, int]
+
+
+class ProtocolError(SrmError):
+    """A report that does not have the shape above (a slot of another version?)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a unit broke or a partition stopped: ``kind`` is ``transient``, ``poison``,
+    ``conflict``, ``lease`` or ``out_of_range``."""
+
+    kind: str
+    message: str
+    topic: str | None = None
+    partition: int | None = None
+    offset: int = -1
+    error_class: str | None = None
+
+    @property
+    def partition_key(self) -> TopicPartition | None:
+        if self.topic is None or self.partition is None:
+            return None
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReport:
+    topic: str
+    partition: int
+    plan: int
+    state: str  # sending | waiting_reservation | stopping | stopped
+    acked_up: int
+    acked_down: int
+    next_send: int
+    outstanding: int
+    records: int
+    bytes: int
+    dropped: int
+    latency_sum_ms: int
+    latency_max_ms: int
+    syncs: tuple[tuple[int, int], ...]
+    error: Failure | None
+
+    @property
+    def key(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    @property
+    def stopped(self) -> bool:
+        return self.state == "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitReport:
+    flow: str
+    epoch: int
+    broken: Failure | None
+    broken_epoch: int
+    poll_error: str | None
+    exited: bool
+    partitions: tuple[PartitionReport, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SlotReport:
+    job: str
+    slot: int
+    seq: int
+    exiting: bool
+    units: tuple[UnitReport, ...]
+
+
+def parse_report(body: Mapping[str, Any]) -> SlotReport:
+    """The report in ``body``; :class:`ProtocolError` naming the first bad field."""
+    try:
+        return SlotReport(
+            job=str(body["job"]),
+            slot=_int(body["slot"]),
+            seq=_int(body["seq"]),
+            exiting=bool(body.get("exiting", False)),
+            units=tuple(_unit(u) for u in body["units"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed copy slot report: {exc!r}") from exc
+
+
+def _unit(body: Mapping[str, Any]) -> UnitReport:
+    return UnitReport(
+        flow=str(body["flow"]),
+        epoch=_int(body["epoch"]),
+        broken=_failure(body.get("broken")),
+        broken_epoch=_int(body.get("broken_epoch", -1)),
+        poll_error=body.get("poll_error"),
+        exited=bool(body.get("exited", False)),
+        partitions=tuple(_partition(p) for p in body["partitions"]),
+    )
+
+
+def _partition(body: Mapping[str, Any]) -> PartitionReport:
+    return PartitionReport(
+        topic=str(body["topic"]),
+        partition=_int(body["partition"]),
+        plan=_int(body["plan"]),
+        state=str(body["state"]),
+        acked_up=_int(body["acked_up"]),
+        acked_down=_int(body["acked_down"]),
+        next_send=_int(body.get("next_send", body["acked_up"])),
+        outstanding=_int(body["outstanding"]),
+        records=_int(body["records"]),
+        bytes=_int(body["bytes"]),
+        dropped=_int(body["dropped"]),
+        latency_sum_ms=_int(body["latency_sum_ms"]),
+        latency_max_ms=_int(body["latency_max_ms"]),
+        syncs=tuple((_int(up), _int(down)) for up, down in body["syncs"]),
+        error=_failure(body.get("error")),
+    )
+
+
+def _failure(body: Mapping[str, Any] | None) -> Failure | None:
+    if body is None:
+        return None
+    partition = body.get("partition")
+    return Failure(
+        kind=str(body["kind"]),
+        message=str(body.get("message") or ""),
+        topic=body.get("topic"),
+        partition=None if partition is None else _int(partition),
+        offset=_int(body.get("offset", -1)),
+        error_class=body.get("class"),
+    )
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{value!r} is not a whole number")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPlan:
+    """One partition's plan in an answer (see the module docstring)."""
+
+    topic: str
+    partition: int
+    plan: int
+    remote: str
+    start: int
+    down: int
+    reserve: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "plan": self.plan,
+            "remote": self.remote,
+            "start": self.start,
+            "down": self.down,
+            "reserve": self.reserve,
+        }

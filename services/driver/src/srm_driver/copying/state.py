@@ -1,0 +1,148 @@
+"""What the driver knows about each partition it copies: plan, progress, counters, halts.
+
+Pure bookkeeping, no I/O; :class:`srm_driver.copying.service.CopyService` changes it
+under its lock.
+
+A partition's life on one driver::
+
+    owned -> pending --reconcile--> running --report: stopped/broken--> pending ...
+               |  ^                    |
+               |  +----- resumed ------+-- halted (reason, kind)
+               +-- not owned any more: releasing -> (final progress) -> gone
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from srm_common.domain.progress import Halt, Progress
+
+from srm_driver.copying.protocol import PartitionPlan, PartitionReport
+
+TopicPartition = tuple[str, int]
+Status = Literal["pending", "running", "releasing", "halted"]
+
+MIN_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+
+
+@dataclass
+class Counters:
+    """Cumulative counts of copied records (for a plan, or a partition's whole life)."""
+
+    records: int = 0
+    bytes: int = 0
+    dropped: int = 0
+    latency_sum_ms: int = 0
+    latency_max_ms: int = 0
+
+    def add(self, other: Counters) -> None:
+        self.records += other.records
+        self.bytes += other.bytes
+        self.dropped += other.dropped
+        self.latency_sum_ms += other.latency_sum_ms
+        self.latency_max_ms = max(self.latency_max_ms, other.latency_max_ms)
+
+    @classmethod
+    def of(cls, report: PartitionReport) -> Counters:
+        return cls(
+            report.records,
+            report.bytes,
+            report.dropped,
+            report.latency_sum_ms,
+            report.latency_max_ms,
+        )
+
+    def since(self, before: Counters) -> Counters:
+        """What happened between ``before`` and this (cumulative) state."""
+        return Counters(
+            self.records - before.records,
+            self.bytes - before.bytes,
+            self.dropped - before.dropped,
+            self.latency_sum_ms - before.latency_sum_ms,
+            self.latency_max_ms,
+        )
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """An operator's explicit resume of a halted partition."""
+
+    request_id: str
+    mode: str
+    offset: int | None = None
+    by: str = "unknown"
+
+
+@dataclass
+class PartitionState:
+    """One upstream partition this driver holds for one flow."""
+
+    flow: str
+    key: TopicPartition
+    remote: str
+    slot: int
+    status: Status = "pending"
+    # The plan handed out now (None while pending), and the id of the last one handed
+    # out: the slot reports on that one until it has stopped.
+    plan: PartitionPlan | None = None
+    last_plan: int = 0
+    # The last progress written (or loaded): authoritative while this driver holds it.
+    progress: Progress | None = None
+    reserve: int = 0
+    acked: tuple[int, int] | None = None
+    next_send: int = 0
+    seen: Counters = field(default_factory=Counters)
+    totals: Counters = field(default_factory=Counters)
+    lost: int = 0
+    halt: Halt | None = None
+    halted_at: float | None = None
+    error: str | None = None
+    tries: dict[int, int] = field(default_factory=dict)
+    retry_at: float = 0.0
+    backoff: float = 0.0
+    last_commit: float = 0.0
+    # The slot confirmed the last plan stopped (or there was none): reconciling is safe.
+    stopped: bool = True
+    clean: bool = False
+    resume: ResumeRequest | None = None
+    since: float = field(default_factory=time.time)
+
+    @property
+    def where(self) -> str:
+        source, target = self.flow.split("->")
+        topic, partition = self.key
+        return f"{source}:{topic}-{partition} -> {target}:{self.remote}-{partition}"
+
+    def retry_later(self, now: float, error: str | None) -> None:
+        """Pending again, after a backoff that grows while failures repeat."""
+        self.status = "pending"
+        self.plan = None
+        self.error = error
+        self.backoff = min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, self.backoff * 2))
+        self.retry_at = now + self.backoff
+
+    def halted(self, halt: Halt) -> None:
+        self.status = "halted"
+        self.plan = None
+        self.halt = halt
+        self.halted_at = time.time()
+        self.error = halt.reason
+
+    def running(self, plan: PartitionPlan, progress: Progress) -> None:
+        self.status = "running"
+        self.plan = plan
+        self.last_plan = plan.plan
+        self.progress = progress
+        self.reserve = plan.reserve
+        self.acked = None
+        self.next_send = plan.start
+        self.seen = Counters()
+        self.stopped = False
+        self.clean = False
+        self.halt = None
+        self.halted_at = None
+        self.error = None
+        self.backoff = 0.0

@@ -1,0 +1,98 @@
+"""The remote topics of the partitions a driver copies for one flow: created before the
+first copy, grown with their source, configs synced (MM2's rules, :mod:`topic_sync`).
+
+Only partitions whose remote topic is ready are handed to copying; the others are tried
+again with a backoff, so one topic the target refuses (a policy, a quota) holds up only
+itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from confluent_kafka.admin import AdminClient
+from srm_common.config.model import FlowConfig
+
+from srm_driver.kafka_admin import KafkaAdminError, topic_partitions
+from srm_driver.topic_sync import TopicSync, TopicSyncError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+RETRY_SECONDS = 5.0
+
+
+class FlowTopics:
+    """Keeps the remote topics of one flow's owned partitions in step with the source."""
+
+    def __init__(
+        self, flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient
+    ) -> None:
+        self.flow = flow
+        self._source_admin = source_admin
+        self._target_admin = target_admin
+        self._sync = TopicSync(flow, source_admin, target_admin)
+        self._ready: dict[str, int] = {}  # source topic -> partitions its remote topic has
+        self._retry_at = 0.0
+        self._next_config_sync = time.monotonic() + flow.sync_topic_configs_interval_seconds
+        self._next_refresh = 0.0
+
+    def remote_topic(self, topic: str) -> str:
+        return self._sync.remote_topic(topic)
+
+    def ready(self, owned: frozenset[TopicPartition]) -> dict[TopicPartition, str]:
+        """The owned partitions whose remote partition exists, upstream -> remote topic.
+
+        Creates or grows remote topics for owned partitions that have none yet, at most
+        every few seconds while that fails."""
+        now = time.monotonic()
+        missing = {tp for tp in owned if self._ready.get(tp[0], 0) <= tp[1]}
+        refresh = now >= self._next_refresh
+        if (missing or refresh) and now >= self._retry_at:
+            self._ensure({topic for topic, _ in owned})
+            interval = self.flow.refresh_topics_interval_seconds
+            self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
+        self._maybe_sync_configs(now)
+        return {tp: self.remote_topic(tp[0]) for tp in owned if self._ready.get(tp[0], 0) > tp[1]}
+
+    def _ensure(self, topics: set[str]) -> None:
+        try:
+            counts = topic_partitions(self._source_admin)
+            wanted = {topic: counts[topic] for topic in topics if topic in counts}
+            for change in self._sync.ensure_remote_topics(wanted):
+                log.info("%s: %s", self.flow.name, change)
+        except TopicSyncError as exc:
+            for change in exc.changes:
+                log.info("%s: %s", self.flow.name, change)
+            log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+        except KafkaAdminError as exc:
+            log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            return
+        try:
+            remote = topic_partitions(self._target_admin)
+        except KafkaAdminError as exc:
+            log.error("%s: %s", self.flow.name, exc)
+            return
+        self._ready = {topic: remote.get(self.remote_topic(topic), 0) for topic in topics}
+
+    def _maybe_sync_configs(self, now: float) -> None:
+        if not self.flow.sync_topic_configs_enabled or now < self._next_config_sync:
+            return
+        self._next_config_sync = now + self.flow.sync_topic_configs_interval_seconds
+        try:
+            changes = self._sync.sync_configs(self._ready)
+        except TopicSyncError as exc:
+            changes = exc.changes
+            log.error("%s: %s (retrying next sync)", self.flow.name, exc)
+        except KafkaAdminError as exc:
+            changes = []
+            log.error("%s: %s (retrying next sync)", self.flow.name, exc)
+        for change in changes:
+            log.info("%s: %s", self.flow.name, change)
+
+    def ready_counts(self) -> Mapping[str, int]:
+        return dict(self._ready)

@@ -1,0 +1,175 @@
+"""The driver: runs what its task source gives it, until stopped.
+
+One runtime whatever the source (:mod:`srm_driver.tasks`): each pass it takes the
+current assignment and
+
+* gives the copy service the upstream partitions of its source tasks whose remote topic
+  is ready (:class:`FlowTopics` creates, grows and config-syncs remote topics);
+* runs a heartbeat emitter per flow whose heartbeat task is here;
+* holds the checkpoint tasks (group offset translation is not built yet);
+* hands operators' resumes of halted partitions to the copy service;
+
+and reports what it runs (for the coordinator's cooperative assignment, a source task
+runs until every partition of it is released).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from srm_common.config.model import FlowConfig
+from srm_common.control.state import heartbeat_task_id
+
+from srm_driver.copying.service import CopyService
+from srm_driver.flow_topics import FlowTopics
+from srm_driver.heartbeats import HeartbeatEmitter
+from srm_driver.tasks import Assignment, TaskSource
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+PASS_SECONDS = 0.2
+STATUS_SECONDS = 10.0
+
+
+class DriverRuntime:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        source: TaskSource,
+        copy: CopyService,
+        flow_topics: Callable[[FlowConfig], FlowTopics],
+        heartbeat: Callable[[FlowConfig, threading.Event], HeartbeatEmitter],
+    ) -> None:
+        self.source = source
+        self.copy = copy
+        self.stop = threading.Event()
+        self._flow_topics = flow_topics
+        self._heartbeat = heartbeat
+        self._topics: dict[str, FlowTopics] = {}
+        self._emitters: dict[str, HeartbeatEmitter] = {}
+        self._halted_emitters: list[HeartbeatEmitter] = []
+        self._task_of: dict[tuple[str, TopicPartition], str] = {}
+        self._checkpoints: frozenset[str] = frozenset()
+        self.held_since: dict[str, float] = {}
+        self.generation = -1
+        self.assignment: Assignment | None = None
+        self.flows: Mapping[str, FlowConfig] = {}
+        self._last_status = time.monotonic()
+
+    # -- what the heartbeat says ------------------------------------------------------
+
+    def report(self) -> tuple[int, frozenset[str]]:
+        """The assignment generation applied, and the task ids running here."""
+        generation = self.generation
+        running = {heartbeat_task_id(name) for name in self._emitters} | set(self._checkpoints)
+        task_of = dict(self._task_of)
+        for name in self.flows:
+            for key in self.copy.held(name):
+                task = task_of.get((name, key))
+                if task is not None:
+                    running.add(task)
+        return generation, frozenset(running)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Follow the task source until ``stop`` is set (or the source says this driver
+        must stop), then release everything."""
+        while not self.stop.is_set():
+            fatal = self.source.fatal()
+            if fatal is not None:
+                log.error("%s", fatal)
+                break
+            self.source.changed.clear()
+            try:
+                assignment = self.source.assignment()
+                if assignment is not None:
+                    self._apply(assignment)
+                self.copy.tick()
+            except Exception as exc:  # noqa: BLE001 - one bad pass must not end the driver
+                log.exception("driver pass failed: %s", exc)
+            self._maybe_log_status()
+            self.source.changed.wait(PASS_SECONDS)
+        self.shutdown()
+
+    def _apply(self, assignment: Assignment) -> None:
+        self.flows = assignment.flows
+        for name in sorted(set(assignment.source) | set(self._topics)):
+            tasks = assignment.source.get(name, ())
+            owned = frozenset(tp for task in tasks for tp in task.partitions)
+            for task in tasks:
+                for tp in task.partitions:
+                    self._task_of[(name, tp)] = task.name
+            if not owned and name not in self._topics:
+                continue
+            flow = assignment.flows[name]
+            topics = self._topics.get(name)
+            if topics is None:
+                topics = self._topics[name] = self._flow_topics(flow)
+            self.copy.set_owned(name, topics.ready(owned) if owned else {})
+            held = self.copy.held(name)
+            self._task_of = {
+                k: t
+                for k, t in self._task_of.items()
+                if k[0] != name or k[1] in owned or k[1] in held
+            }
+        self._set_heartbeats(assignment)
+        self._checkpoints = assignment.checkpoints
+        now = time.time()
+        ids = {heartbeat_task_id(n) for n in assignment.heartbeats} | set(assignment.checkpoints)
+        ids |= {task.name for tasks in assignment.source.values() for task in tasks}
+        self.held_since = {i: self.held_since.get(i, now) for i in ids}
+        for (flow, topic, partition), request in assignment.resumes.items():
+            self.copy.request_resume(flow, (topic, partition), request)
+        self.assignment = assignment
+        self.generation = assignment.generation
+
+    def _set_heartbeats(self, assignment: Assignment) -> None:
+        wanted = assignment.heartbeats
+        for name in wanted - set(self._emitters):
+            emitter = self._heartbeat(assignment.flows[name], self.stop)
+            self._emitters[name] = emitter
+            emitter.start()
+            log.info("%s: started the heartbeat task", name)
+        for name in set(self._emitters) - wanted:
+            emitter = self._emitters.pop(name)
+            emitter.halt()
+            self._halted_emitters.append(emitter)
+            log.info("%s: stopped the heartbeat task", name)
+        self._halted_emitters = [e for e in self._halted_emitters if e.is_alive()]
+
+    def _maybe_log_status(self) -> None:
+        now = time.monotonic()
+        if now - self._last_status < STATUS_SECONDS:
+            return
+        self._last_status = now
+        for name in sorted(self._topics):
+            status = self.copy.status(name)
+            if status["partitions"]:
+                log.info(
+                    "%s: %d partitions %s; %d records copied, latency avg %d ms max %d ms;"
+                    " %d halted",
+                    name,
+                    status["partitions"],
+                    status["by_status"],
+                    status["records"],
+                    status["latency_avg_ms"],
+                    status["latency_max_ms"],
+                    len(status["halted"]),  # type: ignore[arg-type]
+                )
+
+    def shutdown(self, timeout: float = 90.0) -> None:
+        """Let the copy slots finish and record what they sent, stop the heartbeats."""
+        self.stop.set()
+        self.copy.stop(timeout)
+        deadline = time.monotonic() + 10  # one deadline for all: some may hang on a write
+        for emitter in [*self._emitters.values(), *self._halted_emitters]:
+            emitter.join(max(0.0, deadline - time.monotonic()))
+        self.source.close()
+        log.info("driver stopped")

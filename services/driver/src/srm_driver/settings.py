@@ -1,0 +1,93 @@
+"""Everything a driver is started with, validated once, before anything connects.
+
+From the command line (``--config``, ``--spark-master``...), the environment
+(``SRM_SPARK_MASTER``, ``SRM_DRIVER_JARS``) and the configuration file. A bad value is
+one :class:`~srm_common.errors.ConfigError` (or :class:`SparkSetupError`) naming it and
+saying what would be valid.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.errors import ConfigError
+
+from srm_driver.spark import check_spark_settings, driver_jars
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """A driver's validated settings."""
+
+    config: SrmConfig
+    control: ControlSettings
+    spark_master: str
+    spark_conf: Mapping[str, str]
+    jars: tuple[Path, ...]
+    host: str
+    port: int
+    driver_id: str
+    standalone: bool
+    # (partitions, replication factor) of mm2-offsets.<S>.internal per flow.
+    progress_topics: Mapping[str, tuple[int, int]]
+
+
+def driver_settings(
+    config: SrmConfig,
+    *,
+    spark_master: str,
+    spark_conf: Mapping[str, str],
+    jars_folder: str | None,
+    host: str,
+    port: int,
+    driver_id: str | None,
+    standalone: bool,
+) -> DriverSettings:
+    check_spark_settings(spark_master, spark_conf)
+    return DriverSettings(
+        config=config,
+        control=control_settings(config),
+        spark_master=spark_master,
+        spark_conf=dict(spark_conf),
+        jars=tuple(driver_jars(jars_folder)),
+        host=host,
+        port=port,
+        driver_id=driver_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}",
+        standalone=standalone,
+        progress_topics={
+            flow.name: (
+                _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),
+                _int_setting(config, flow, "offset.storage.replication.factor", -1, minimum=1),
+            )
+            for flow in config.flows.values()
+        },
+    )
+
+
+def _int_setting(
+    config: SrmConfig, flow: FlowConfig, key: str, default: int, *, minimum: int
+) -> int:
+    """A Connect worker key (``offset.storage.*``): flow or top level, else the target
+    cluster's ``<alias>.<key>``, else ``default``. Connect does not validate these for
+    MM2's keys, so this does, before anything starts."""
+    raw = flow.extra.get(key) or config.cluster(flow.target).extra.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or (value < minimum and value != -1):
+        raise ConfigError(
+            f"{key} = {raw!r} for flow {flow.name}: expected a whole number >= {minimum} (or"
+            f" -1 for the broker's default), e.g. {key} = {max(default, 1)}",
+            source=config.source,
+            key=key,
+        )
+    return value

@@ -1,0 +1,108 @@
+"""``--standalone``: every task of every enabled flow, planned here from the configuration.
+
+The same planning functions as the coordinator's (:func:`plan_flow_tasks`), on the same
+background listings (:class:`Discovery`), redone every ``refresh.topics.interval.seconds``.
+There is no event log: halts and losses are logged (and shown on the REST status), and
+an operator resumes a halted partition over the driver's REST API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
+from srm_common.config.model import SrmConfig
+from srm_common.control.planning import plan_flow_tasks
+from srm_common.control.state import FlowTasks, checkpoint_task_id
+
+from srm_driver.copying.service import STANDALONE_LEASE_MS, CopyEvent
+from srm_driver.copying.state import ResumeRequest
+from srm_driver.tasks import Assignment, Report, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class StaticTaskSource:
+    """See the module docstring."""
+
+    def __init__(self, config: SrmConfig, discovery: Discovery) -> None:
+        self._config = config
+        self._discovery = discovery
+        self._flows = {flow.name: flow for flow in config.flows.values()}
+        self._tasks: dict[str, FlowTasks] = {}
+        self._due_ms = dict.fromkeys(self._flows, 0)
+        self._generation = 0
+        self._resumes: dict[tuple[str, str, int], ResumeRequest] = {}
+        self.changed = threading.Event()
+
+    def start(self, url: str, report: Report) -> None:
+        log.info("standalone driver at %s: every task of every enabled flow runs here", url)
+
+    def assignment(self) -> Assignment:
+        now_ms = int(time.time() * 1000)
+        changed = False
+        for name, flow in self._flows.items():
+            if not flow.enabled or now_ms < self._due_ms[name]:
+                continue
+            try:
+                partitions, groups = self._discovery.discover(flow, self._due_ms[name])
+            except DiscoveryPending:
+                continue
+            except DiscoveryError as exc:
+                log.warning("%s (retrying in 5 s)", exc)
+                self._due_ms[name] = now_ms + 5000
+                continue
+            interval = flow.refresh_topics_interval_seconds if flow.refresh_topics_enabled else 1e9
+            self._due_ms[name] = now_ms + int(interval * 1000)
+            previous = self._tasks.get(name)
+            planned = plan_flow_tasks(
+                name, previous, partitions, groups, flow.tasks_max, heartbeat=False
+            )
+            if previous is None or planned.generation != previous.generation:
+                self._tasks[name] = planned
+                changed = True
+                log.info(
+                    "%s: %d source tasks over %d partitions",
+                    name,
+                    len(planned.source),
+                    len(partitions),
+                )
+        if changed:
+            self._generation += 1
+        return Assignment(
+            generation=self._generation,
+            flows=self._flows,
+            source={name: tasks.source for name, tasks in self._tasks.items()},
+            heartbeats=frozenset(
+                name for name, flow in self._flows.items() if flow.emit_heartbeats_enabled
+            ),
+            checkpoints=frozenset(
+                checkpoint_task_id(name, task.index)
+                for name, tasks in self._tasks.items()
+                for task in tasks.checkpoint
+            ),
+            resumes=dict(self._resumes),
+        )
+
+    def lease_ms(self) -> int:
+        return STANDALONE_LEASE_MS
+
+    def publish(self, event: CopyEvent) -> None:
+        # No event log without a coordinator: the halt or loss is in the log and on the
+        # flow's REST status.
+        log.warning(
+            "%s %s-%d: %s", event.flow, event.topic, event.partition, event.text or event.kind
+        )
+
+    def resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> str:
+        self._resumes[(flow, key[0], key[1])] = request
+        self.changed.set()
+        return "requested"
+
+    def fatal(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        self._discovery.close()

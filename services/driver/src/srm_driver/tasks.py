@@ -1,0 +1,68 @@
+"""Where a driver's work comes from: the port between the runtime and a task source.
+
+Two sources implement it: :class:`srm_driver.static_tasks.StaticTaskSource` (``--standalone``:
+every task of every enabled flow of the configuration) and
+:class:`srm_driver.coordinated_tasks.CoordinatedTaskSource` (the tasks the coordinator
+assigns this driver in the event log). The runtime does not know which it has.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from srm_common.config.model import FlowConfig
+from srm_common.domain.tasks import SourceTask
+
+from srm_driver.copying.service import CopyEvent
+from srm_driver.copying.state import ResumeRequest
+
+TopicPartition = tuple[str, int]
+# What the runtime runs now: (assignment generation applied, task ids running).
+Report = Callable[[], tuple[int, frozenset[str]]]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The work given to this driver at assignment ``generation``.
+
+    ``flows``: every flow as the source says it is now (the event log's lists override
+    the file's); ``source``: source tasks per flow; ``heartbeats``: flows whose heartbeat
+    task runs here; ``checkpoints``: checkpoint task ids held here; ``resumes``: operator
+    resumes of halted partitions (flow, topic, partition) the source knows of.
+    """
+
+    generation: int
+    flows: Mapping[str, FlowConfig]
+    source: Mapping[str, tuple[SourceTask, ...]] = field(default_factory=dict)
+    heartbeats: frozenset[str] = frozenset()
+    checkpoints: frozenset[str] = frozenset()
+    resumes: Mapping[tuple[str, str, int], ResumeRequest] = field(default_factory=dict)
+
+
+class TaskSource(Protocol):
+    """A source of assignments, leases and a way to tell someone about copy events."""
+
+    changed: threading.Event
+
+    def start(self, url: str, report: Report) -> None:
+        """Start following; ``url`` is this driver's REST address."""
+
+    def assignment(self) -> Assignment | None:
+        """The current assignment; None until there is one."""
+
+    def lease_ms(self) -> int:
+        """How long records may still be written on this driver's behalf (0: not now)."""
+
+    def publish(self, event: CopyEvent) -> None:
+        """Tell the operators' side about a halt or a loss (never blocks for long)."""
+
+    def resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> str:
+        """Ask to resume a halted partition; what happened, in words."""
+
+    def fatal(self) -> str | None:
+        """Why this driver must stop (its id was taken by another process), else None."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,65 @@
+"""What the copy loops' clients are given: the configuration's tuning, and what the copy's
+guarantees force whatever it says."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from srm_driver.copying.clients import copier_consumer, copier_producer
+
+
+def test_the_producer_keeps_one_request_in_flight_and_no_linger_whatever_the_config_says(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        config = copier_producer(
+            {
+                "bootstrap.servers": "b:9092",
+                "max.in.flight.requests.per.connection": "5",
+                "enable.idempotence": "false",
+                "linger.ms": "50",
+                "batch.size": "65536",
+                "delivery.timeout.ms": "600000",
+            },
+            write_timeout_ms=10_000,
+        )
+    assert config["max.in.flight.requests.per.connection"] == "1"
+    assert config["enable.idempotence"] == "true" and config["acks"] == "all"
+    assert config["linger.ms"] == "0", "a lingering batch could leave after the lease ended"
+    assert config["delivery.timeout.ms"] == "10000", "the leader waits this out; never longer"
+    assert int(config["request.timeout.ms"]) <= 5000
+    assert int(config["max.block.ms"]) <= 2500
+    assert config["batch.size"] == "65536", "tuning stays the user's"
+    assert "linger.ms = 50 is replaced by 0" in caplog.text
+
+
+def test_connect_defaults_are_replaced_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        copier_producer(
+            {"delivery.timeout.ms": str(2**31 - 1), "max.block.ms": str(2**63 - 1)}, 10_000
+        )
+    assert not caplog.text
+
+
+def test_the_consumer_never_commits_nor_resets_and_reads_committed() -> None:
+    config = copier_consumer(
+        {
+            "bootstrap.servers": "a:9092",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "true",
+            "group.id": "mine",
+            "client.id": "x",
+            "security.protocol": "SSL",
+        }
+    )
+    assert config["auto.offset.reset"] == "none", "out of range is the driver's decision"
+    assert config["enable.auto.commit"] == "false"
+    assert "group.id" not in config and "client.id" not in config
+    assert config["isolation.level"] == "read_committed"
+    assert config["security.protocol"] == "SSL"
+
+
+def test_isolation_level_from_the_configuration_wins() -> None:
+    config = copier_consumer({"isolation.level": "read_uncommitted"})
+    assert config["isolation.level"] == "read_uncommitted"

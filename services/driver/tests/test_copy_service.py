@@ -1,0 +1,357 @@
+"""The copy service's decisions, with fakes at its ports: plans, reservations, progress
+and syncs in order, unit breaks, poison records, halts, releases, leases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+from srm_common.config import load_config
+from srm_common.config.model import FlowConfig
+from srm_common.domain.progress import PartitionFacts, Progress, Surplus
+from srm_common.domain.records import OffsetSync
+from srm_driver.copying.clients import unit_settings
+from srm_driver.copying.service import CopyEvent, CopyService, FlowAdapters
+from srm_driver.copying.state import ResumeRequest
+
+FLOW = "primary->backup"
+TP = ("orders", 0)
+REMOTE = "primary.orders"
+CONFIG = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  backup: {bootstrap.servers: "127.0.0.1:8"}
+flows:
+  primary->backup: {enabled: true, srm.batch.max.records: 100, srm.poison.max.tries: 2}
+"""
+
+
+class Journal:
+    """Everything the fakes wrote, in order."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, object]] = []
+
+    def progress(self) -> list[tuple[tuple[str, int], Progress]]:
+        return [e for kind, e in self.entries if kind == "progress"]  # type: ignore[misc]
+
+
+class FakeStore:
+    def __init__(self, journal: Journal, loaded: Mapping[tuple[str, int], Progress]) -> None:
+        self.journal = journal
+        self.loaded = dict(loaded)
+
+    def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+        for update in updates:
+            self.journal.entries.append(("progress", update))
+
+    def load(self) -> dict[tuple[str, int], Progress]:
+        return dict(self.loaded)
+
+
+class FakeSyncs:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def write(self, records: Iterable[tuple[bytes, bytes]]) -> int:
+        written = [OffsetSync.decode(k, v) for k, v in records]
+        for sync in written:
+            self.journal.entries.append(("sync", (sync.upstream_offset, sync.downstream_offset)))
+        return len(written)
+
+
+class FakeFacts:
+    def __init__(self) -> None:
+        self.facts = PartitionFacts("S1", 0, 1000, "T1", 0)
+        self.surplus = Surplus(0, 0)
+        self.pairs: list[tuple[int, int]] = []
+
+    def gather(
+        self, routes: Mapping[tuple[str, int], str]
+    ) -> dict[tuple[str, int], PartitionFacts]:
+        return dict.fromkeys(routes, self.facts)
+
+    def identities(
+        self, routes: Mapping[tuple[str, int], str]
+    ) -> dict[tuple[str, int], tuple[str | None, str | None]]:
+        return dict.fromkeys(routes, (self.facts.source_topic_id, self.facts.target_topic_id))
+
+    def compare(self, *_args: object) -> tuple[Surplus, list[tuple[int, int]]]:
+        return self.surplus, self.pairs
+
+    def last_copied(self, *_args: object) -> int | None:
+        return None
+
+
+class FakeJob:
+    slots = 2
+    error = None
+    local = True
+
+    def __init__(self) -> None:
+        self.job_id: str | None = None
+
+    def start(self) -> str:
+        self.job_id = "job-1"
+        return self.job_id
+
+    def running(self) -> bool:
+        return self.job_id is not None
+
+    def cancel(self) -> None:
+        self.job_id = None
+
+    def join(self, timeout: float) -> bool:
+        return True
+
+    def active_slots(self) -> int:
+        return 0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def flow(tmp_path: Path) -> FlowConfig:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG)
+    return load_config(path).flow("primary", "backup")
+
+
+class Harness:
+    def __init__(self, flow: FlowConfig, loaded: Mapping[tuple[str, int], Progress] = {}) -> None:  # noqa: B006
+        self.journal = Journal()
+        self.facts = FakeFacts()
+        self.clock = Clock()
+        self.lease = 5000
+        self.events: list[CopyEvent] = []
+        adapters = FlowAdapters(
+            flow=flow,
+            store=FakeStore(self.journal, loaded),
+            syncs=FakeSyncs(self.journal),
+            facts=self.facts,  # type: ignore[arg-type]
+            settings=unit_settings(flow, write_timeout_ms=10_000),
+            shared=False,
+        )
+        self.service = CopyService(
+            adapters=lambda _flow: adapters,
+            flows={FLOW: flow},
+            job=FakeJob(),
+            lease_ms=lambda: self.lease,
+            publish=self.events.append,
+            write_timeout_ms=10_000,
+            clock=self.clock,
+        )
+
+    def report(
+        self,
+        *partitions: dict[str, object],
+        broken: dict[str, object] | None = None,
+        slot: int = 0,
+        epoch: int = 0,
+    ) -> tuple[int, dict]:  # type: ignore[type-arg]
+        body = {
+            "job": "job-1",
+            "slot": slot,
+            "seq": 1,
+            "exiting": False,
+            "units": [
+                {
+                    "flow": FLOW,
+                    "epoch": epoch,
+                    "broken": broken,
+                    "broken_epoch": epoch,
+                    "poll_error": None,
+                    "exited": False,
+                    "partitions": list(partitions),
+                }
+            ],
+        }
+        return self.service.on_report("job-1", slot, body)
+
+    def plan(self, slot: int = 0) -> dict | None:  # type: ignore[type-arg]
+        _status, answer = self.report(slot=slot)
+        unit = answer["units"].get(FLOW)
+        if unit is None or not unit["partitions"]:
+            return None
+        return unit["partitions"][0]
+
+
+def part(
+    plan: int, acked_up: int, acked_down: int, *, state: str = "sending", **more: object
+) -> dict[str, object]:
+    return {
+        "topic": TP[0],
+        "partition": TP[1],
+        "plan": plan,
+        "state": state,
+        "acked_up": acked_up,
+        "acked_down": acked_down,
+        "next_send": more.pop("next_send", acked_up),
+        "outstanding": 0,
+        "records": more.pop("records", 0),
+        "bytes": 0,
+        "dropped": 0,
+        "latency_sum_ms": 0,
+        "latency_max_ms": 0,
+        "syncs": more.pop("syncs", []),
+        "error": more.pop("error", None),
+    }
+
+
+def started(h: Harness) -> dict:  # type: ignore[type-arg]
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.service.tick()
+    plan = h.plan()
+    assert plan is not None, "a plan is handed out after reconciling"
+    return plan
+
+
+def test_a_new_partition_is_claimed_with_a_reservation_before_anything_is_sent(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)
+    assert (plan["start"], plan["down"], plan["reserve"], plan["remote"]) == (0, 0, 100, REMOTE)
+    (written,) = h.journal.progress()
+    assert written == (TP, Progress(0, 0, 100, "S1", "T1")), "the reservation is durable first"
+
+
+def test_syncs_are_written_before_the_progress_that_covers_them(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.clock.now += 2  # past the commit interval
+    status, answer = h.report(part(plan, 40, 40, syncs=[[0, 0], [39, 39]], records=40))
+    assert status == 200 and answer["lease_ms"] == 5000
+    kinds = [kind for kind, _ in h.journal.entries[1:]]
+    assert kinds == ["sync", "sync", "progress"]
+    assert h.journal.progress()[-1] == (TP, Progress(40, 40, 140, "S1", "T1"))
+    assert answer["units"][FLOW]["partitions"][0]["reserve"] == 140
+    assert h.service.status(FLOW)["records"] == 40
+
+
+def test_a_slot_waiting_behind_a_gap_gets_a_reservation_past_the_next_record(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    _status, answer = h.report(part(plan, 5, 5, state="waiting_reservation", next_send=480))
+    assert answer["units"][FLOW]["partitions"][0]["reserve"] == 580
+
+
+def test_a_broken_unit_replans_every_partition_after_a_settle_delay_with_a_new_epoch(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    broken = {
+        "kind": "transient",
+        "message": "broker gone",
+        "topic": None,
+        "partition": None,
+        "offset": -1,
+        "class": "org.apache.kafka.common.errors.TimeoutException",
+    }
+    _status, answer = h.report(part(plan, 10, 10, state="stopping"), broken=broken)
+    assert answer["units"][FLOW]["epoch"] == 1
+    assert answer["units"][FLOW]["partitions"] == [], "nothing runs until it is reconciled"
+    h.clock.now += 1.5
+    h.service.tick()
+    assert h.plan() is None, "sends of the broken plan are still pending: no reconcile yet"
+    h.report(part(plan, 10, 10, state="stopped"), broken=broken, epoch=0)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 12)  # 2 records landed unacknowledged
+    h.facts.surplus = Surplus(2, 12)
+    h.service.tick()
+    replanned = h.plan()
+    assert replanned is not None and (replanned["start"], replanned["down"]) == (12, 12)
+    assert replanned["plan"] > plan
+
+
+def test_a_poison_record_halts_its_partition_after_its_tries(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    for attempt in (1, 2):
+        plan = started(h)["plan"] if attempt == 1 else h.plan()["plan"]  # type: ignore[index]
+        poison = {
+            "kind": "poison",
+            "message": "too large",
+            "topic": TP[0],
+            "partition": TP[1],
+            "offset": 7,
+            "class": "org.apache.kafka.common.errors.RecordTooLargeException",
+        }
+        h.report(part(plan, 7, 7, state="stopped"), broken=poison, epoch=attempt - 1)
+        h.clock.now += 60
+        h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 7)
+        h.service.tick()
+    status = h.service.status(FLOW)
+    assert [p["partition"] for p in status["halted"]] == [0]
+    assert "source offset 7 could not be written after 2 tries" in status["halted"][0]["reason"]
+    assert "RecordTooLargeException" in status["halted"][0]["reason"]
+    assert [e.kind for e in h.events] == ["halted"] and h.events[0].detail == "poison"
+    assert TP not in h.service.held(FLOW)
+
+
+def test_a_resume_applies_the_operator_choice_once(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 5)  # records but no progress
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.service.tick()
+    assert h.service.status(FLOW)["halted"][0]["kind"] == "conflict"
+    assert h.service.request_resume(FLOW, TP, ResumeRequest("r1", "source-start"))
+    h.service.tick()
+    plan = h.plan()
+    assert plan is not None and (plan["start"], plan["down"]) == (0, 5)
+    assert h.journal.progress()[-1][1].resume_id == "r1"
+    assert not h.service.request_resume(FLOW, TP, ResumeRequest("r1", "source-start"))
+
+
+def test_a_released_partition_records_where_it_stopped_with_nothing_in_flight(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.service.set_owned(FLOW, {})
+    assert h.plan() is None, "the slot is told to stop it"
+    assert TP in h.service.held(FLOW), "held until the slot says it stopped"
+    h.report(part(plan, 30, 30, state="stopped"))
+    assert h.journal.progress()[-1] == (TP, Progress(30, 30, None, "S1", "T1"))
+    assert TP not in h.service.held(FLOW)
+
+
+def test_without_a_lease_nothing_is_written_or_planned(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.lease = 0
+    h.clock.now += 2
+    _status, answer = h.report(part(plan, 40, 40))
+    assert answer["lease_ms"] == 0
+    assert len(h.journal.progress()) == 1, "no progress without a lease"
+
+
+def test_a_recreated_topic_stops_its_running_partition_and_then_halts_it(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.facts.facts = PartitionFacts("S2", 0, 10, "T1", 0)  # the source topic was recreated
+    h.clock.now += 3
+    h.service.tick()
+    assert h.plan() is None, "the slot is told to stop it"
+    h.report(part(plan, 0, 0, state="stopped"))
+    h.clock.now += 2
+    h.service.tick()
+    (halt,) = h.service.status(FLOW)["halted"]
+    assert (
+        halt["kind"] == "recreated" and "source topic was deleted and recreated" in halt["reason"]
+    )
+
+
+def test_reports_of_an_old_job_are_told_it_is_over(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    started(h)
+    status, answer = h.service.on_report("job-0", 0, {"job": "job-0"})
+    assert status == 410 and "over" in answer["error"]

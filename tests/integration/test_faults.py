@@ -1,0 +1,388 @@
+"""Faults that are not clean crashes: a paused driver (a zombie), a second process under a
+driver's id, a record the target refuses, topics deleted or recreated under load.
+
+Each ends with a full content comparison of source and target, or with the partition
+halted and its reason on the flow's status: never silent damage.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from srm_common.control.events import DriverJoined, DriverLeft
+from srm_local import testing
+from srm_local.testing import Record
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PARTITIONS = 4
+SESSION_MS = 6000
+# Shorter than the defaults so that a test waits less; the same rules apply.
+TIMINGS = {"srm.driver.session.timeout.ms": SESSION_MS, "srm.driver.write.timeout.ms": 4000}
+
+
+def _group_config(kafka, tmp_path, unique_name, topic: str):  # type: ignore[no-untyped-def]
+    return testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [topic], "groups": []},
+            "backup->primary": {"enabled": False},
+        },
+        replication={
+            "tasks.max": PARTITIONS,
+            "srm.control.topic.prefix": unique_name("ctl"),
+            **TIMINGS,
+        },
+    )
+
+
+def _assert_exact_copy(kafka, topic: str, remote: str, sent: int) -> testing.CopyCount:  # type: ignore[no-untyped-def]
+    source = testing.consume_all(kafka["primary"], topic)
+    target = testing.consume_all(kafka["backup"], remote)
+    count = testing.count_copy(source, target)
+    assert count.produced == sent
+    assert (count.missing, count.duplicated) == (0, 0), str(count)
+    for partition in range(PARTITIONS):
+        assert testing.content(target[partition]) == testing.content(source[partition])
+    return count
+
+
+def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
+    kafka, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """kill -STOP a driver's process group (Python and its Spark JVM) for longer than the
+    session timeout, let its tasks move to the other driver, then kill -CONT: five times,
+    under a steady numbered load, once for 40 s (a frozen VM). Nothing lost, nothing
+    doubled, nothing halted."""
+    topic = kafka.create_topic("primary", unique_name("zombie"), partitions=PARTITIONS)
+    remote = f"primary.{topic}"
+    kafka.created.append(("backup", remote))
+    config = _group_config(kafka, tmp_path, unique_name, topic)
+    group = testing.ControlGroup(config)
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "coordinator.log", "c1", "--projection", "none"
+    )
+    drivers = {
+        name: testing.DriverProcess(
+            config, tmp_path / f"{name}.log", spark_master="local[1]", args=["--id", name]
+        )
+        for name in ("d1", "d2")
+    }
+    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+
+    def logs() -> str:
+        return "\n".join(
+            f"--- {p.log_path.name}\n{p.log_text()[-2000:]}"
+            for p in (coordinator, *drivers.values())
+            if p.log_path.exists()
+        )
+
+    def source_tasks(state, driver: str) -> int:  # type: ignore[no-untyped-def]
+        return sum("MirrorSourceConnector" in t for t in state.tasks_of(driver))
+
+    pauses: list[str] = []
+    try:
+        coordinator.start()
+        for process in drivers.values():
+            process.start()
+        producer.start()
+        testing.wait_until(lambda: group.settled(drivers), 240, f"2 drivers run\n{logs()}")
+        last = None
+        for round_ in range(5):
+            state = group.state()
+            # Each driver in turn, as long as it copies something.
+            victim = max(drivers, key=lambda d: (source_tasks(state, d) > 0, d != last, d))
+            other = next(d for d in drivers if d != victim)
+            last = victim
+            assert source_tasks(state, victim), "the victim copies something"
+            os.killpg(drivers[victim].process.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+            paused = time.monotonic()
+            testing.wait_until(
+                lambda other=other: group.settled([other]),
+                120,
+                f"pause {round_ + 1}: {victim}'s tasks move to {other}\n{logs()}",
+            )
+            moved_after = time.monotonic() - paused
+            # The other driver copies a while before the zombie wakes; once 40 s in all.
+            time.sleep(max(2.0, 40 - moved_after) if round_ == 1 else 2.0)
+            os.killpg(drivers[victim].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
+            paused_for = time.monotonic() - paused
+            testing.wait_until(
+                lambda: (
+                    group.settled(drivers) and all(source_tasks(group.state(), d) for d in drivers)
+                ),
+                180,
+                f"pause {round_ + 1}: {victim} rejoins and gets work again\n{logs()}",
+            )
+            pauses.append(
+                f"{victim} paused {paused_for:.0f} s, its tasks ran on {other}"
+                f" {moved_after:.1f} s after the pause"
+            )
+        producer.stop.set()
+        producer.join(60)
+        assert not producer.errors
+        source_ends = testing.end_offsets(kafka["primary"], topic)
+        testing.wait_until(
+            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
+            180,
+            f"the target catches up\n{logs()}",
+        )
+        for process in drivers.values():
+            assert process.stop() == 0
+    finally:
+        producer.stop.set()
+        for process in (*drivers.values(), coordinator):
+            if process.alive():
+                os.killpg(process.process.pid, signal.SIGCONT)  # type: ignore[union-attr]
+                process.kill9()
+    state = group.state()
+    assert not state.halts, f"partitions halted: {state.halts}"
+    count = _assert_exact_copy(kafka, topic, remote, producer.sent)
+    rejoins = sum(1 for e in _events(group) if isinstance(e, DriverJoined)) - 2
+    print(f"\nkill -STOP x5 ({'; '.join(pauses)}): {count}; rejoined {rejoins} times")
+
+
+def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops(
+    kafka, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """A driver restarted under its old --id while the first process with that id still
+    runs: the new incarnation replaces the old one, which stops; the two never copy side
+    by side, and the copy is exact."""
+    topic = kafka.create_topic("primary", unique_name("sameid"), partitions=PARTITIONS)
+    remote = f"primary.{topic}"
+    kafka.created.append(("backup", remote))
+    config = _group_config(kafka, tmp_path, unique_name, topic)
+    group = testing.ControlGroup(config)
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "coordinator.log", "c1", "--projection", "none"
+    )
+    first = testing.DriverProcess(
+        config, tmp_path / "first.log", spark_master="local[1]", args=["--id", "d1"]
+    )
+    second = testing.DriverProcess(
+        config, tmp_path / "second.log", spark_master="local[1]", args=["--id", "d1"]
+    )
+    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+
+    def logs() -> str:
+        return "\n".join(
+            f"--- {p.log_path.name}\n{p.log_text()[-2000:]}"
+            for p in (coordinator, first, second)
+            if p.log_path.exists()
+        )
+
+    try:
+        coordinator.start()
+        first.start()
+        producer.start()
+        testing.wait_until(lambda: group.settled(["d1"]), 240, f"d1 runs\n{logs()}")
+        testing.wait_until(
+            lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
+            60,
+            f"copying\n{logs()}",
+        )
+        old_instance = group.state().drivers["d1"].instance
+        second.start()
+        testing.wait_until(
+            lambda: first.process.poll() is not None,  # type: ignore[union-attr]
+            120,
+            f"the first process stops once its id is taken\n{logs()}",
+        )
+        assert first.process.returncode == 3  # type: ignore[union-attr]
+        assert "was taken over by another process" in first.log_text()
+        testing.wait_until(
+            lambda: group.state().drivers["d1"].instance != old_instance and group.settled(["d1"]),
+            120,
+            f"the second process runs d1's tasks\n{logs()}",
+        )
+        producer.stop.set()
+        producer.join(60)
+        assert not producer.errors
+        source_ends = testing.end_offsets(kafka["primary"], topic)
+        testing.wait_until(
+            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
+            180,
+            f"the target catches up\n{logs()}",
+        )
+        assert second.stop() == 0
+    finally:
+        producer.stop.set()
+        for process in (first, second, coordinator):
+            if process.alive():
+                process.kill9()
+    left = [e for e in _events(group) if isinstance(e, DriverLeft)]
+    assert any("replaced by instance" in e.reason for e in left)
+    assert not group.state().halts
+    count = _assert_exact_copy(kafka, topic, remote, producer.sent)
+    print(f"\nsecond process with id d1: the first exited 3, {count}")
+
+
+def _events(group: testing.ControlGroup) -> list[object]:
+    from srm_common.adapters.kafka_log import read_log
+
+    return [envelope.event for envelope in read_log(group.settings, timeout=15)]
+
+
+def test_a_record_the_target_refuses_halts_only_its_partition(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """A 2.2 MB record on a topic whose remote copy accepts only 1 MB: that partition halts
+    after its tries with the reason and the offset; 20 records on another topic of the same
+    flow are copied; the flow's status shows both."""
+    big = kafka.create_topic(
+        "primary", unique_name("big"), partitions=2, config={"max.message.bytes": "3145728"}
+    )
+    small = kafka.create_topic("primary", unique_name("small"), partitions=1)
+    big_remote = kafka.create_topic(
+        "backup", f"primary.{big}", partitions=2, config={"max.message.bytes": "1048588"}
+    )
+    small_remote = f"primary.{small}"
+    kafka.created.append(("backup", small_remote))
+    testing.produce(
+        kafka["primary"],
+        big,
+        [
+            Record(b"before", b"x", (), None, 0),
+            Record(b"poison", b"p" * 2_200_000, (), None, 0),
+            Record(b"after", b"y", (), None, 0),
+            *[Record(f"p1-{i}".encode(), b"z", (), None, 1) for i in range(10)],
+        ],
+        config={"message.max.bytes": 3145728},
+    )
+    testing.produce(
+        kafka["primary"], small, [Record(f"s{i}".encode(), b"v", (), None, 0) for i in range(20)]
+    )
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {
+                "enabled": True,
+                "topics": [big, small],
+                # Keep the remote limit at 1 MB (config sync would copy the source's 3 MB).
+                "config.properties.exclude": "max.message.bytes",
+            },
+            "backup->primary": {"enabled": False},
+        },
+    )
+    driver = run_driver(config)
+    testing.wait_until(
+        lambda: any(h["topic"] == big for h in driver.status()["copy"]["halted"]),
+        120,
+        "the partition with the refused record halts",
+    )
+    testing.wait_until(
+        lambda: testing.copied(kafka["primary"], small, kafka["backup"], small_remote),
+        60,
+        "the other topic of the flow is copied",
+    )
+    status = driver.status()["copy"]
+    (halt,) = [h for h in status["halted"] if h["topic"] == big]
+    print(f"\nhalted: {halt['topic']}-{halt['partition']}: {halt['reason']}")
+    print(f"flow status: {status['by_status']}, {status['records']} records copied")
+    assert halt["partition"] == 0 and halt["kind"] == "poison"
+    assert "source offset 1 could not be written after 3 tries" in halt["reason"]
+    assert "RecordTooLargeException" in halt["reason"]
+    ends = testing.end_offsets(kafka["backup"], big_remote)
+    assert ends == {0: 1, 1: 10}, "partition 0 stops before the record; partition 1 copies on"
+    assert testing.end_offsets(kafka["backup"], small_remote) == {0: 20}
+    assert status["records"] >= 31
+
+
+def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_cleanly(
+    kafka, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """The remote topic of one source topic is deleted under load, and another source topic
+    is deleted and recreated: their partitions halt with the reason (recreated or
+    missing), a third topic copies on, nothing hangs, and SIGTERM still stops the driver
+    within its grace period."""
+    doomed_remote_of = kafka.create_topic("primary", unique_name("lose-remote"), partitions=2)
+    recreated = kafka.create_topic("primary", unique_name("recreated"), partitions=2)
+    steady = kafka.create_topic("primary", unique_name("steady"), partitions=2)
+    for topic in (doomed_remote_of, recreated, steady):
+        kafka.created.append(("backup", f"primary.{topic}"))
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {
+                "enabled": True,
+                "topics": [doomed_remote_of, recreated, steady],
+            },
+            "backup->primary": {"enabled": False},
+        },
+    )
+    driver = testing.DriverProcess(config, tmp_path / "driver.log", spark_master="local[2]")
+    producers = [
+        testing.SteadyProducer(kafka["primary"], topic, 2)
+        for topic in (doomed_remote_of, recreated, steady)
+    ]
+    try:
+        driver.start()
+        for producer in producers:
+            producer.start()
+        testing.wait_until(
+            lambda: all(
+                sum(testing.end_offsets(kafka["backup"], f"primary.{t}").values()) > 500
+                for t in (doomed_remote_of, recreated, steady)
+            ),
+            120,
+            f"all three topics copy\n{driver.log_text()[-3000:]}",
+        )
+        testing.delete_topics(kafka["backup"], [f"primary.{doomed_remote_of}"])
+        producers[1].stop.set()
+        producers[1].join(30)
+        testing.delete_topics(kafka["primary"], [recreated])
+        time.sleep(2)
+        testing.create_topic(kafka["primary"], recreated, partitions=2)
+        testing.produce(
+            kafka["primary"],
+            recreated,
+            [Record(f"new-{i}".encode(), b"n", (), None, i % 2) for i in range(50)],
+        )
+        status_url = None
+
+        def halted() -> set[tuple[str, str]]:
+            nonlocal status_url
+            if status_url is None:
+                status_url = _driver_url(driver) + "/v1/flows/primary/backup/status"
+            return {(h["topic"], h["kind"]) for h in testing.get_json(status_url)["copy"]["halted"]}
+
+        testing.wait_until(
+            lambda: {t for t, _ in halted()} >= {doomed_remote_of, recreated},
+            120,
+            f"both partitions' topics halt\n{driver.log_text()[-3000:]}",
+        )
+        kinds = halted()
+        print(f"\nhalted: {sorted(kinds)}")
+        assert all(kind in ("recreated", "missing", "truncated") for _, kind in kinds)
+        steady_before = sum(testing.end_offsets(kafka["backup"], f"primary.{steady}").values())
+        time.sleep(3)
+        steady_after = sum(testing.end_offsets(kafka["backup"], f"primary.{steady}").values())
+        assert steady_after > steady_before, "the third topic copies on"
+        new_copies = testing.consume_all(
+            kafka["backup"], f"primary.{recreated}", isolation_level="read_uncommitted"
+        )
+        assert not any(
+            r.key and r.key.startswith(b"new-") for rs in new_copies.values() for r in rs
+        ), "nothing of the recreated topic was copied from the old position"
+        stopped = time.monotonic()
+        assert driver.stop(timeout=90) == 0
+        print(f"SIGTERM: the driver stopped in {time.monotonic() - stopped:.1f} s")
+    finally:
+        for producer in producers:
+            producer.stop.set()
+        if driver.alive():
+            driver.kill9()
+
+
+def _driver_url(driver: testing.DriverProcess) -> str:
+    """The REST URL a standalone driver logged at start-up."""
+    for line in driver.log_text().splitlines():
+        if "REST at " in line:
+            return line.split("REST at ")[1].split(";")[0].strip()
+    raise AssertionError(f"the driver logged no REST URL\n{driver.log_text()[-2000:]}")
