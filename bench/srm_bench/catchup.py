@@ -68,6 +68,7 @@ class RunningReplicator:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env={**os.environ, **self.replicator.env},
         )
         log.close()
         self.monitor = TreeMonitor(self.process.pid).__enter__()

@@ -20,10 +20,11 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from srm_local.jars import driver_jars_dir
 from srm_local.tools import tool_command
 
 from srm_bench.stack import SOURCE, TARGET
@@ -98,6 +99,7 @@ class Replicator:
     command: list[str]
     config_path: Path
     log_path: Path
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -200,7 +202,8 @@ def srm_driver(folder: Path, spark_master: str | None) -> Replicator:
     command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:
         command += ["--spark-master", spark_master]
-    return Replicator(SRM, command, config, folder / "srm.log")
+    env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
+    return Replicator(SRM, command, config, folder / "srm.log", env)
 
 
 def srm_driver_command() -> list[str]:
