@@ -5,20 +5,16 @@ from __future__ import annotations
 import pytest
 from srm_common.domain.filters import TopicFilter
 from srm_common.domain.policy import (
-    ORIGIN_HEADER,
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
     ReplicationPolicy,
-    is_copy_back,
     is_cycle,
     mm2_configs_topic,
     mm2_offsets_topic,
     mm2_status_topic,
-    origin_of_record,
     should_replicate_topic,
-    stamp_origin_header,
 )
-from srm_common.errors import ConfigError, PoisonRecordError
+from srm_common.errors import ConfigError
 from srm_common.policies import (
     is_known_policy_class,
     load_replication_policy,
@@ -297,38 +293,6 @@ class _GrowingPolicy(DefaultReplicationPolicy):
 def test_is_cycle_raises_when_policy_never_stops(policy: ReplicationPolicy) -> None:
     with pytest.raises(ConfigError, match="never reaches the original name"):
         is_cycle(policy, "x.a", "target")
-
-
-# --- the origin header -----------------------------------------------------------------------
-
-
-def test_origin_is_source_alias_when_no_header() -> None:
-    assert origin_of_record([("trace", b"1")], "primary") == "primary", "no header: source"
-
-
-def test_origin_is_header_value_when_present() -> None:
-    headers = [("trace", b"1"), (ORIGIN_HEADER, b"primary"), (ORIGIN_HEADER, b"other")]
-    assert origin_of_record(headers, "backup") == "primary", "the first origin header wins"
-
-
-@pytest.mark.parametrize("value", [None, b"", b"\xff\xfe"])
-def test_origin_raises_poison_when_header_malformed(value: bytes | None) -> None:
-    with pytest.raises(PoisonRecordError, match=ORIGIN_HEADER):
-        origin_of_record([(ORIGIN_HEADER, value)], "backup")
-
-
-def test_stamp_appends_origin_once_when_copied_twice() -> None:
-    first = stamp_origin_header([("trace", b"1")], "primary")
-    assert first == (("trace", b"1"), (ORIGIN_HEADER, b"primary")), "origin appended, order kept"
-    second = stamp_origin_header(first, "backup")
-    assert second == first, "a later hop never rewrites the origin"
-
-
-def test_is_copy_back_when_target_is_origin_under_identity_active_active() -> None:
-    headers = stamp_origin_header([], "primary")  # primary -> backup
-    origin = origin_of_record(headers, "backup")  # backup -> primary?
-    assert is_copy_back(origin, "primary"), "a record must not return to where it was produced"
-    assert not is_copy_back(origin, "dr"), "it may go on to a third cluster"
 
 
 # --- loading a policy by name ----------------------------------------------------------------

@@ -11,11 +11,8 @@ from srm_common.domain.filters import TopicFilter, compile_patterns
 from srm_common.domain.policy import (
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
-    is_copy_back,
     is_cycle,
-    origin_of_record,
     should_replicate_topic,
-    stamp_origin_header,
 )
 
 SEPARATORS = st.sampled_from([".", "_", "-", "::", "->", "*", "\\"])
@@ -135,19 +132,6 @@ def test_identity_keeps_name_when_topic_is_not_heartbeats(data: st.DataObject) -
     assert policy.format_remote_topic(alias, topic) == topic, "identity keeps the name"
     assert policy.original_topic(topic) == topic, "identity original is the name"
     assert not is_cycle(policy, topic, alias + "x"), "identity never reports a cycle"
-
-
-@given(st.lists(st.text(alphabet="abcdef", min_size=1, max_size=4), min_size=2, unique=True))
-def test_origin_never_returns_when_record_copied_along_chain(chain: list[str]) -> None:
-    headers = stamp_origin_header([("k", b"v")], chain[0])
-    for alias in chain[1:]:
-        origin = origin_of_record(headers, alias)
-        assert origin == chain[0], "the origin is where the record was first produced"
-        assert not is_copy_back(origin, alias), "a hop to a new cluster is not a copy back"
-        headers = stamp_origin_header(headers, alias)
-    assert is_copy_back(origin_of_record(headers, chain[-1]), chain[0]), (
-        "the copy back to the first cluster must be recognised"
-    )
 
 
 # --- filters ---------------------------------------------------------------------------------

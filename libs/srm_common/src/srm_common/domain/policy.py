@@ -1,11 +1,15 @@
-"""Remote-topic naming (MM2 ReplicationPolicy), cycle prevention and the origin header."""
+"""Remote-topic naming (MM2 ReplicationPolicy), cycle prevention and the origin header's name.
+
+The origin rule itself (stamp, keep, drop a copy back, refuse a malformed header) is the
+JVM copier's (``srm.copier.OriginRule``); ``golden/origin_rule.json`` holds the cases it is
+tested against.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from srm_common.errors import ConfigError, PoisonRecordError
+from srm_common.errors import ConfigError
 
 HEARTBEATS_TOPIC = "heartbeats"
 ORIGIN_HEADER = "srm.origin"
@@ -13,8 +17,6 @@ ORIGIN_HEADER = "srm.origin"
 
 _POLICY_KEY = "replication.policy.class"
 _MAX_HOPS = 256  # far beyond any real topology; only a broken policy gets here
-
-Header = tuple[str, bytes | None]
 
 
 @runtime_checkable
@@ -322,46 +324,3 @@ def should_replicate_topic(
     return (
         wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
     )
-
-
-def origin_of_record(headers: Iterable[Header], source_alias: str) -> str:
-    """Alias of the cluster where a record was first produced.
-
-    The first :data:`ORIGIN_HEADER` value (UTF-8) if present, else ``source_alias``: a
-    record without the header was produced on the cluster it is read from. A header that
-    is null, empty or not UTF-8 raises :class:`PoisonRecordError`; we never guess.
-    """
-    for key, value in headers:
-        if key != ORIGIN_HEADER:
-            continue
-        try:
-            origin = value.decode("utf-8") if value is not None else ""
-        except UnicodeDecodeError as exc:
-            raise PoisonRecordError(
-                f"header {ORIGIN_HEADER!r} is not UTF-8 ({value!r}); it must hold a cluster alias"
-            ) from exc
-        if not origin:
-            raise PoisonRecordError(f"header {ORIGIN_HEADER!r} is empty; it must hold an alias")
-        return origin
-    return source_alias
-
-
-def stamp_origin_header(headers: Iterable[Header], source_alias: str) -> tuple[Header, ...]:
-    """Headers for the copy: unchanged if they name an origin, else with one appended.
-
-    Order is kept (Kafka headers are ordered); the origin is never rewritten on later hops.
-    """
-    kept = tuple(headers)
-    if any(key == ORIGIN_HEADER for key, _ in kept):
-        origin_of_record(kept, source_alias)  # reject a malformed header before copying it
-        return kept
-    return (*kept, (ORIGIN_HEADER, source_alias.encode("utf-8")))
-
-
-def is_copy_back(origin: str, target_alias: str) -> bool:
-    """Would the copy land on the cluster where the record was first produced?
-
-    With the identity policy this, not :func:`is_cycle`, keeps active/active loop free:
-    a record from ``us-west`` copied to ``eu`` is never copied back to ``us-west``.
-    """
-    return origin == target_alias

@@ -243,17 +243,28 @@ final class FlowUnit implements Runnable {
             breakUnit(kind(error), p.source, up, String.valueOf(error.getMessage()), error.getClass().getName());
             return;
         }
-        if (!p.shared && metadata.offset() != expected) {
+        long offset = metadata.offset();
+        if (offset < 0 && !p.shared) {
+            // The broker had this batch already (a retry of one that landed): it is where
+            // its sequence put it, right after the previous copy.
+            offset = expected;
+        }
+        if (offset < 0) {
+            p.failed(); // a shared partition's copy landed where no sync can say: look again
+            breakUnit("transient", p.source, up, "the broker did not say where a copy landed", null);
+            return;
+        }
+        if (!p.shared && offset != expected) {
             p.failed();
             breakUnit("conflict", p.source, up,
                     "remote partition " + p.remote + "-" + p.source.partition() + " took upstream offset "
-                            + up + " at offset " + metadata.offset() + " where offset " + expected
+                            + up + " at offset " + offset + " where offset " + expected
                             + " was planned: something else writes to it",
                     null);
             return;
         }
         long latency = timestamp == null ? -1 : System.currentTimeMillis() - timestamp;
-        p.acked(up, metadata.offset(), size, latency);
+        p.acked(up, offset, size, latency);
     }
 
     /**
