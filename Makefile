@@ -8,6 +8,7 @@ UV_VERSION := 0.13.8
 BOOTSTRAP := .cache/bootstrap
 UV := $(BOOTSTRAP)/bin/uv
 VENV := .venv
+DRIVER_VENV := .cache/venv-driver
 SRM_LOCAL := $(VENV)/bin/srm-local
 # Never let uv download its own Python: the machine's python3 is the one we use.
 export UV_PYTHON_DOWNLOADS := never
@@ -15,7 +16,7 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration bench lint format clean
+        test-integration test-driver-alone bench lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -55,8 +56,14 @@ kafka-down: ## stop the local Kafka clusters
 kafka-status: install ## show local Kafka clusters
 	@$(SRM_LOCAL) kafka status
 
-test: jars ## every test: unit, then integration on real Kafka clusters and Spark
+test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
 	@$(VENV)/bin/python -m pytest
+
+test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
+	@echo "the driver's tests in $(DRIVER_VENV) (uv sync --package srm-driver: nothing else installed)..."
+	@UV_PROJECT_ENVIRONMENT=$(DRIVER_VENV) $(UV) sync --quiet --frozen --package srm-driver --group test
+	@$(DRIVER_VENV)/bin/python -m pytest -c services/driver/pyproject.toml --rootdir services/driver \
+		--confcutdir services/driver -p no:cacheprovider --import-mode=importlib -q services/driver/tests
 
 test-unit: install ## unit tests only (no Kafka, no Spark)
 	@$(VENV)/bin/python -m pytest -m "not integration"
