@@ -9,14 +9,14 @@ import pytest
 from srm_driver.copying.clients import copier_consumer, copier_producer
 
 
-def test_the_producer_keeps_one_request_in_flight_and_no_linger_whatever_the_config_says(
+def test_the_producer_is_idempotent_with_bounded_writes_and_no_linger_whatever_the_config_says(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
         config = copier_producer(
             {
                 "bootstrap.servers": "b:9092",
-                "max.in.flight.requests.per.connection": "5",
+                "max.in.flight.requests.per.connection": "50",
                 "enable.idempotence": "false",
                 "linger.ms": "50",
                 "batch.size": "65536",
@@ -24,7 +24,8 @@ def test_the_producer_keeps_one_request_in_flight_and_no_linger_whatever_the_con
             },
             write_timeout_ms=10_000,
         )
-    assert config["max.in.flight.requests.per.connection"] == "1"
+    # At most 5 (idempotence keeps a partition's batches in sequence on the broker).
+    assert config["max.in.flight.requests.per.connection"] == "5"
     assert config["enable.idempotence"] == "true" and config["acks"] == "all"
     assert config["linger.ms"] == "0", "a lingering batch could leave after the lease ended"
     assert config["delivery.timeout.ms"] == "10000", "the leader waits this out; never longer"

@@ -1,10 +1,12 @@
 """Settings of the copy loops' clients: what the configuration says, and what the copy's
 guarantees force whatever it says.
 
-The producer of copied records is idempotent, waits for every replica (``acks=all``),
-has one request in flight and never lingers, and gives up on a record after the
-driver's write timeout: a remote partition then holds a prefix of what was sent, and
-nothing sent under a lease can land long after it (docs/design.md). The consumer reads
+The producer of copied records is idempotent (the broker appends a producer's batches of
+a partition only in sequence, so with up to 5 requests in flight a remote partition
+holds a prefix of what was sent once the producer is closed at its first failure),
+waits for every replica (``acks=all``), never lingers, and gives up on a record after
+the driver's write timeout, so nothing sent under a lease can land long after it
+(docs/design.md). The consumer reads
 ``read_committed`` (unless configured otherwise), never commits, and never resets a
 position by itself: an offset out of range is the driver's decision.
 """
@@ -94,7 +96,7 @@ def copier_producer(target_producer: Mapping[str, str], write_timeout_ms: int) -
     forced = {
         "enable.idempotence": "true",
         "acks": "all",
-        "max.in.flight.requests.per.connection": "1",
+        "max.in.flight.requests.per.connection": "5",
         "linger.ms": "0",
         "delivery.timeout.ms": str(write_timeout_ms),
         # A send blocked on metadata or a full buffer counts against the write timeout.
