@@ -12,7 +12,8 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_driver.copying.clients import unit_settings
-from srm_driver.copying.service import CopyEvent, CopyService, FlowAdapters
+from srm_driver.copying.ports import CopyEvent, FlowAdapters
+from srm_driver.copying.service import CopyService
 from srm_driver.copying.state import ResumeRequest
 
 FLOW = "primary->backup"

@@ -19,7 +19,8 @@ from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
 from srm_driver.copying.job import SparkCopyJob
-from srm_driver.copying.service import CopyService, FlowAdapters
+from srm_driver.copying.ports import FlowAdapters
+from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
 from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.internal_writer import InternalWriter

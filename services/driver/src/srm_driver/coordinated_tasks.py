@@ -20,7 +20,7 @@ from srm_common.domain.tasks import SourceTask
 
 from srm_driver.control import ControlLink
 from srm_driver.coordinator_client import CoordinatorClient, CoordinatorUnavailable
-from srm_driver.copying.service import CopyEvent
+from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
 from srm_driver.tasks import Assignment, Report, TopicPartition
 

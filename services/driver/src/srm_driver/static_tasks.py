@@ -17,7 +17,7 @@ from srm_common.config.model import SrmConfig
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.state import FlowTasks, checkpoint_task_id
 
-from srm_driver.copying.service import STANDALONE_LEASE_MS, CopyEvent
+from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent
 from srm_driver.copying.state import ResumeRequest
 from srm_driver.tasks import Assignment, Report, TopicPartition
 
@@ -87,7 +87,7 @@ class StaticTaskSource:
         )
 
     def lease_ms(self) -> int:
-        return STANDALONE_LEASE_MS
+        return LEASE_CAP_MS
 
     def publish(self, event: CopyEvent) -> None:
         # No event log without a coordinator: the halt or loss is in the log and on the

@@ -16,7 +16,7 @@ from typing import Protocol
 from srm_common.config.model import FlowConfig
 from srm_common.domain.tasks import SourceTask
 
-from srm_driver.copying.service import CopyEvent
+from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
 
 TopicPartition = tuple[str, int]

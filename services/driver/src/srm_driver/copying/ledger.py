@@ -1,0 +1,143 @@
+"""The partitions a driver holds, under one lock: their states, the epochs of the slots'
+units, the last errors, and the one way a failure is counted or a halt recorded."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+
+from srm_common.config.model import FlowConfig
+from srm_common.domain.progress import Halt
+
+from srm_driver.copying.ports import CopyEvent
+from srm_driver.copying.protocol import Failure
+from srm_driver.copying.state import Counters, PartitionState
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class Ledger:
+    """Shared by the copy service's parts; hold ``lock`` while reading or changing."""
+
+    def __init__(
+        self, flows: Mapping[str, FlowConfig], publish: Callable[[CopyEvent], None]
+    ) -> None:
+        self.lock = threading.RLock()
+        self.flows = dict(flows)
+        self.parts: dict[tuple[str, TopicPartition], PartitionState] = {}
+        # (slot, flow) -> the epoch of that unit's plans; raised after it broke.
+        self.epochs: dict[tuple[int, str], int] = {}
+        self.unit_errors: dict[str, str] = {}
+        # slot -> monotonic time its last lease ends.
+        self.granted: dict[int, float] = {}
+        self._publish = publish
+        self._next_plan = 1
+
+    def of_flow(self, flow: str) -> Iterator[PartitionState]:
+        return (state for (name, _key), state in self.parts.items() if name == flow)
+
+    def new_plan_id(self) -> int:
+        plan, self._next_plan = self._next_plan, self._next_plan + 1
+        return plan
+
+    def least_loaded_slot(self, slots: int) -> int:
+        load = dict.fromkeys(range(slots), 0)
+        for state in self.parts.values():
+            load[state.slot % slots] = load.get(state.slot % slots, 0) + 1
+        return min(load, key=lambda slot: (load[slot], slot))
+
+    def failed(self, state: PartitionState, failure: Failure, now: float) -> None:
+        """A plan of ``state`` ended on ``failure``: count a poison record's tries (and halt
+        after ``srm.poison.max.tries``), else retry after a backoff."""
+        cause = (failure.error_class or "").rpartition(".")[2]
+        message = f"{failure.kind}: {cause + ': ' if cause else ''}{failure.message}"
+        if failure.kind == "poison" and failure.offset >= 0:
+            tries = state.tries.get(failure.offset, 0) + 1
+            state.tries[failure.offset] = tries
+            max_tries = self.flows[state.flow].poison_max_tries
+            if tries >= max_tries:
+                self.halt(
+                    state,
+                    Halt(
+                        "poison",
+                        f"{state.where}: the record at source offset {failure.offset} could not"
+                        f" be written after {tries} tries: {failure.error_class or 'error'}:"
+                        f" {failure.message.rstrip('.')}. Fix the target (e.g. the remote"
+                        " topic's max.message.bytes) and resume with srm-control --from"
+                        f" copy-end, or skip the record with --from offset --offset"
+                        f" {failure.offset + 1}",
+                    ),
+                )
+                return
+            message += f" (try {tries} of {max_tries})"
+        state.retry_later(now, message)
+
+    def halt(self, state: PartitionState, halt: Halt) -> None:
+        """Stop ``state`` for good (until an operator resumes it) and say so."""
+        state.halted(halt)
+        state.resume = None
+        log.error("%s", halt.reason)
+        self._publish(
+            CopyEvent("halted", state.flow, state.key[0], state.key[1], halt.kind, halt.reason)
+        )
+
+    def lost(self, state: PartitionState, first: int, end: int) -> None:
+        """Retention deleted ``[first, end)`` of ``state``'s source before it was copied."""
+        state.lost += end - first
+        self._publish(
+            CopyEvent(
+                "lost",
+                state.flow,
+                state.key[0],
+                state.key[1],
+                first=first,
+                end=end,
+                text=f"retention deleted {end - first} source offsets before they were copied",
+            )
+        )
+        log.warning(
+            "%s: retention deleted %d source offsets (%d..%d) before they were copied",
+            state.where,
+            end - first,
+            first,
+            end - 1,
+        )
+
+    def status(self, flow: str, job_id: str | None) -> dict[str, object]:
+        """The flow's copying on this driver, for the per-flow REST status."""
+        states = list(self.of_flow(flow))
+        totals = Counters()
+        by_status: dict[str, int] = {}
+        for state in states:
+            totals.add(state.totals)
+            by_status[state.status] = by_status.get(state.status, 0) + 1
+        errors = [
+            f"{s.key[0]}-{s.key[1]}: {s.error}" for s in states if s.error and s.status != "halted"
+        ]
+        unit_error = self.unit_errors.get(flow)
+        return {
+            "partitions": len(states),
+            "by_status": by_status,
+            "records": totals.records,
+            "bytes": totals.bytes,
+            "dropped": totals.dropped,
+            "latency_avg_ms": totals.latency_sum_ms // max(totals.records, 1),
+            "latency_max_ms": totals.latency_max_ms,
+            "lost_to_retention": sum(s.lost for s in states),
+            "halted": [
+                {
+                    "topic": s.key[0],
+                    "partition": s.key[1],
+                    "kind": s.halt.kind if s.halt else None,
+                    "reason": s.halt.reason if s.halt else None,
+                    "since_ms": int((s.halted_at or 0) * 1000),
+                }
+                for s in sorted(states, key=lambda s: s.key)
+                if s.status == "halted"
+            ],
+            "errors": ([unit_error] if unit_error else []) + errors[:10],
+            "job": job_id,
+        }

@@ -1,0 +1,72 @@
+"""Where a copying partition stands and what to record next: pure rules over its state.
+
+The durable progress is what was last written; acknowledgements are facts from the
+broker, so the position moves to them; the reservation only grows, and always reaches a
+window past the next record to send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from srm_common.domain.progress import Progress
+from srm_common.domain.records import OffsetSync
+
+from srm_driver.copying.protocol import PartitionPlan, PartitionReport
+from srm_driver.copying.state import PartitionState
+
+
+def position(state: PartitionState) -> Progress:
+    """The durable progress moved to what the slot acknowledged; the reservation stays
+    the durable one. ``state.progress`` must be set."""
+    assert state.progress is not None
+    if state.acked is None or state.acked[0] <= state.progress.next_upstream:
+        return state.progress
+    up, down = state.acked
+    return Progress(
+        up,
+        down,
+        state.progress.inflight_end,
+        state.progress.source_topic_id,
+        state.progress.target_topic_id,
+        state.progress.resume_id,
+    )
+
+
+def next_progress(state: PartitionState, window: int) -> Progress:
+    """Progress at the acknowledged position, reserving ``window`` offsets past the next
+    record to send (which a gap may put far past the position); never less than before."""
+    current = position(state)
+    ahead = max(current.next_upstream, state.next_send)
+    return current.reserved(max(ahead + window, current.inflight_end or 0))
+
+
+def commit_due(
+    state: PartitionState, part: PartitionReport, now: float, *, window: int, interval_s: float
+) -> bool:
+    """Time to record progress: it moved and the interval passed, or the slot came within
+    half a window of its reservation (or waits at it, maybe behind a gap)."""
+    if state.status != "running" or state.progress is None:
+        return False
+    if part.state == "waiting_reservation":
+        return next_progress(state, window).inflight_end != state.progress.inflight_end
+    if part.acked_up <= state.progress.next_upstream:
+        return False
+    return now - state.last_commit >= interval_s or state.reserve - part.acked_up < window // 2
+
+
+def with_reserve(plan: PartitionPlan, reserve: int) -> PartitionPlan:
+    return PartitionPlan(
+        plan.topic, plan.partition, plan.plan, plan.remote, plan.start, plan.down, reserve
+    )
+
+
+def sync_records(
+    topic: str, partition: int, pairs: Iterable[tuple[int, int]]
+) -> list[tuple[bytes, bytes]]:
+    """MM2 offset-sync records (key, value) of (upstream, downstream) pairs."""
+    records = []
+    for up, down in pairs:
+        sync = OffsetSync(topic, partition, up, down)
+        records.append((sync.encode_key(), sync.encode_value()))
+    return records
