@@ -97,13 +97,15 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """A local[2] SparkSession with the driver's jars (Kafka clients, our copier)."""
+    """A local[2] SparkSession with the driver's jars (Kafka clients, our copier) and Spark's
+    Kafka connector (which only test_spark_kafka_connector.py uses, to show why the driver
+    does not)."""
     from srm_driver.spark import driver_jars, spark_session, stop_session
-    from srm_local.jars import driver_jars_dir
+    from srm_local.jars import driver_jars_dir, spark_connector_jars
 
     session = spark_session(
         "local[2]",
-        jars=driver_jars(str(driver_jars_dir())),
+        jars=[*driver_jars(str(driver_jars_dir())), *spark_connector_jars()],
         app_name="srm-tests",
         conf={"spark.driver.memory": "1g"},
     )

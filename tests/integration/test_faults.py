@@ -142,7 +142,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
     state = group.state()
     assert not state.halts, f"partitions halted: {state.halts}"
     count = _assert_exact_copy(kafka, topic, remote, producer.sent)
-    rejoins = sum(1 for e in _events(group) if isinstance(e, DriverJoined)) - 2
+    rejoins = sum(1 for e in group.events() if isinstance(e, DriverJoined)) - 2
     print(f"\nkill -STOP x5 ({'; '.join(pauses)}): {count}; rejoined {rejoins} times")
 
 
@@ -214,17 +214,11 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
         for process in (first, second, coordinator):
             if process.alive():
                 process.kill9()
-    left = [e for e in _events(group) if isinstance(e, DriverLeft)]
+    left = [e for e in group.events() if isinstance(e, DriverLeft)]
     assert any("replaced by instance" in e.reason for e in left)
     assert not group.state().halts
     count = _assert_exact_copy(kafka, topic, remote, producer.sent)
     print(f"\nsecond process with id d1: the first exited 3, {count}")
-
-
-def _events(group: testing.ControlGroup) -> list[object]:
-    from srm_common.adapters.kafka_log import read_log
-
-    return [envelope.event for envelope in read_log(group.settings, timeout=15)]
 
 
 def test_a_record_the_target_refuses_halts_only_its_partition(

@@ -1,7 +1,8 @@
-"""Spark's Kafka source and sink, as the driver will use them, on real clusters.
+"""Spark's Kafka source and sink on real clusters: what the connector does with each field.
 
-These pin down what the installed Spark connector does with each record field, because
-the driver's data path rests on it (see docs/spark-kafka-connector.md).
+The driver does not use them (its copy slots run their own Kafka clients inside Spark
+tasks); these pin down one of the reasons, the sink dropping the record timestamp, and
+fail the day an upgrade changes it (see docs/spark-kafka-connector.md).
 """
 
 from __future__ import annotations

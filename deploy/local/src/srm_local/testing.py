@@ -488,6 +488,12 @@ class ControlGroup:
 
         return replay(read_log(self.settings, timeout=15))
 
+    def events(self) -> list[object]:
+        """Every event of the log, in order."""
+        from srm_common.adapters.kafka_log import read_log
+
+        return [envelope.event for envelope in read_log(self.settings, timeout=15)]
+
     def running(self, driver: str, state=None) -> set[str]:  # type: ignore[no-untyped-def]
         """What ``driver`` says it runs (empty when it does not answer)."""
         current = state or self.state()

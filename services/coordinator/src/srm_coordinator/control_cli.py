@@ -297,7 +297,7 @@ def _print_partitions(state: ControlState, flow: str) -> None:
     for _key, resume in resumes:
         start = f"offset {resume.offset}" if resume.mode == "offset" else resume.mode
         print(
-            f"  {resume.topic}:{resume.partition}  resume from {start} asked by {resume.by} at"
+            f"  {resume.topic}:{resume.partition}  resumed from {start}, asked by {resume.by} at"
             f" {format_time(resume.at_ms)}"
         )
     if losses:
