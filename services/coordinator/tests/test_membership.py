@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from srm_common.control.beats import Beat
 from srm_common.control.events import AssignmentChanged, DriverJoined, DriverLeft, Envelope, Event
@@ -154,3 +155,19 @@ def test_adopt_gives_inherited_members_a_full_session() -> None:
     events = membership.changes(inherited, 50_000 + SESSION_MS + 1)
     assert [e.driver for e in events if isinstance(e, DriverLeft)] == ["d1"]
     assert not [e for e in events if isinstance(e, DriverJoined)]
+
+
+def test_an_older_incarnation_read_again_by_a_new_leader_does_not_replace_the_member() -> None:
+    """A new leader reads a session of past beats: those of a dead earlier incarnation
+    look fresh to its clock, but they come before the member's first beat in the topic."""
+    inherited = fold(ControlState(), [DriverJoined("d1", "http://d1:1", "h", "b")])
+    membership = Membership(SESSION_MS)
+    membership.adopt(inherited, 1_000)
+    old = replace(beat("d1", 500, instance="a"), offset=10)
+    current = [replace(beat("d1", 600 + i, instance="b"), offset=11 + i) for i in range(3)]
+    membership.observe([old, *current], 1_000)
+    assert membership.changes(inherited, 1_000) == [], "the ghost of instance a stays a ghost"
+    newer = replace(beat("d1", 2_000, instance="c"), offset=40)
+    membership.observe([newer], 2_000)
+    events = membership.changes(inherited, 2_000)
+    assert [type(e).__name__ for e in events] == ["DriverLeft", "DriverJoined"]

@@ -48,6 +48,8 @@ class Membership:
         self.departures: list[Departure] = []
         self._latest: dict[Incarnation, Beat] = {}
         self._seen: dict[Incarnation, int] = {}
+        # The first beat of each incarnation read from the heartbeats topic (offset).
+        self._first: dict[Incarnation, int] = {}
         self._leaving: set[Incarnation] = set()
         self._departed: set[Incarnation] = set()
         self._timings: dict[str, tuple[int, int]] = {}
@@ -67,6 +69,8 @@ class Membership:
                 continue  # an older beat of this incarnation, delivered late
             self._latest[key] = beat
             self._seen[key] = now_ms
+            if beat.offset >= 0:
+                self._first[key] = min(self._first.get(key, beat.offset), beat.offset)
             if beat.leaving:
                 self._leaving.add(key)
             lease, write = self._timings.get(beat.driver, (0, 0))
@@ -137,8 +141,12 @@ class Membership:
         return max(keys, key=lambda k: self._seen[k]) if keys else None
 
     def _newer_incarnation(self, driver: str, instance: str, expiry: int) -> Beat | None:
+        """Another instance of ``driver`` that beats now and *after* the member began:
+        beats of an older incarnation read again by a new leader (they look fresh to its
+        clock) never replace the member."""
         if not instance:
             return None
+        member_first = self._first.get((driver, instance))
         candidates = [
             beat
             for (name, other), beat in self._latest.items()
@@ -147,6 +155,7 @@ class Membership:
             and (name, other) not in self._departed
             and (name, other) not in self._leaving
             and self._seen[(name, other)] >= expiry
+            and (member_first is None or beat.offset < 0 or beat.offset > member_first)
         ]
         return max(candidates, key=lambda b: self._seen[(b.driver, b.instance)], default=None)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -339,7 +340,7 @@ class BeatReader:
             if message.error() is None:
                 beat = Beat.from_bytes(message.value())
                 if beat is not None:
-                    beats.append(beat)
+                    beats.append(replace(beat, offset=message.offset()))
         return beats
 
     def close(self) -> None:

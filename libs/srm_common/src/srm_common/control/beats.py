@@ -29,6 +29,9 @@ class Beat:
     instance: str = ""
     lease_ms: int = 0
     write_timeout_ms: int = 0
+    # Where the beat was read in the heartbeats topic (-1: not read from it); orders
+    # beats of different incarnations, whose clocks may differ. Never encoded.
+    offset: int = -1
 
     def to_bytes(self) -> bytes:
         return json.dumps(
