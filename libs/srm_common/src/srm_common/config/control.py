@@ -40,12 +40,20 @@ class ControlSettings:
         its word (it left the group silent), before another driver may run them.
 
         The driver stops handing records to producers ``lease_ms`` after it last
-        confirmed its membership (which it cannot do once the removal is in the log), and
-        a record handed over lands within ``write_timeout_ms`` (the copier producer's
-        ``delivery.timeout.ms``) or never. Monotonic clocks of two machines drift apart by
-        far less than the 2 % and the second added here.
+        confirmed its membership (which it cannot do once the removal is in the log); a
+        record handed over may wait up to :attr:`max_block_ms` in ``send()`` before the
+        producer takes it, and then lands within ``write_timeout_ms`` (the copier
+        producer's ``delivery.timeout.ms``) or never. Monotonic clocks of two machines
+        drift apart by far less than the 2 % and the second added here.
         """
-        return int((self.lease_ms + self.write_timeout_ms) * 1.02) + 1000
+        total = self.lease_ms + self.max_block_ms + self.write_timeout_ms
+        return int(total * 1.02) + 1000
+
+    @property
+    def max_block_ms(self) -> int:
+        """The copy producer's ``max.block.ms``: how long ``send()`` may wait for
+        metadata or buffer space, before the delivery timeout starts counting."""
+        return min(1000, self.write_timeout_ms // 4)
 
     @property
     def events_topic(self) -> str:

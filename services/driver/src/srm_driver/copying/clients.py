@@ -99,7 +99,8 @@ def copier_producer(target_producer: Mapping[str, str], write_timeout_ms: int) -
         "max.in.flight.requests.per.connection": "5",
         "linger.ms": "0",
         "delivery.timeout.ms": str(write_timeout_ms),
-        # A send blocked on metadata or a full buffer counts against the write timeout.
+        # A send blocked on metadata or a full buffer waits this long before the delivery
+        # timeout starts; the leader waits it out too (ControlSettings.max_block_ms).
         "max.block.ms": str(min(1000, write_timeout_ms // 4)),
     }
     request_timeout = min(int(config.get("request.timeout.ms", "30000")), write_timeout_ms // 2)
