@@ -64,6 +64,9 @@ class ControlLink:
         self._report = report
         self._member = False
         self._confirmed_at: float | None = None
+        # The log position up to which ``state`` is folded: set after ``state``, so a
+        # reader that sees it reach an offset sees a state holding every event before.
+        self._folded = -1
         self._reader = EventLogReader(settings, client_id=f"{driver}-log")
         self._end = EventLogEnd(settings)
         self._writer = BeatWriter(settings, client_id=f"{driver}-beats")
@@ -99,10 +102,10 @@ class ControlLink:
             log.warning("cannot confirm membership: %s", exc)
             return
         deadline = started + self.settings.heartbeat_interval_ms / 1000
-        while self._reader.position < end and time.monotonic() < deadline:
+        while self._folded < end and time.monotonic() < deadline:
             if self.stop.wait(0.01):
                 return
-        if self._reader.position < end:
+        if self._folded < end:
             return  # the log is slow to read: no renewal this time
         if self.is_member():
             previous = self._confirmed_at
@@ -159,6 +162,7 @@ class ControlLink:
                 self._check_identity(state)
                 self.state = state
                 self.changed.set()
+            self._folded = self._reader.position
         self._reader.close()
 
     def _beat(self) -> None:
