@@ -149,6 +149,9 @@ class Harness:
             write_timeout_ms=10_000,
             clock=self.clock,
         )
+        self.service.tick()  # the copy job starts
+
+    seq = 0
 
     def report(
         self,
@@ -156,16 +159,20 @@ class Harness:
         broken: dict[str, object] | None = None,
         slot: int = 0,
         epoch: int = 0,
+        applied: int = -1,
     ) -> tuple[int, dict]:  # type: ignore[type-arg]
+        Harness.seq += 1
         body = {
             "job": "job-1",
             "slot": slot,
-            "seq": 1,
+            "seq": Harness.seq,
+            "answered": applied,
             "exiting": False,
             "units": [
                 {
                     "flow": FLOW,
                     "epoch": epoch,
+                    "applied": applied,
                     "broken": broken,
                     "broken_epoch": epoch,
                     "poll_error": None,
@@ -175,6 +182,11 @@ class Harness:
             ],
         }
         return self.service.on_report("job-1", slot, body)
+
+    def tick(self) -> None:
+        """The runtime's pass, with slot 0 alive (slots report every 200 ms)."""
+        self.report()
+        self.service.tick()
 
     def plan(self, slot: int = 0) -> dict | None:  # type: ignore[type-arg]
         _status, answer = self.report(slot=slot)
@@ -208,7 +220,7 @@ def part(
 
 def started(h: Harness) -> dict:  # type: ignore[type-arg]
     h.service.set_owned(FLOW, {TP: REMOTE})
-    h.service.tick()
+    h.tick()
     plan = h.plan()
     assert plan is not None, "a plan is handed out after reconciling"
     return plan
@@ -263,12 +275,12 @@ def test_a_broken_unit_replans_every_partition_after_a_settle_delay_with_a_new_e
     assert answer["units"][FLOW]["epoch"] == 1
     assert answer["units"][FLOW]["partitions"] == [], "nothing runs until it is reconciled"
     h.clock.now += 1.5
-    h.service.tick()
+    h.tick()
     assert h.plan() is None, "sends of the broken plan are still pending: no reconcile yet"
     h.report(part(plan, 10, 10, state="stopped"), broken=broken, epoch=0)
     h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 12)  # 2 records landed unacknowledged
     h.facts.surplus = Surplus(2, 12)
-    h.service.tick()
+    h.tick()
     replanned = h.plan()
     assert replanned is not None and (replanned["start"], replanned["down"]) == (12, 12)
     assert replanned["plan"] > plan
@@ -289,7 +301,7 @@ def test_a_poison_record_halts_its_partition_after_its_tries(flow: FlowConfig) -
         h.report(part(plan, 7, 7, state="stopped"), broken=poison, epoch=attempt - 1)
         h.clock.now += 60
         h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 7)
-        h.service.tick()
+        h.tick()
     status = h.service.status(FLOW)
     assert [p["partition"] for p in status["halted"]] == [0]
     assert "source offset 7 could not be written after 2 tries" in status["halted"][0]["reason"]
@@ -302,10 +314,10 @@ def test_a_resume_applies_the_operator_choice_once(flow: FlowConfig) -> None:
     h = Harness(flow)
     h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 5)  # records but no progress
     h.service.set_owned(FLOW, {TP: REMOTE})
-    h.service.tick()
+    h.tick()
     assert h.service.status(FLOW)["halted"][0]["kind"] == "conflict"
     assert h.service.request_resume(FLOW, TP, ResumeRequest("r1", "source-start"))
-    h.service.tick()
+    h.tick()
     plan = h.plan()
     assert plan is not None and (plan["start"], plan["down"]) == (0, 5)
     assert h.journal.progress()[-1][1].resume_id == "r1"
@@ -340,11 +352,11 @@ def test_a_recreated_topic_stops_its_running_partition_and_then_halts_it(flow: F
     plan = started(h)["plan"]
     h.facts.facts = PartitionFacts("S2", 0, 10, "T1", 0)  # the source topic was recreated
     h.clock.now += 3
-    h.service.tick()
+    h.tick()
     assert h.plan() is None, "the slot is told to stop it"
     h.report(part(plan, 0, 0, state="stopped"))
     h.clock.now += 2
-    h.service.tick()
+    h.tick()
     (halt,) = h.service.status(FLOW)["halted"]
     assert (
         halt["kind"] == "recreated" and "source topic was deleted and recreated" in halt["reason"]
@@ -356,3 +368,96 @@ def test_reports_of_an_old_job_are_told_it_is_over(flow: FlowConfig) -> None:
     started(h)
     status, answer = h.service.on_report("job-0", 0, {"job": "job-0"})
     assert status == 410 and "over" in answer["error"]
+
+
+class FailingStore(FakeStore):
+    fail = False
+
+    def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+        if self.fail:
+            from srm_driver.kafka_admin import KafkaAdminError
+
+            raise KafkaAdminError("could not write to mm2-offsets.primary.internal: timed out")
+        super().write(updates)
+
+
+def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    store = FailingStore(h.journal, {})
+    h.service._flow_adapters("primary->backup").store = store  # type: ignore[misc]
+    store.fail = True
+    h.clock.now += 2
+    status, _ = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
+    assert status == 503
+    assert h.service.status(FLOW)["records"] == 0, "counters wait for the report to be recorded"
+    store.fail = False
+    status, answer = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
+    assert status == 200 and h.service.status(FLOW)["records"] == 40
+    assert answer["units"][FLOW]["partitions"][0]["reserve"] == 140
+    kinds = [kind for kind, _ in h.journal.entries[1:]]
+    assert kinds == ["sync", "sync", "progress"], "the syncs were written again, then progress"
+
+
+def test_a_plan_a_broken_unit_never_applied_is_reconciled_not_stuck(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    broken = {"kind": "transient", "message": "x", "topic": None, "partition": None,
+              "offset": -1, "class": None}  # fmt: skip
+    h.report(broken=broken)  # the unit broke before it applied the plan: no partition listed
+    h.clock.now += 2
+    h.tick()
+    replanned = h.plan()
+    assert replanned is not None and replanned["plan"] > plan
+
+
+def test_a_stopped_partition_reported_again_counts_its_poison_try_once(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    error = {"kind": "poison", "message": "malformed srm.origin", "topic": TP[0],
+             "partition": TP[1], "offset": 3, "class": "MalformedOriginException"}  # fmt: skip
+    for _ in range(3):
+        h.report(part(plan, 3, 3, state="stopped", error=error))
+    assert not h.service.status(FLOW)["halted"], "one failure, one try (max 2)"
+    assert "try 1 of 2" in h.service.status(FLOW)["errors"][0]
+
+
+def test_an_old_report_is_refused(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    started(h)
+    body = {"job": "job-1", "slot": 0, "seq": 1, "exiting": False, "units": []}
+    status, answer = h.service.on_report("job-1", 0, body)
+    assert status == 409 and "older" in answer["error"]
+
+
+def test_a_release_without_a_lease_leaves_nothing_behind(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.service.set_owned(FLOW, {})
+    h.lease = 0
+    h.report(part(plan, 30, 30, state="stopped"))
+    assert TP not in h.service.held(FLOW), "released; the next holder verifies from the record"
+
+
+def test_a_plan_withdrawn_before_the_unit_applied_it_is_not_waited_for(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    started(h)
+    h.service.set_owned(FLOW, {})
+    _status, answer = h.report()
+    withdrawn = answer["version"]
+    assert answer["units"][FLOW]["partitions"] == [], "the slot is told to stop it"
+    h.report(applied=withdrawn - 1)
+    assert TP in h.service.held(FLOW), "an answer that still had the plan may be applied yet"
+    h.report(applied=withdrawn)
+    assert TP not in h.service.held(FLOW), "the unit applied the answer without it: it never ran"
+
+
+def test_a_running_plan_missing_from_a_report_is_not_taken_for_stopped(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    _status, answer = h.report(applied=10**6)
+    assert answer["units"][FLOW]["partitions"][0]["plan"] == plan, "still handed out"

@@ -41,19 +41,22 @@ class InternalWriter:
                 **bounded,
             }
         )
-        self._errors: list[str] = []
 
     def write(self, records: Iterable[tuple[bytes, bytes]], *, timeout: float = 60) -> int:
+        """Write and wait for every acknowledgement; raises if any write failed. Safe from
+        several threads: each call sees only its own records' failures."""
+        errors: list[str] = []
+
+        def delivered(error: KafkaError | None, _message: object) -> None:
+            if error is not None:
+                errors.append(str(error))
+
         count = 0
         for key, value in records:
             while True:
                 try:
                     self._producer.produce(
-                        self.topic,
-                        key=key,
-                        value=value,
-                        on_delivery=self._delivered,
-                        **self._partition,
+                        self.topic, key=key, value=value, on_delivery=delivered, **self._partition
                     )
                     break
                 except BufferError:
@@ -61,17 +64,12 @@ class InternalWriter:
             count += 1
         if count:
             remaining = self._producer.flush(timeout)
-            if remaining or self._errors:
-                errors, self._errors = self._errors, []
+            if remaining or errors:
                 raise KafkaAdminError(
                     f"could not write to {self.topic}: {remaining} unacknowledged,"
                     f" {'; '.join(errors[:3]) or 'timed out'}"
                 )
         return count
-
-    def _delivered(self, error: KafkaError | None, _message: object) -> None:
-        if error is not None:
-            self._errors.append(str(error))
 
     def close(self) -> None:
         self._producer.flush(10)

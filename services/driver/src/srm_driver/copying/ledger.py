@@ -23,7 +23,11 @@ class Ledger:
     """Shared by the copy service's parts; hold ``lock`` while reading or changing."""
 
     def __init__(
-        self, flows: Mapping[str, FlowConfig], publish: Callable[[CopyEvent], None]
+        self,
+        flows: Mapping[str, FlowConfig],
+        publish: Callable[[CopyEvent], None],
+        *,
+        settle_s: float = 1.0,
     ) -> None:
         self.lock = threading.RLock()
         self.flows = dict(flows)
@@ -31,8 +35,14 @@ class Ledger:
         # (slot, flow) -> the epoch of that unit's plans; raised after it broke.
         self.epochs: dict[tuple[int, str], int] = {}
         self.unit_errors: dict[str, str] = {}
-        # slot -> monotonic time its last lease ends.
+        # slot -> monotonic time its last lease ends; its last report's sequence number;
+        # when it last reported.
         self.granted: dict[int, float] = {}
+        self.last_seq: dict[int, int] = {}
+        self.live_slots: dict[int, float] = {}
+        # After a send whose fate is unknown (a unit broke with requests on the wire),
+        # how long before the partition is reconciled: such a request may still land.
+        self.settle_s = settle_s
         self._publish = publish
         self._next_plan = 1
 
@@ -48,6 +58,12 @@ class Ledger:
         for state in self.parts.values():
             load[state.slot % slots] = load.get(state.slot % slots, 0) + 1
         return min(load, key=lambda slot: (load[slot], slot))
+
+    def settle(self, state: PartitionState, now: float) -> None:
+        """A pending partition whose last plan had a send of unknown fate waits until
+        such a send would have landed before it is reconciled."""
+        if state.status == "pending" and state.uncertain:
+            state.retry_at = max(state.retry_at, now + self.settle_s)
 
     def failed(self, state: PartitionState, failure: Failure, now: float) -> None:
         """A plan of ``state`` ended on ``failure``: count a poison record's tries (and halt

@@ -25,6 +25,8 @@ TopicPartition = tuple[str, int]
 # How often the topics of running partitions are checked for deletion or recreation (by
 # topic id); the copy loops' clients do not tell.
 IDENTITY_CHECK_S = 2.0
+# A slot that has not reported for this long is not given new plans.
+SLOT_SILENT_S = 5.0
 
 
 class Planner:
@@ -34,10 +36,12 @@ class Planner:
         self,
         ledger: Ledger,
         adapters: Callable[[str], FlowAdapters],
+        lease_ms: Callable[[], int],
         clock: Callable[[], float],
     ) -> None:
         self._ledger = ledger
         self._adapters = adapters
+        self._lease_ms = lease_ms
         self._clock = clock
         self._identity_due: dict[str, float] = {}
 
@@ -45,14 +49,26 @@ class Planner:
         """Reconcile every pending partition whose last plan stopped and whose retry is due."""
         due: dict[str, list[PartitionState]] = {}
         with self._ledger.lock:
+            live = [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
             for (flow, key), state in list(self._ledger.parts.items()):
                 if state.status == "releasing" and state.stopped and not state.clean:
                     del self._ledger.parts[(flow, key)]
                     continue
-                if state.status == "pending" and state.stopped and now >= state.retry_at:
-                    due.setdefault(flow, []).append(state)
+                if state.status != "pending" or not state.stopped or now < state.retry_at:
+                    continue
+                if state.slot not in live:
+                    # A slot that never reported (Spark has fewer slots than it said) or
+                    # went quiet: plan on one that answers, if any does.
+                    if not live:
+                        state.error = "waiting for a copy slot to report"
+                        continue
+                    state.slot = min(live, key=lambda slot: self._load(slot))
+                due.setdefault(flow, []).append(state)
         for flow, states in due.items():
             self._plan_flow(flow, states, now)
+
+    def _load(self, slot: int) -> int:
+        return sum(1 for state in self._ledger.parts.values() if state.slot == slot)
 
     def _plan_flow(self, flow: str, states: list[PartitionState], now: float) -> None:
         try:
@@ -114,6 +130,8 @@ class Planner:
             resume_id = state.progress.resume_id if state.progress else None
         progress = resume.progress(facts, resume_id).reserved(resume.start + window)
         records = sync_records(state.key[0], state.key[1], syncs)
+        if self._lease_ms() <= 0:
+            raise SrmError("this driver holds no lease now; the partition waits for one")
         if records:
             adapters.syncs.write(records)
         adapters.store.write([(state.key, progress)])

@@ -7,9 +7,10 @@ sides are level triggered: a lost request or answer is repaired by the next one.
 
 Report (slot -> driver)::
 
-    {"job": "3f2a", "slot": 0, "seq": 41, "lease_ms": 3870, "exiting": false,
-     "units": [{"flow": "primary->backup", "epoch": 2, "broken": null, "broken_epoch": -1,
-                "poll_error": null, "exited": false,
+    {"job": "3f2a", "slot": 0, "seq": 41, "answered": 40, "lease_ms": 3870,
+     "exiting": false,
+     "units": [{"flow": "primary->backup", "epoch": 2, "applied": 40, "broken": null,
+                "broken_epoch": -1, "poll_error": null, "exited": false,
                 "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                 "state": "sending", "acked_up": 1200, "acked_down": 1180,
                                 "next_send": 1212,
@@ -19,13 +20,17 @@ Report (slot -> driver)::
 
 Answer (driver -> slot)::
 
-    {"lease_ms": 4000, "report_ms": 200, "stop": false,
+    {"version": 41, "lease_ms": 4000, "report_ms": 200, "stop": false,
      "units": {"primary->backup": {"epoch": 2, "settings": {...},
                "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                "remote": "primary.orders", "start": 250, "down": 230,
                                "reserve": 50250}]}}}
 
-Counters are cumulative per plan; syncs are those not yet in an answered report.
+Counters are cumulative per plan; syncs are those not yet in an answered report. An
+answer's ``version`` is the ``seq`` of the report it answers; a report says which answer
+the slot applied last (``answered``) and which one each unit's loop applied last
+(``applied``, read before its partitions): a plan left out of an answer the unit has
+applied, and not in its report, never ran there or was seen stopped already.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class PartitionReport:
     latency_max_ms: int
     syncs: tuple[tuple[int, int], ...]
     error: Failure | None
+    uncertain: bool = False
 
     @property
     def key(self) -> TopicPartition:
@@ -98,6 +104,7 @@ class UnitReport:
     poll_error: str | None
     exited: bool
     partitions: tuple[PartitionReport, ...]
+    applied: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,7 @@ class SlotReport:
     seq: int
     exiting: bool
     units: tuple[UnitReport, ...]
+    answered: int = -1
 
 
 def parse_report(body: Mapping[str, Any]) -> SlotReport:
@@ -118,6 +126,7 @@ def parse_report(body: Mapping[str, Any]) -> SlotReport:
             seq=_int(body["seq"]),
             exiting=bool(body.get("exiting", False)),
             units=tuple(_unit(u) for u in body["units"]),
+            answered=_int(body.get("answered", -1)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed copy slot report: {exc!r}") from exc
@@ -132,6 +141,7 @@ def _unit(body: Mapping[str, Any]) -> UnitReport:
         poll_error=body.get("poll_error"),
         exited=bool(body.get("exited", False)),
         partitions=tuple(_partition(p) for p in body["partitions"]),
+        applied=_int(body.get("applied", -1)),
     )
 
 
@@ -152,6 +162,7 @@ def _partition(body: Mapping[str, Any]) -> PartitionReport:
         latency_max_ms=_int(body["latency_max_ms"]),
         syncs=tuple((_int(up), _int(down)) for up, down in body["syncs"]),
         error=_failure(body.get("error")),
+        uncertain=bool(body.get("uncertain", False)),
     )
 
 

@@ -52,14 +52,16 @@ class CopyService:
         self._lease_ms = lease_ms
         self._write_timeout_ms = write_timeout_ms
         self._clock = clock
-        self._ledger = Ledger(flows, publish)
+        # A send in flight when its unit broke lands within the producer's request
+        # timeout (half the write timeout) if at all: wait that out before reconciling.
+        self._ledger = Ledger(flows, publish, settle_s=write_timeout_ms / 2000 + 1)
         self._adapters: dict[str, FlowAdapters] = {}
         self._adapter_errors: dict[str, tuple[float, str]] = {}
         self._stopping = False
         self._job_id: str | None = None
         self._retired_until: float | None = None
-        self._planner = Planner(self._ledger, self._flow_adapters, clock)
-        self._desk = ReportDesk(self._ledger, self._adapters, lambda: self._stopping)
+        self._planner = Planner(self._ledger, self._flow_adapters, lease_ms, clock)
+        self._desk = ReportDesk(self._ledger, self._adapters, lease_ms, lambda: self._stopping)
 
     # -- the runtime thread -------------------------------------------------------------
 
@@ -174,6 +176,8 @@ class CopyService:
                 self._job_id = self._job.start()
                 self._ledger.epochs.clear()
                 self._ledger.granted.clear()
+                self._ledger.last_seq.clear()
+                self._ledger.live_slots.clear()
 
     def _retire(self, now: float) -> None:
         """The job ended by itself: every partition is reconciled again once no slot of

@@ -107,6 +107,10 @@ class PartitionState:
     # The slot confirmed the last plan stopped (or there was none): reconciling is safe.
     stopped: bool = True
     clean: bool = False
+    # A send of the last plan ended without an acknowledgement (it may still land).
+    uncertain: bool = False
+    # The version of the first answer that left the last plan out (see protocol.py).
+    omitted_since: int | None = None
     resume: ResumeRequest | None = None
     since: float = field(default_factory=time.time)
 
@@ -142,6 +146,8 @@ class PartitionState:
         self.seen = Counters()
         self.stopped = False
         self.clean = False
+        self.uncertain = False
+        self.omitted_since = None
         self.halt = None
         self.halted_at = None
         self.error = None

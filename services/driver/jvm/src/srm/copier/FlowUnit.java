@@ -60,6 +60,9 @@ final class FlowUnit implements Runnable {
     private volatile KafkaProducer<byte[], byte[]> producer;
     private KafkaConsumer<byte[], byte[]> consumer;
     private long appliedEpoch;
+    // The version of the last answer whose plans are applied (every partition it started
+    // is in the map before this is set; report() reads it before the map).
+    private volatile long appliedVersion = -1;
 
     FlowUnit(UnitPlan plan, Lease lease, Runnable nudge) {
         this.flow = plan.flow;
@@ -103,6 +106,11 @@ final class FlowUnit implements Runnable {
         while (!stopRequested) {
             UnitPlan plan = desired;
             if (failure.get() != null) {
+                // A plan applied while the failure was being recorded may have added a
+                // partition after breakUnit stopped the others: stop it too.
+                for (PartitionCopy p : partitions.values()) {
+                    p.stop(null);
+                }
                 if (plan.epoch <= brokenEpoch || !allStopped()) {
                     sleep(20);
                     continue;
@@ -169,6 +177,10 @@ final class FlowUnit implements Runnable {
                     break;
                 }
                 if (!lease.valid() || failure.get() != null) {
+                    // The rest of this poll is not sent: the consumer is now ahead of what
+                    // was sent. Break the unit (if not broken already): every partition is
+                    // re-planned and sought to an exact position before it sends again.
+                    breakUnit("lease", null, -1, "the lease of this slot ran out while copying", null);
                     return;
                 }
                 if (!send(plan, p, record)) {
@@ -369,6 +381,7 @@ final class FlowUnit implements Runnable {
                 consumer.seek(tp, partitions.get(tp).start);
             }
         }
+        appliedVersion = plan.version;
     }
 
     private static long keyLength(ConsumerRecord<byte[], byte[]> record) {
@@ -437,6 +450,7 @@ final class FlowUnit implements Runnable {
      */
     Map<String, Object> report(boolean boundary, Map<String, Integer> syncCounts, Set<String> stopped) {
         Map<String, Object> entry = new HashMap<>();
+        entry.put("applied", appliedVersion);
         entry.put("flow", flow);
         entry.put("epoch", appliedEpoch);
         entry.put("broken", failure.get());

@@ -49,6 +49,8 @@ final class PartitionCopy {
     private long latencySumMs;
     private long latencyMaxMs;
     private Map<String, Object> error;
+    // A send of this plan ended without an acknowledgement: it may still land.
+    private boolean uncertain;
 
     PartitionCopy(TopicPartition source, long plan, String remote, long start, long down, long reserve,
             boolean shared) {
@@ -146,6 +148,7 @@ final class PartitionCopy {
     /** A send that did not land (or whose fate is unknown); the plan is over. */
     synchronized void failed() {
         outstanding--;
+        uncertain = true;
         settle();
     }
 
@@ -185,6 +188,7 @@ final class PartitionCopy {
         }
         entry.put("syncs", pairs);
         entry.put("error", error);
+        entry.put("uncertain", uncertain);
         return entry;
     }
 

@@ -50,6 +50,7 @@ public final class SlotRunner {
     private final Object signal = new Object();
     private boolean nudged;
     private long seq;
+    private long answered = -1;
 
     SlotRunner(String controlUrl, String jobId, int slot) {
         this.url = controlUrl + "/internal/v1/copy/" + jobId + "/slots/" + slot;
@@ -66,6 +67,7 @@ public final class SlotRunner {
 
     private static final class Answer {
         boolean gone;
+        long version = -1;
         long leaseMs;
         long reportMs = 200;
         boolean stop;
@@ -73,6 +75,19 @@ public final class SlotRunner {
     }
 
     void run() {
+        try {
+            control();
+        } finally {
+            // However the control loop ended, no unit of this slot may write on: stop them
+            // and wait for them (their producers close), so "this slot ended" means it.
+            stopUnits();
+            for (Thread thread : threads.values()) {
+                join(thread, 70_000);
+            }
+        }
+    }
+
+    private void control() {
         long interval = 200;
         boolean stopping = false;
         int finalAttempts = 0;
@@ -101,7 +116,8 @@ public final class SlotRunner {
                     stopUnits();
                 }
                 if (!stopping) {
-                    apply(answer.units);
+                    apply(answer.units, answer.version);
+                    answered = answer.version;
                 }
             }
             if (exiting && (answer != null || ++finalAttempts >= 3)) {
@@ -129,6 +145,7 @@ public final class SlotRunner {
         snapshot.body.put("job", jobId);
         snapshot.body.put("slot", slot);
         snapshot.body.put("seq", seq++);
+        snapshot.body.put("answered", answered);
         snapshot.body.put("lease_ms", lease.remainingMillis());
         snapshot.body.put("exiting", exiting);
         snapshot.body.put("units", reports);
@@ -154,6 +171,7 @@ public final class SlotRunner {
                 return null;
             }
             Map<String, Object> body = json.readValue(response.body(), MAP);
+            answer.version = ((Number) body.get("version")).longValue();
             answer.leaseMs = ((Number) body.get("lease_ms")).longValue();
             answer.reportMs = ((Number) body.get("report_ms")).longValue();
             answer.stop = Boolean.TRUE.equals(body.get("stop"));
@@ -182,17 +200,17 @@ public final class SlotRunner {
         for (String flow : snapshot.exited) {
             units.remove(flow);
             Thread thread = threads.remove(flow);
-            join(thread);
+            join(thread, 1000);
         }
     }
 
     @SuppressWarnings("unchecked")
-    private void apply(Map<String, Object> wanted) {
+    private void apply(Map<String, Object> wanted, long version) {
         for (Map.Entry<String, Object> entry : wanted.entrySet()) {
             String flow = entry.getKey();
             UnitPlan plan;
             try {
-                plan = UnitPlan.parse(flow, (Map<String, Object>) entry.getValue());
+                plan = UnitPlan.parse(flow, version, (Map<String, Object>) entry.getValue());
             } catch (RuntimeException e) {
                 LOG.error("srm copy slot {}: bad plan for {}: {}", slot, flow, e.toString());
                 continue;
@@ -251,12 +269,12 @@ public final class SlotRunner {
         }
     }
 
-    private static void join(Thread thread) {
+    private static void join(Thread thread, long millis) {
         if (thread == null) {
             return;
         }
         try {
-            thread.join(1000);
+            thread.join(millis);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

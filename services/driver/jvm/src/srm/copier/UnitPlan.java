@@ -7,8 +7,8 @@ import java.util.Properties;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * What the driver wants one flow's unit in a slot to do, from one control answer:
- * {@code epoch} (raised by the driver after it re-planned a unit that broke), the clients'
+ * What the driver wants one flow's unit in a slot to do, from one control answer (its
+ * {@code version}, reported back once the unit applied it): {@code epoch} (raised by the driver after it re-planned a unit that broke), the clients'
  * settings, the origin/copy header settings of a shared (identity policy) target, and the
  * plan of every partition. A partition missing here is to be stopped.
  */
@@ -30,6 +30,7 @@ final class UnitPlan {
     }
 
     final String flow;
+    final long version;
     final long epoch;
     final Properties consumer;
     final Properties producer;
@@ -40,10 +41,11 @@ final class UnitPlan {
     final long pollMillis;
     final Map<TopicPartition, Partition> partitions;
 
-    UnitPlan(String flow, long epoch, Properties consumer, Properties producer, String originHeader,
+    UnitPlan(String flow, long version, long epoch, Properties consumer, Properties producer, String originHeader,
             String copyHeader, String sourceAlias, String targetAlias, long pollMillis,
             Map<TopicPartition, Partition> partitions) {
         this.flow = flow;
+        this.version = version;
         this.epoch = epoch;
         this.consumer = consumer;
         this.producer = producer;
@@ -61,7 +63,7 @@ final class UnitPlan {
 
     /** Parse the unit's entry of a control answer (see {@code srm_driver.copying.protocol}). */
     @SuppressWarnings("unchecked")
-    static UnitPlan parse(String flow, Map<String, Object> body) {
+    static UnitPlan parse(String flow, long version, Map<String, Object> body) {
         Map<String, Object> settings = (Map<String, Object>) body.get("settings");
         Map<TopicPartition, Partition> partitions = new HashMap<>();
         for (Object item : (Iterable<Object>) body.get("partitions")) {
@@ -76,6 +78,7 @@ final class UnitPlan {
         }
         return new UnitPlan(
                 flow,
+                version,
                 number(body, "epoch").longValue(),
                 properties((Map<String, Object>) settings.get("consumer")),
                 properties((Map<String, Object>) settings.get("producer")),
