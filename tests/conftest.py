@@ -103,9 +103,12 @@ def spark():  # type: ignore[no-untyped-def]
     from srm_driver.spark import driver_jars, spark_session, stop_session
     from srm_local.jars import driver_jars_dir, spark_connector_jars
 
+    # Both folders hold the same kafka-clients jar; Spark refuses a second jar of a name.
+    ours = driver_jars(str(driver_jars_dir()))
+    names = {jar.name for jar in ours}
     session = spark_session(
         "local[2]",
-        jars=[*driver_jars(str(driver_jars_dir())), *spark_connector_jars()],
+        jars=[*ours, *(jar for jar in spark_connector_jars() if jar.name not in names)],
         app_name="srm-tests",
         conf={"spark.driver.memory": "1g"},
     )

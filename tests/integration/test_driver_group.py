@@ -80,11 +80,12 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         for name in ("d1", "d2", "d3"):
             drivers[name].start()
         producer.start()
-        testing.wait_until(lambda: settled(["d1", "d2", "d3"]), 240, f"3 drivers run\n{logs()}")
+        testing.wait_until(lambda: settled(["d1", "d2", "d3"]), 240, "3 drivers run", detail=logs)
         testing.wait_until(
             lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
             120,
-            f"copying\n{logs()}",
+            "copying",
+            detail=logs,
         )
         before = state()
         counts = {d: len(before.tasks_of(d)) for d in ("d1", "d2", "d3")}
@@ -110,7 +111,8 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
                 and bool(state().tasks_of("d4"))
             ),
             240,
-            f"d4 joins\n{logs()}",
+            "d4 joins",
+            detail=logs,
         )
         after_join = state()
         moved = {
@@ -148,7 +150,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         killed = time.monotonic()
         drivers["d1"].kill9()
         testing.wait_until(
-            lambda: settled(["d2", "d3", "d4"]), 120, f"d1's tasks move\n{logs()}", step=0.25
+            lambda: settled(["d2", "d3", "d4"]), 120, "d1's tasks move", detail=logs, step=0.25
         )
         took = time.monotonic() - killed
         after_kill = state()
@@ -166,7 +168,8 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         testing.wait_until(
             lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
             240,
-            f"the target catches up\n{logs()}",
+            "the target catches up",
+            detail=logs,
         )
         for name in ("d2", "d3", "d4"):
             assert drivers[name].stop() == 0

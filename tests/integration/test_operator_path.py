@@ -70,12 +70,14 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
         testing.wait_until(
             lambda: any(h.topic == foreign for h in group.state().halts.values()),
             180,
-            f"the partition with foreign records halts, in the event log\n{logs()}",
+            "the partition with foreign records halts, in the event log",
+            detail=logs,
         )
         testing.wait_until(
             lambda: testing.end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 10},
             60,
-            f"the other topic copies\n{logs()}",
+            "the other topic copies",
+            detail=logs,
         )
         listed = _control(
             config, "partitions", "--source", "primary", "--target", "backup", "--list"
@@ -100,7 +102,8 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
         testing.wait_until(
             lambda: testing.end_offsets(kafka["backup"], remote) == {0: 6},
             60,
-            f"the resumed partition copies after the foreign record\n{logs()}",
+            "the resumed partition copies after the foreign record",
+            detail=logs,
         )
         copies = testing.consume_all(kafka["backup"], remote)[0]
         assert [r.key for r in copies] == [b"stranger", *(f"f{i}".encode() for i in range(5))]
@@ -119,12 +122,14 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
         testing.wait_until(
             lambda: any(isinstance(e, RecordsLost) for e in group.events()),
             120,
-            f"the loss is recorded\n{logs()}",
+            "the loss is recorded",
+            detail=logs,
         )
         testing.wait_until(
             lambda: testing.end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 15},
             60,
-            f"the copy goes on from the log start\n{logs()}",
+            "the copy goes on from the log start",
+            detail=logs,
         )
         listed = _control(
             config, "partitions", "--source", "primary", "--target", "backup", "--list"

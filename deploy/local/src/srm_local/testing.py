@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from srm_local.clusters import (
@@ -389,8 +389,32 @@ def copied(source: str, topic: str, target: str, remote: str) -> bool:
     return sum(map(len, copies.values())) >= sum(map(len, records.values()))
 
 
+_LEADERLESS = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+}
+
+
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """High watermark of every partition of ``topic`` (empty if it does not exist)."""
+    """High watermark of every partition of ``topic`` (empty if it does not exist).
+
+    A topic just deleted or recreated has partitions without a leader for a moment: such
+    an answer is retried for up to 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return _end_offsets(bootstrap, topic)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if time.monotonic() > deadline or not (
+                error.retriable() or error.code() in _LEADERLESS
+            ):
+                raise
+            time.sleep(0.5)
+
+
+def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     client = admin(bootstrap)
     described = client.list_topics(topic, timeout=10).topics.get(topic)
     if described is None or described.error is not None:
@@ -521,10 +545,20 @@ def get_json(url: str, timeout: float = 10) -> dict:  # type: ignore[type-arg]
         return json.loads(response.read())
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.5) -> None:
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    step: float = 0.5,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``predicate`` until true; else TimeoutError naming ``what`` and, taken at the
+    moment of failure, ``detail()`` (e.g. the tails of the processes' logs)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(step)
-    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+    more = f"\n{detail()}" if detail is not None else ""
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s{more}")

@@ -153,15 +153,13 @@ class DriverRuntime:
             status = self.copy.status(name)
             if status["partitions"]:
                 log.info(
-                    "%s: %d partitions %s; %d records copied, latency avg %d ms max %d ms;"
-                    " %d halted",
+                    "%s: %d partitions %s; %d records copied, latency avg %d ms max %d ms",
                     name,
                     status["partitions"],
                     status["by_status"],
                     status["records"],
                     status["latency_avg_ms"],
                     status["latency_max_ms"],
-                    len(status["halted"]),  # type: ignore[arg-type]
                 )
 
     def shutdown(self, timeout: float = 90.0) -> None:
