@@ -113,6 +113,26 @@ def test_a_task_still_running_elsewhere_waits_or_goes_back_to_its_runner() -> No
     assert change.assigned == {t0: "d2", t1: "d1"}, "only d2 may run t0 until it stops it"
 
 
+def test_a_driver_slow_to_stop_a_task_revoked_for_balance_does_not_get_it_back() -> None:
+    """It applied the new generation but still reports the task running (its last
+    records are being acknowledged): the task waits, rather than going back to it and
+    being revoked again in every round."""
+    drivers = ["d1", "d2", "d3", "d4"]
+    before = commit(TWELVE, rebalance(TWELVE, drivers[:3], {}))
+    first = rebalance(before, drivers, applied(before, drivers))
+    state = commit(before, first)
+    slow = first.revoked[0]
+    owner = before.assignment[slow]
+    reports = applied(state, drivers)
+    reports[owner] = MemberReport(owner, state.generation, reports[owner].running | {slow})
+    change = rebalance(state, drivers, reports)
+    assert slow not in change.assigned and change.revoked == ()
+    assert set(change.assigned.values()) == {"d4"} and len(change.assigned) == 2
+    state = commit(state, change)
+    reports = applied(state, drivers)
+    assert rebalance(state, drivers, reports).assigned == {slow: "d4"}, "once it stopped"
+
+
 def test_a_departed_driver_loses_its_tasks_then_the_least_loaded_get_them() -> None:
     drivers = ["d1", "d2", "d3"]
     state = commit(TWELVE, rebalance(TWELVE, drivers, {}))

@@ -81,10 +81,12 @@ def rebalance(
     report counts as not applied, except before anything was ever assigned): tasks
     unassigned in ``state`` and not in ``must_revoke``, each to the live driver with the
     fewest tasks, then the fewest of the same flow, then the lowest id, among those that
-    no other live driver reports running it. A new group (no assignment at all) is dealt
-    round robin in task order (:meth:`ControlState.all_task_ids`). ``waiting`` tasks are
-    not assigned (their last driver left without its word, and its writes are being
-    waited out). What cannot be assigned yet waits for a later round.
+    no other live driver reports running it (a task still reported running goes back to
+    its runner only within that driver's share, else waits until it stopped there). A
+    new group (no assignment at all) is dealt round robin in task order
+    (:meth:`ControlState.all_task_ids`). ``waiting`` tasks are not assigned (their last
+    driver left without its word, and its writes are being waited out). What cannot be
+    assigned yet waits for a later round.
     """
     tasks = state.all_task_ids()
     order = {task: position for position, task in enumerate(tasks)}
@@ -101,8 +103,9 @@ def rebalance(
         kept[state.assignment[task]].append(task)
     # The drivers that kept the most get the larger shares, so the fewest tasks move.
     base, extra = divmod(len(tasks), len(live))
+    shares: dict[str, int] = {}
     for rank, driver in enumerate(sorted(live, key=lambda d: (-len(kept[d]), d))):
-        share = base + (1 if rank < extra else 0)
+        share = shares[driver] = base + (1 if rank < extra else 0)
         revoked.update(kept[driver][share:])
         del kept[driver][share:]
     held_back = forced | set(waiting)
@@ -117,7 +120,7 @@ def rebalance(
             if runners.get(task, set[str]()) <= {live[order[task] % len(live)]}
         }
     else:
-        assigned = _least_loaded(candidates, kept, runners)
+        assigned = _least_loaded(candidates, kept, runners, shares)
     return Rebalance(assigned, tuple(revoked))
 
 
@@ -144,7 +147,10 @@ def _runners(live: Sequence[str], reports: Mapping[str, MemberReport]) -> dict[s
 
 
 def _least_loaded(
-    candidates: Sequence[str], kept: Mapping[str, list[str]], runners: Mapping[str, set[str]]
+    candidates: Sequence[str],
+    kept: Mapping[str, list[str]],
+    runners: Mapping[str, set[str]],
+    shares: Mapping[str, int],
 ) -> dict[str, str]:
     load = {driver: len(tasks) for driver, tasks in kept.items()}
     per_flow = {driver: Counter(_flow(task) for task in tasks) for driver, tasks in kept.items()}
@@ -152,9 +158,12 @@ def _least_loaded(
     for task in candidates:
         flow = _flow(task)
         running = runners.get(task, set[str]())
-        eligible = [driver for driver in load if running <= {driver}]
+        # A task still running somewhere goes back only to that driver, and only within
+        # its share: a driver slow to stop a task revoked from it for balance would
+        # otherwise get it back, lose it again, and so on every round.
+        eligible = [d for d in load if running <= {d} and (not running or load[d] < shares[d])]
         if not eligible:
-            continue  # two drivers still run it: wait until they report it stopped
+            continue  # still running where it cannot stay: wait until it stops there
         driver = min(eligible, key=lambda d: (load[d], per_flow[d][flow], d))
         assigned[task] = driver
         load[driver] += 1
