@@ -71,7 +71,8 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         testing.wait_until(
             lambda: _state(config).leader is not None,
             60,
-            f"a coordinator leads\n{c1.log_text()[-2000:]}",
+            "a coordinator leads",
+            detail=lambda: c1.log_text()[-2000:],
         )
         c2.start()
         first = _state(config).leader
@@ -157,7 +158,8 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         testing.wait_until(
             lambda: (_state(config).leader or first).coordinator == "c2",
             60,
-            f"c2 leads\n{c2.log_text()[-3000:]}",
+            "c2 leads",
+            detail=lambda: c2.log_text()[-3000:],
             step=0.2,
         )
         took = time.monotonic() - killed
@@ -286,7 +288,8 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
         testing.wait_until(
             lambda: "primary->backup" in _state(config).tasks,
             60,
-            f"primary->backup planned\n{coordinator.log_text()[-2000:]}",
+            "primary->backup planned",
+            detail=lambda: coordinator.log_text()[-2000:],
         )
         planned = time.monotonic() - started
         code, out, err = _control(
@@ -306,14 +309,16 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
             # (Other tests may have left a heartbeats topic on primary: copied too.)
             lambda: {(topic, p) for p in range(3)} <= partitions_of("primary->backup"),
             60,
-            f"the added topic is planned\n{coordinator.log_text()[-2000:]}",
+            "the added topic is planned",
+            detail=lambda: coordinator.log_text()[-2000:],
             step=0.1,
         )
         took = time.monotonic() - commanded
         testing.wait_until(
             lambda: "gone->backup: cannot list gone" in coordinator.log_text(),
             60,
-            f"the dead cluster is reported\n{coordinator.log_text()[-2000:]}",
+            "the dead cluster is reported",
+            detail=lambda: coordinator.log_text()[-2000:],
         )
         print(
             f"with cluster 'gone' unreachable: primary->backup planned {planned:.1f} s after"

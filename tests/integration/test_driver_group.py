@@ -161,16 +161,8 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         )
         assert "d1" not in after_kill.drivers
 
-        producer.stop.set()
-        producer.join(60)
-        assert not producer.errors
-        source_ends = testing.end_offsets(kafka["primary"], topic)
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
-            240,
-            "the target catches up",
-            detail=logs,
-        )
+        producer.finish()
+        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 240, detail=logs)
         for name in ("d2", "d3", "d4"):
             assert drivers[name].stop() == 0
     finally:

@@ -124,16 +124,8 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
                 f"{victim} paused {paused_for:.0f} s, its tasks ran on {other}"
                 f" {moved_after:.1f} s after the pause"
             )
-        producer.stop.set()
-        producer.join(60)
-        assert not producer.errors
-        source_ends = testing.end_offsets(kafka["primary"], topic)
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
-            180,
-            "the target catches up",
-            detail=logs,
-        )
+        producer.finish()
+        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
         for process in drivers.values():
             assert process.stop() == 0
     finally:
@@ -205,16 +197,8 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
             "the second process runs d1's tasks",
             detail=logs,
         )
-        producer.stop.set()
-        producer.join(60)
-        assert not producer.errors
-        source_ends = testing.end_offsets(kafka["primary"], topic)
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
-            180,
-            "the target catches up",
-            detail=logs,
-        )
+        producer.finish()
+        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
         assert second.stop() == 0
     finally:
         producer.stop.set()
@@ -335,7 +319,8 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
                 for t in (doomed_remote_of, recreated, steady)
             ),
             120,
-            f"all three topics copy\n{driver.log_text()[-3000:]}",
+            "all three topics copy",
+            detail=lambda: driver.log_text()[-3000:],
         )
         testing.delete_topics(kafka["backup"], [f"primary.{doomed_remote_of}"])
         producers[1].stop.set()
@@ -359,7 +344,8 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
         testing.wait_until(
             lambda: {t for t, _ in halted()} >= {doomed_remote_of, recreated},
             120,
-            f"both partitions' topics halt\n{driver.log_text()[-3000:]}",
+            "both partitions' topics halt",
+            detail=lambda: driver.log_text()[-3000:],
         )
         kinds = halted()
         print(f"\nhalted: {sorted(kinds)}")

@@ -47,22 +47,23 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
                     sum(testing.end_offsets(kafka["backup"], remote).values()) > before
                 ),
                 120,
-                f"driver start {kill + 1} copies something\n{driver.log_text()[-3000:]}",
+                f"driver start {kill + 1} copies something",
+                detail=lambda: driver.log_text()[-3000:],
                 step=0.2,
             )
             time.sleep(rng.uniform(0.0, 3.0))
             copied = sum(testing.end_offsets(kafka["backup"], remote).values())
             driver.kill9()
             kills.append(f"kill {kill + 1}: {copied} records on the target")
-        producer.stop.set()
-        producer.join(60)
-        assert not producer.errors
+        producer.finish()
         driver.start()
-        source_ends = testing.end_offsets(kafka["primary"], topic)
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], remote) == source_ends,
+        testing.wait_caught_up(
+            kafka["primary"],
+            topic,
+            kafka["backup"],
+            remote,
             180,
-            f"the target catches up\n{driver.log_text()[-3000:]}",
+            detail=lambda: driver.log_text()[-3000:],
         )
         assert driver.stop() == 0
     finally:

@@ -73,7 +73,8 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
         testing.wait_until(
             lambda: "started the heartbeat task" in driver.log_text(),
             180,
-            f"the driver runs\n{driver.log_text()[-3000:]}",
+            "the driver runs",
+            detail=lambda: driver.log_text()[-3000:],
         )
         time.sleep(2)
         assert copied() == 0  # not in the allowlist yet
@@ -81,7 +82,11 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
         control("--add", topic)
         added = time.monotonic()
         testing.wait_until(
-            lambda: copied() > 0, 120, f"replication starts\n{driver.log_text()[-3000:]}", step=0.1
+            lambda: copied() > 0,
+            120,
+            "replication starts",
+            detail=lambda: driver.log_text()[-3000:],
+            step=0.1,
         )
         start_s = time.monotonic() - added
         control("--list")

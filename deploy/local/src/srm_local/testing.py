@@ -495,6 +495,29 @@ class SteadyProducer(threading.Thread):
         if error is not None:
             self.errors.append(str(error))
 
+    def finish(self) -> None:
+        """Stop producing; every record sent must have been acknowledged."""
+        self.stop.set()
+        self.join(60)
+        assert not self.errors, f"the producer failed: {self.errors[:3]}"
+
+
+def wait_caught_up(
+    source: str,
+    topic: str,
+    target: str,
+    remote: str,
+    timeout: float,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> None:
+    """Wait until ``remote`` on ``target`` ends where ``topic`` on ``source`` ends now,
+    partition by partition (a test then compares their content)."""
+    ends = end_offsets(source, topic)
+    wait_until(
+        lambda: end_offsets(target, remote) == ends, timeout, "the target catches up", detail=detail
+    )
+
 
 class ControlGroup:
     """The group of drivers of a configuration as the event log and their REST APIs show
