@@ -34,8 +34,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * <p>Rules that keep the copy exactly once (docs/driver.md):
  * <ul>
- *   <li>the producer is idempotent with one request in flight and no linger; nothing is
- *       handed to it without a valid {@link Lease} or past a partition's reservation;
+ *   <li>the producer is idempotent (up to 5 requests in flight, kept in order) and never
+ *       lingers; nothing is handed to it without a valid {@link Lease} or past a
+ *       partition's reservation;
  *   <li>every acknowledged offset must be the planned one (unless the target is shared);
  *       a different one means another writer: the unit breaks;
  *   <li>the first failed send breaks the unit: the producer is closed at once, so nothing
