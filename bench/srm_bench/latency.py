@@ -6,7 +6,14 @@ and send time (µs) in the first 16 bytes of its value. A consumer on the target
 the remote topic and takes ``receive time - record timestamp`` for each record (both
 replicators keep the source's CreateTime; a record whose timestamp differs from the send
 time in its value is counted as ``timestamps_changed``, and its latency is taken from
-the value instead). Records sent during the first ``warmup`` seconds are left out.
+the value instead). Records sent during the first ``warmup`` seconds are left out of the
+percentiles; ``windows`` keeps p50/p99/max of every 5 s of the whole phase, warm-up
+included, so a transient stays visible.
+
+Why 15 s of warm-up: on a 2-core machine, right after a replicator's catch-up both
+brokers (and the replicator's JVM) recompile for the new, small-request workload; their
+C2 compiler threads take 30-60 % of a core each for about 15 s (sampled per thread from
+/proc), and every replicator's latency suffers the same way meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from srm_bench.stack import admin_client, wait_for_topic
 
 _HEADER = struct.Struct(">QQ")  # sequence number, send time in µs since the epoch
 DRAIN_SECONDS = 60.0
+WINDOW_SECONDS = 5
+_WINDOW_KEYS = ("p50_ms", "p99_ms", "max_ms")
 
 
 @dataclass(frozen=True)
@@ -39,10 +48,38 @@ class LatencyResult:
     timestamps_changed: int
     sent: int
     send_rate: float
+    # p50, p99 and max (ms) of each WINDOW_SECONDS of the phase, warm-up included.
+    windows: tuple[tuple[float, float, float], ...] = ()
 
     def describe(self) -> dict[str, object]:
         values = asdict(self)
+        values["windows"] = [
+            {
+                "start_s": i * WINDOW_SECONDS,
+                **{
+                    k: None if math.isnan(v) else round(v, 2)
+                    for k, v in zip(_WINDOW_KEYS, w, strict=True)
+                },
+            }
+            for i, w in enumerate(self.windows)
+        ]
         return {k: round(v, 2) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def windows(
+    latency_ms: dict[int, float], sent: int, rate: int
+) -> tuple[tuple[float, float, float], ...]:
+    """(p50, p99, max) of the records sent in each WINDOW_SECONDS (by sequence number:
+    record ``n`` was sent at ``n / rate`` s); a window with nothing received is NaN."""
+    per_window = rate * WINDOW_SECONDS
+    result = []
+    for first in range(0, sent, per_window):
+        values = sorted(
+            latency_ms[n] for n in range(first, min(sent, first + per_window)) if n in latency_ms
+        )
+        top = values[-1] if values else math.nan
+        result.append((percentile(values, 50), percentile(values, 99), top))
+    return tuple(result)
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
@@ -148,6 +185,7 @@ def measure_latency(
         timestamps_changed=receiver.timestamps_changed,
         sent=sent,
         send_rate=sent / send_seconds,
+        windows=windows(receiver.latency_ms, sent, rate),
     )
     say(
         f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "

@@ -39,9 +39,9 @@ class BenchOptions:
     size_mb: int = 1024
     partitions: int = 8
     record_size: int = 1024
-    latency_seconds: float = 30.0
+    latency_seconds: float = 45.0
     latency_rate: int = 500
-    latency_warmup: float = 5.0
+    latency_warmup: float = 15.0
     skip_srm: bool = False
     skip_mm2: bool = False
     skip_mm2_tuned: bool = False
@@ -85,9 +85,9 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--size-mb", type=_positive_int, default=1024, help="data set size in MiB (1024)")
     add("--partitions", type=_positive_int, default=8, help="partitions of the data set (8)")
     add("--record-size", type=_positive_int, default=1024, help="value bytes per record (1024)")
-    add("--latency-seconds", type=float, default=30.0, help="steady-rate phase length (30)")
+    add("--latency-seconds", type=float, default=45.0, help="steady-rate phase length (45)")
     add("--latency-rate", type=_positive_int, default=500, help="records/s in that phase (500)")
-    add("--latency-warmup", type=float, default=5.0, help="seconds excluded at its start (5)")
+    add("--latency-warmup", type=float, default=15.0, help="seconds excluded at its start (15)")
     add("--skip-srm", action="store_true", help="do not run SRM's driver")
     add("--skip-mm2", action="store_true", help="do not run MirrorMaker 2 with defaults")
     add("--skip-mm2-tuned", action="store_true", help="do not run MirrorMaker 2 tuned")

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from srm_bench.catchup import CatchupResult
-from srm_bench.latency import LatencyResult
+from srm_bench.latency import WINDOW_SECONDS, LatencyResult
 from srm_bench.options import BenchOptions, Dataset
 from srm_bench.raw import DEFINITION as RAW_DEFINITION
 from srm_bench.raw import RawResult
@@ -218,6 +218,9 @@ class BenchReport:
                     f"after warm-up, {lat.lost} missing, {lat.duplicates} duplicates, "
                     f"{lat.timestamps_changed} timestamps changed"
                 )
+                if lat.windows:
+                    p99s = " ".join(f"{p99:.0f}" for _p50, p99, _top in lat.windows)
+                    notes.append(f"  p99 by {WINDOW_SECONDS} s, warm-up included, ms: {p99s}")
             if result.catchup.target_offsets_past_source:
                 notes.append(
                     f"{LABELS[name]}: target end offsets exceed the source's by "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from srm_bench.catchup import CatchupResult
 from srm_bench.dataset import expected_end_offsets, record_values
-from srm_bench.latency import LatencyResult, percentile
+from srm_bench.latency import LatencyResult, percentile, windows
 from srm_bench.options import BenchOptions, parse_options
 from srm_bench.raw import RawResult, ToolRun, parse_consumer_output, parse_producer_output
 from srm_bench.replicators import (
@@ -280,3 +280,16 @@ def test_table_notes_say_when_mm2_set_overrides_a_tuned_key() -> None:
     report = _report(with_mm2=True, with_tuned=True)
     report.options = BenchOptions(size_mb=100, mm2_set=("backup.producer.batch.size=1",))
     assert "--mm2-set overrides tuned keys: backup.producer.batch.size=1" in report.table()
+
+
+def test_latency_windows_cover_the_whole_phase_by_sequence_number() -> None:
+    rate = 10  # 50 records a window
+    latency = {n: float(n % 50) for n in range(120) if n != 60}
+    first, second, third = windows(latency, 120, rate)
+    assert first == (24.0, 49.0, 49.0), "nearest rank: the 50th of 50"
+    assert second[2] == 49.0 and third == (9.0, 19.0, 19.0), "the last window is partial"
+    assert all(math.isnan(v) for v in windows({}, 50, rate)[0])
+    result = LatencyResult(1.0, 2.0, 1.5, 3.0, 1, 1, 0, 0, 0, 1, 10.0, ((1.0, math.nan, 3.0),))
+    assert result.describe()["windows"] == [
+        {"start_s": 0, "p50_ms": 1.0, "p99_ms": None, "max_ms": 3.0}
+    ]
