@@ -27,7 +27,7 @@ class LeaderElection(threading.Thread):
         super().__init__(name="election", daemon=True)
         self.leading = threading.Event()
         self.changed = threading.Event()
-        self._stop = stop
+        self._stopping = stop
         self._consumer = Consumer(
             {
                 **settings.client,
@@ -52,7 +52,7 @@ class LeaderElection(threading.Thread):
             on_lost=self._on_lost,
         )
         try:
-            while not self._stop.is_set():
+            while not self._stopping.is_set():
                 try:
                     self._consumer.poll(0.2)
                 except KafkaException as exc:

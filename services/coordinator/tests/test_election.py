@@ -1,0 +1,29 @@
+"""The election thread's own life (the election itself runs against Kafka in
+tests/integration/test_control_path.py)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from srm_common.config import load_config
+from srm_common.config.control import control_settings
+from srm_coordinator.election import LeaderElection
+
+CONFIG = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  backup: {bootstrap.servers: "127.0.0.1:8"}
+"""
+
+
+def test_a_stopped_election_can_be_joined(tmp_path: Path) -> None:
+    """Thread.join calls Thread._stop(); an attribute of that name broke every shutdown."""
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG)
+    stop = threading.Event()
+    election = LeaderElection(control_settings(load_config(path)), "c-test", stop)
+    election.start()
+    stop.set()
+    election.join(30)
+    assert not election.is_alive() and not election.leading.is_set()
