@@ -142,6 +142,7 @@ def build_flow(
         target_internal_producer=clients["target_internal_producer"],
         target_admin=clients["target_admin"],
         extra=MappingProxyType(extra),
+        written=frozenset(values),
     )
 
 

@@ -74,7 +74,9 @@ class FlowConfig:
 
     ``extra`` holds the other top-level and flow-level keys (flow wins): known MM2 keys
     without a field here (``sync.topic.acls.enabled``, ``emit.offset-syncs.enabled``...)
-    and Connect keys passed through unchecked.
+    and Connect keys passed through unchecked. ``written`` names the MM2 keys the file
+    sets for this flow (top or flow level, legacy names as written), so that a value
+    the user chose can be told from MM2's default (:mod:`srm_common.config.unsupported`).
     """
 
     source: str
@@ -120,6 +122,7 @@ class FlowConfig:
     target_internal_producer: Mapping[str, str] = field(default_factory=_empty)
     target_admin: Mapping[str, str] = field(default_factory=_empty)
     extra: Mapping[str, str] = field(default_factory=_empty)
+    written: frozenset[str] = field(default=frozenset(), compare=False)
 
     @property
     def name(self) -> str:
