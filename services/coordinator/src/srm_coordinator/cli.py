@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from types import FrameType
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import fail, load_or_exit, port, setup_logging
 from srm_common.config.control import control_settings
+from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import ConfigError, SrmError
 
 EPILOG = """\
@@ -41,6 +43,8 @@ def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     setup_logging()
     config = load_or_exit("srm-coordinator", args.config, args.set)
+    for line in (*config.warnings, *unsupported_settings(config)):
+        logging.warning("%s", line)
     try:
         settings = control_settings(config)
     except ConfigError as exc:

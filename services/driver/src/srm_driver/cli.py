@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common.cli_support import load_or_exit, parse_pairs, port, setup_logging
+from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import SrmError
 
 EPILOG = """\
@@ -54,6 +55,8 @@ def _run(argv: Sequence[str] | None) -> int:
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = load_or_exit("srm-driver", args.config, args.set)
+    for line in (*config.warnings, *unsupported_settings(config)):
+        logging.warning("%s", line)
     from srm_driver.bootstrap import build
     from srm_driver.settings import driver_settings
 

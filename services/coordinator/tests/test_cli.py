@@ -1,0 +1,33 @@
+"""srm-coordinator at start-up: settings it does not act on are logged before anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from srm_coordinator.cli import main
+
+CONFIG = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  backup: {bootstrap.servers: "127.0.0.1:8"}
+replication:
+  srm.control.cluster: nowhere
+  sync.topic.acls.enabled: true
+flows:
+  primary->backup: {enabled: true}
+"""
+
+
+def test_settings_srm_does_not_act_on_are_logged_once_at_start_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG)
+    assert main(["--config", str(path)]) == 2  # the unknown control cluster: nothing starts
+    assert "unknown cluster alias 'nowhere'" in capsys.readouterr().err
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "accepted for MirrorMaker 2 compatibility, not supported: sync.topic.acls.enabled"
+        " (set on every flow): ACLs are not copied; grant them on the target yourself"
+    ]
