@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from srm_common.adapters.flow_offsets import FlowOffsets
 from srm_common.config import FlowConfig, load_config
 from srm_common.domain.records import OffsetSync
 from srm_driver.kafka_admin import admin_client, partition_offsets
@@ -118,6 +119,35 @@ def _assert_syncs_exact(source: Sequence[Record], syncs: set[tuple[int, int]]) -
         sync_up, sync_down = ordered[index]
         assert sync_down + (up - sync_up) == down, f"upstream {up} translates wrongly"
     return len(gaps)
+
+
+def _assert_translation_exact(
+    config_path: Path, topic: str, source: Mapping[int, Sequence[Record]], ends: Mapping[int, int]
+) -> None:
+    """Every group offset from 0 to past the end translates to the truth read from both
+    real topics: the remote offset of the copy of the first source record at or after it
+    (the copy is in order from a fresh remote partition, so the k-th record is at k);
+    failback maps each remote offset to a source offset with no record between it and
+    the truth. Nothing may be declined: every sync is there."""
+    offsets = FlowOffsets(_flow(config_path))
+    try:
+        offsets.refresh()
+        for partition, records in source.items():
+            ups = [r.offset for r in records]
+            assert all(up is not None for up in ups)
+            end = ends[partition]
+            for c in range(0, end + 1):
+                truth = bisect.bisect_left(ups, c)  # the index of the next record = its copy
+                got = offsets.forward(topic, partition, c)
+                assert got.offset == truth, f"{topic}-{partition} at {c}: {got} != {truth}"
+            for down in range(0, len(ups) + 1):
+                truth_up = ups[down] if down < len(ups) else end
+                back = offsets.backward(topic, partition, down)
+                assert back.offset is not None, f"{topic}-{partition} back {down}: {back.reason}"
+                low, high = sorted((back.offset, truth_up))
+                assert not [u for u in ups if low <= u < high], (partition, down, back, truth_up)
+    finally:
+        offsets.close()
 
 
 def _stable(bootstrap: str, topic: str, partitions: int) -> bool:
@@ -242,7 +272,8 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
     assert all(ends[p] == 201 for p in (0, 1)) and all(n < 40 for n in cleaned.values())
 
     # A reservation of 10 offsets: gaps wider than that must not stop the copy.
-    driver = run_driver(_config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 10}))
+    config = _config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 10})
+    driver = run_driver(config)
     _copied(kafka, topic, remote)
     driver.stop()
     source = _assert_copied(kafka, topic, remote)
@@ -252,6 +283,7 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
     for partition in (0, 1):
         gaps = _assert_syncs_exact(source[partition], syncs[partition])
         assert gaps >= 5, f"partition {partition}: compaction left only {gaps} gaps"
+    _assert_translation_exact(config, topic, source, ends)
 
 
 # --- transactions -----------------------------------------------------------------------
@@ -297,7 +329,8 @@ def test_transactions_only_committed_records_are_copied_once(
     transaction("open", 8, commit=None)  # still open while the driver copies
     testing.produce(kafka["primary"], topic, [Record(b"after-open", b"waits", (), None, 0)])
 
-    driver = run_driver(_config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 25}))
+    config = _config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 25})
+    driver = run_driver(config)
     _copied(kafka, topic, remote)
     time.sleep(2)  # and nothing past the last stable offset comes later
     copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
@@ -322,6 +355,7 @@ def test_transactions_only_committed_records_are_copied_once(
     syncs = _offset_syncs(kafka, topic)  # markers and aborted records are upstream gaps
     for partition in (0, 1):
         assert _assert_syncs_exact(source[partition], syncs[partition]) >= 3
+    _assert_translation_exact(config, topic, source, testing.end_offsets(kafka["primary"], topic))
 
 
 # --- size limits --------------------------------------------------------------------------

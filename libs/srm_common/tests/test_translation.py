@@ -93,12 +93,18 @@ def test_a_forward_translation_is_the_copy_of_the_next_record_or_none(copy: Copy
         next_copy = next((u for u, _ in copy.pairs() if u > last_up), copy.end)
         position = (data.draw(st.integers(last_up + 1, next_copy)), last_down + 1)
     h = history(kept)
+    look = data.draw(st.booleans())
     for offset in range(copy.start - 2, copy.end + 1):
-        got = h.forward(offset, position)
+        next_record = None
+        if look and syncs:
+            next_record = next((u for u, _ in copy.pairs() if u > syncs[-1][0]), copy.end)
+        got = h.forward(offset, position, next_record)
         if got.offset is not None:
             assert got.offset == copy.truth_forward(offset), (offset, kept, position, got)
         elif not dropped and syncs and syncs[0][0] <= offset <= syncs[-1][0] + 1:
             raise AssertionError(f"{offset} untranslated with every sync: {got.reason}")
+        elif next_record is not None and syncs[-1][0] < offset <= next_record:
+            raise AssertionError(f"{offset} untranslated though the source was looked at")
 
 
 @settings(max_examples=400)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaException
+from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.domain.connect_offsets import decode_source_offset, source_offset_key
 from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.domain.progress import Progress
@@ -19,7 +20,6 @@ from srm_common.errors import RecordFormatError
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import KafkaAdminError, admin_client, create_topic
-from srm_driver.kafka_reader import read_partitions
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from srm_driver.kafka_reader import read_partitions
+from srm_common.adapters.kafka_reader import read_partitions
 
 COPY_HEADER = "srm.copy"
 

@@ -1,8 +1,10 @@
 """Reading partitions from a position to their end: the one loop every reader uses.
 
-The progress store reads its topic to the end at start-up, a shared (identity policy)
-restart scans the remote partition for its last copy, a restart compares the records
-past the recorded position with the source's. All three read "from here to where the
+The driver's progress store reads its topic to the end at start-up, a shared (identity
+policy) restart scans the remote partition for its last copy, a restart compares the
+records past the recorded position with the source's; offset translation reads the
+offset syncs and the progress (checkpoint tasks, srm-control offsets and failover). All
+read "from here to where the
 partition ended when we started", which :func:`read_partitions` does with a
 deadline and errors named for what failed.
 """
@@ -14,9 +16,13 @@ from collections.abc import Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from srm_driver.kafka_admin import KafkaAdminError
+from srm_common.errors import SrmError
 
 Key = tuple[str, int]
+
+
+class KafkaReadError(SrmError):
+    """Partitions could not be read to their end (the message names the read)."""
 
 
 def read_partitions(
@@ -31,7 +37,7 @@ def read_partitions(
     """Messages of every partition in ``starts`` from its start offset (or its log start,
     if later) to its end when the read began, in offset order per partition; at most
     ``limit`` per partition. ``what`` names the read in errors
-    (:class:`KafkaAdminError`, also when the end is not reached within ``timeout``).
+    (:class:`KafkaReadError`, also when the end is not reached within ``timeout``).
     """
     consumer = Consumer(
         {
@@ -45,7 +51,7 @@ def read_partitions(
     try:
         yield from _read(consumer, starts, what, limit, timeout)
     except KafkaException as exc:
-        raise KafkaAdminError(f"{what}: {exc}") from exc
+        raise KafkaReadError(f"{what}: {exc}") from exc
     finally:
         consumer.close()
 
@@ -70,7 +76,7 @@ def _read(
     while pending:
         if time.monotonic() > deadline:
             names = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
-            raise KafkaAdminError(f"{what}: could not read {names} to the end within {timeout:g} s")
+            raise KafkaReadError(f"{what}: could not read {names} to the end within {timeout:g} s")
         message = consumer.poll(0.5)
         if message is None:
             continue
@@ -80,7 +86,7 @@ def _read(
             if error.code() == KafkaError._PARTITION_EOF:
                 pending.discard(key)
                 continue
-            raise KafkaAdminError(f"{what}: reading {key[0]}-{key[1]}: {error}")
+            raise KafkaReadError(f"{what}: reading {key[0]}-{key[1]}: {error}")
         if key not in pending:
             continue
         yield message
@@ -88,3 +94,63 @@ def _read(
         if message.offset() + 1 >= ends[key] or (limit is not None and counts[key] >= limit):
             pending.discard(key)
             consumer.pause([TopicPartition(key[0], key[1])])
+
+
+class TopicTail:
+    """Follows every partition of one topic: each :meth:`catch_up` returns the records
+    written since the last one, up to the partitions' ends when it started. Used for
+    topics read again and again (offset syncs, progress), so nothing is read twice."""
+
+    def __init__(self, config: Mapping[str, str], topic: str, *, timeout: float = 30.0) -> None:
+        self.topic = topic
+        self._config = dict(config)
+        self._timeout = timeout
+        self._consumer: Consumer | None = None
+        self._next: dict[int, int] = {}
+
+    def catch_up(self) -> list[Message]:
+        """New records, in offset order per partition; [] while the topic does not exist.
+        :class:`KafkaReadError` when the cluster does not answer in time."""
+        what = f"reading {self.topic}"
+        try:
+            if self._consumer is None:
+                self._consumer = Consumer(
+                    {
+                        **self._config,
+                        "group.id": "srm-reader",
+                        "enable.auto.commit": False,
+                        "enable.partition.eof": True,
+                    }
+                )
+            return list(self._read(self._consumer, what))
+        except KafkaException as exc:
+            raise KafkaReadError(f"{what}: {exc}") from exc
+
+    def _read(self, consumer: Consumer, what: str) -> Iterator[Message]:
+        topics = consumer.list_topics(self.topic, timeout=self._timeout).topics
+        metadata = topics.get(self.topic)
+        if metadata is None or metadata.error is not None:
+            return
+        starts = {}
+        for partition in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), timeout=self._timeout
+            )
+            begin = max(self._next.get(partition, low), low)
+            if begin < high:
+                starts[(self.topic, partition)] = begin
+            else:
+                self._next[partition] = max(begin, high)
+        if not starts:
+            return
+        try:
+            for message in _read(consumer, starts, what, None, self._timeout):
+                self._next[message.partition()] = message.offset() + 1
+                yield message
+        finally:
+            consumer.unassign()
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

@@ -48,6 +48,7 @@ def translate(
     offset: int,
     *,
     position: Point | None = None,
+    next_record: int | None = None,
     shared: bool = False,
 ) -> Translation:
     """Where a group at ``offset`` continues on the other side of the copy.
@@ -56,7 +57,9 @@ def translate(
     after ``offset`` (the record the group reads next), or None when that cannot be
     proven from the syncs. Forward (source to remote) pass ``syncs`` as ``(upstream,
     downstream)`` and ``position`` as the progress ``(next upstream, next downstream)``;
-    backward (failback) pass both swapped. ``syncs`` must be one copy epoch, strictly
+    backward (failback) pass the syncs swapped and no position. ``next_record``: the
+    offset of the first source record after the last sync (what the copy takes next),
+    when the caller looked. ``syncs`` must be one copy epoch, strictly
     increasing on both sides (:class:`SyncHistory` keeps them so). ``shared``: other
     producers write the remote partition too (identity policy): then only offsets at a
     sync or right after one are exact.
@@ -86,8 +89,8 @@ def translate(
     last_up, last_down = syncs[-1]
     if shared:
         return Translation(None, f"the group is past the last offset sync ({last_up})")
-    if offset == last_up + 1:
-        return Translation(last_down + 1)
+    if offset == last_up + 1 or (next_record is not None and last_up < offset <= next_record):
+        return Translation(last_down + 1)  # the next copy lands there, and it is at or past
     if position is not None:
         next_up, next_down = position
         if last_up < next_up and offset <= next_up and next_down == last_down + 1:
@@ -135,9 +138,17 @@ class SyncHistory:
     def points(self) -> tuple[Point, ...]:
         return tuple(self._points)
 
-    def forward(self, offset: int, position: Point | None = None) -> Translation:
+    def forward(
+        self, offset: int, position: Point | None = None, next_record: int | None = None
+    ) -> Translation:
         """A source offset's translation on the remote partition (see :func:`translate`)."""
-        return translate(self._points, offset, position=position, shared=self.shared)
+        return translate(
+            self._points, offset, position=position, next_record=next_record, shared=self.shared
+        )
+
+    def past_last(self, offset: int) -> bool:
+        """``offset`` is beyond the last sync plus one: only a look at the source decides."""
+        return bool(self._points) and offset > self._points[-1][0] + 1
 
     def backward(self, offset: int) -> Translation:
         """A remote offset's translation back on the source partition (failback): the

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Message
 from confluent_kafka.admin import AdminClient
+from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Surplus
 
 from srm_driver.kafka_admin import end_offsets, partition_offsets, topic_ids
-from srm_driver.kafka_reader import read_partitions
 from srm_driver.shared_target import last_copied_offset
 
 TopicPartition = tuple[str, int]
