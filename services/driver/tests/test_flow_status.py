@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from srm_common.control.state import checkpoint_task_id, heartbeat_task_id
-from srm_common.domain.tasks import SourceTask
+from srm_common.domain.tasks import CheckpointTask, SourceTask
+from srm_driver.checkpoints import GroupStatus
 from srm_driver.rest import flow_status
 from srm_driver.tasks import Assignment
 
@@ -22,7 +23,7 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
         flows={},
         source={FLOW: (copying, starting), "backup->primary": (other,)},
         heartbeats=frozenset({FLOW}),
-        checkpoints=frozenset({checkpoint}),
+        checkpoints={checkpoint: CheckpointTask(FLOW, 0, ("billing",))},
     )
     copy = SimpleNamespace(
         held=lambda flow: frozenset({("orders", 0)}) if flow == FLOW else frozenset(),
@@ -33,6 +34,16 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
         copy=copy,
         generation=7,
         held_since={copying.name: 100.0, checkpoint: 200.5, heartbeat: 300.25},
+        checkpoint_runners={
+            checkpoint: (
+                None,
+                SimpleNamespace(
+                    task=SimpleNamespace(
+                        status={"billing": GroupStatus(untranslated={"orders-1": "no sync"})}
+                    )
+                ),
+            )
+        },
     )
     driver = SimpleNamespace(runtime=runtime, settings=SimpleNamespace(driver_id="d1"))
 
@@ -42,6 +53,7 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
     assert set(tasks) == {copying.name, starting.name, checkpoint, heartbeat}
     assert (tasks[copying.name]["state"], tasks[copying.name]["since_ms"]) == ("RUNNING", 100_000)
     assert (tasks[starting.name]["state"], tasks[starting.name]["since_ms"]) == ("STARTING", None)
-    assert (tasks[checkpoint]["state"], tasks[checkpoint]["since_ms"]) == ("ASSIGNED", 200_500)
+    assert (tasks[checkpoint]["state"], tasks[checkpoint]["since_ms"]) == ("RUNNING", 200_500)
+    assert tasks[checkpoint]["groups"]["billing"]["untranslated"] == {"orders-1": "no sync"}
     assert (tasks[heartbeat]["state"], tasks[heartbeat]["since_ms"]) == ("RUNNING", 300_250)
     assert answer["generation"] == 7 and answer["copy"] == {"partitions": 2}

@@ -29,6 +29,7 @@ from srm_common.config.model import SrmConfig
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
+from srm_coordinator import group_commands
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 
 PROG = "srm-control"
@@ -46,6 +47,9 @@ examples:
   srm-control groups --source primary --target backup --add 'billing-.*'
   srm-control partitions --source primary --target backup --list      halted, and why
   srm-control partitions --source primary --target backup --resume orders:3 --from copy-end
+  srm-control offsets --source primary --target backup --group orders-app --export > g.csv
+  srm-control failover --group orders-app --from primary --to backup
+  srm-control failback --group orders-app --from backup --to primary
   srm-control audit                                  configuration changes, oldest first
   srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
@@ -79,6 +83,10 @@ def _run(argv: Sequence[str] | None) -> int:
         return _audit(args, settings)
     if args.command == "partitions":
         return _partitions(args, config, settings)
+    if args.command == "offsets":
+        return group_commands.offsets(args, config)
+    if args.command in ("failover", "failback"):
+        return group_commands.failover(args, config)
     return _patterns(args, config, settings)
 
 
@@ -373,7 +381,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{topics,groups,partitions,audit}"
+        dest="command",
+        required=True,
+        metavar="{topics,groups,partitions,offsets,failover,failback,audit}",
     )
     for kind in ("topics", "groups"):
         p = sub.add_parser(
@@ -407,6 +417,46 @@ def _parser() -> argparse.ArgumentParser:
         " source-start / source-end: the source partition's start / end; offset: --offset N",
     )
     p.add_argument("--offset", type=int, metavar="N", help="the source offset for --from offset")
+    o = sub.add_parser(
+        "offsets",
+        help="translated consumer group offsets of a flow, from its checkpoints",
+        epilog=CLIENT_OPTIONS + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    o.add_argument("--source", required=True, help="source cluster alias")
+    o.add_argument("--target", required=True, help="target cluster alias")
+    o.add_argument("--group", help="the consumer group")
+    o.add_argument("--groups", metavar="REGEX", help="every group matching REGEX")
+    o.add_argument(
+        "--export",
+        action="store_true",
+        help="CSV for kafka-consumer-groups --reset-offsets --from-file F --execute",
+    )
+    for verb, what in (
+        ("failover", "move a consumer group to another cluster, offsets translated exactly"),
+        ("failback", "bring a consumer group home after a failover (same checks and rules)"),
+    ):
+        f = sub.add_parser(
+            verb,
+            help=what,
+            epilog=CLIENT_OPTIONS + EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        f.add_argument("--group", required=True, help="the consumer group")
+        f.add_argument("--from", dest="from_", required=True, metavar="ALIAS", help="where it ran")
+        f.add_argument("--to", required=True, metavar="ALIAS", help="where it continues")
+        f.add_argument(
+            "--allow-inexact",
+            action="store_true",
+            help="partitions with no exact translation take the nearest sync below"
+            " (records may be read again; never skipped)",
+        )
+        f.add_argument(
+            "--allow-active",
+            action="store_true",
+            help="translate even while the group still has members on --from",
+        )
+        f.add_argument("--dry-run", action="store_true", help="print, change nothing")
     a = sub.add_parser(
         "audit",
         help="history of changes, or the state at a moment",

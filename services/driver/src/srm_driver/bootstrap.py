@@ -15,6 +15,7 @@ from srm_common.adapters.http_server import HttpServer
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy
 
+from srm_driver.checkpoints import CheckpointRunner, checkpointer
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
@@ -115,6 +116,9 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
             flow, admin_client(flow.source_admin), admin_client(flow.target_admin)
         ),
         heartbeat=lambda flow, stop: HeartbeatEmitter(flow, stop),
+        checkpoints=lambda task_id, flow, task, stop: CheckpointRunner(
+            task_id, checkpointer(flow, task.groups), stop
+        ),
     )
     return driver
 

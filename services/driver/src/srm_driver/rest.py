@@ -153,8 +153,15 @@ def flow_status(driver: Driver, name: str) -> dict[str, object]:
             )
         for task_id in sorted(assignment.checkpoints):
             if parse_task_id(task_id)[0] == name:
-                entry = _task(runtime.held_since, task_id, "checkpoint", "ASSIGNED")
-                entry["note"] = "group offset translation is not built yet"
+                running = runtime.checkpoint_runners.get(task_id)
+                entry = _task(
+                    runtime.held_since, task_id, "checkpoint", "RUNNING" if running else "STARTING"
+                )
+                entry["groups"] = (
+                    {g: s.as_dict() for g, s in sorted(running[1].task.status.items())}
+                    if running
+                    else {}
+                )
                 tasks.append(entry)
         if name in assignment.heartbeats:
             tasks.append(_task(runtime.held_since, heartbeat_task_id(name), "heartbeat", "RUNNING"))

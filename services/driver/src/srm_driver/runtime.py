@@ -6,7 +6,8 @@ current assignment and
 * gives the copy service the upstream partitions of its source tasks whose remote topic
   is ready (:class:`FlowTopics` creates, grows and config-syncs remote topics);
 * runs a heartbeat emitter per flow whose heartbeat task is here;
-* holds the checkpoint tasks (group offset translation is not built yet);
+* runs a checkpoint runner per checkpoint task here (group offsets translated to the
+  target, and group offset sync: :mod:`srm_driver.checkpoints`);
 * hands operators' resumes of halted partitions to the copy service;
 
 and reports what it runs (for the coordinator's cooperative assignment, a source task
@@ -22,7 +23,9 @@ from collections.abc import Callable, Mapping
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.state import heartbeat_task_id
+from srm_common.domain.tasks import CheckpointTask
 
+from srm_driver.checkpoints import CheckpointRunner
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
 from srm_driver.heartbeats import HeartbeatEmitter
@@ -45,6 +48,7 @@ class DriverRuntime:
         copy: CopyService,
         flow_topics: Callable[[FlowConfig], FlowTopics],
         heartbeat: Callable[[FlowConfig, threading.Event], HeartbeatEmitter],
+        checkpoints: Callable[[str, FlowConfig, CheckpointTask, threading.Event], CheckpointRunner],
     ) -> None:
         self.source = source
         self.copy = copy
@@ -55,7 +59,9 @@ class DriverRuntime:
         self._emitters: dict[str, HeartbeatEmitter] = {}
         self._halted_emitters: list[HeartbeatEmitter] = []
         self._task_of: dict[tuple[str, TopicPartition], str] = {}
-        self._checkpoints: frozenset[str] = frozenset()
+        self._checkpoint = checkpoints
+        self.checkpoint_runners: dict[str, tuple[CheckpointTask, CheckpointRunner]] = {}
+        self._halted_runners: list[CheckpointRunner] = []
         self.held_since: dict[str, float] = {}
         self.generation = -1
         self.assignment: Assignment | None = None
@@ -67,7 +73,8 @@ class DriverRuntime:
     def report(self) -> tuple[int, frozenset[str]]:
         """The assignment generation applied, and the task ids running here."""
         generation = self.generation
-        running = {heartbeat_task_id(name) for name in self._emitters} | set(self._checkpoints)
+        running = {heartbeat_task_id(name) for name in self._emitters}
+        running |= set(self.checkpoint_runners)
         task_of = dict(self._task_of)
         for name in self.flows:
             for key in self.copy.held(name):
@@ -120,7 +127,7 @@ class DriverRuntime:
                 if k[0] != name or k[1] in owned or k[1] in held
             }
         self._set_heartbeats(assignment)
-        self._checkpoints = assignment.checkpoints
+        self._set_checkpoints(assignment)
         now = time.time()
         ids = {heartbeat_task_id(n) for n in assignment.heartbeats} | set(assignment.checkpoints)
         ids |= {task.name for tasks in assignment.source.values() for task in tasks}
@@ -143,6 +150,26 @@ class DriverRuntime:
             self._halted_emitters.append(emitter)
             log.info("%s: stopped the heartbeat task", name)
         self._halted_emitters = [e for e in self._halted_emitters if e.is_alive()]
+
+    def _set_checkpoints(self, assignment: Assignment) -> None:
+        """A runner per checkpoint task held; a task whose groups changed restarts."""
+        for task_id, (task, runner) in list(self.checkpoint_runners.items()):
+            wanted = assignment.checkpoints.get(task_id)
+            flow = assignment.flows.get(task.flow)
+            if wanted == task and flow is not None and flow == runner.task.flow:
+                continue
+            runner.halt()
+            self._halted_runners.append(runner)
+            del self.checkpoint_runners[task_id]
+            log.info("%s: stopped the checkpoint task", task_id)
+        for task_id, task in assignment.checkpoints.items():
+            if task_id in self.checkpoint_runners or task.flow not in assignment.flows:
+                continue
+            runner = self._checkpoint(task_id, assignment.flows[task.flow], task, self.stop)
+            self.checkpoint_runners[task_id] = (task, runner)
+            runner.start()
+            log.info("%s: started the checkpoint task for %d groups", task_id, len(task.groups))
+        self._halted_runners = [r for r in self._halted_runners if r.is_alive()]
 
     def _maybe_log_status(self) -> None:
         now = time.monotonic()
@@ -169,5 +196,9 @@ class DriverRuntime:
         deadline = time.monotonic() + 10  # one deadline for all: some may hang on a write
         for emitter in [*self._emitters.values(), *self._halted_emitters]:
             emitter.join(max(0.0, deadline - time.monotonic()))
+        for _task, runner in self.checkpoint_runners.values():
+            runner.halt()
+        for runner in [*(r for _t, r in self.checkpoint_runners.values()), *self._halted_runners]:
+            runner.join(max(0.0, deadline - time.monotonic()))
         self.source.close()
         log.info("driver stopped")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from srm_common.config.model import FlowConfig
-from srm_common.domain.tasks import SourceTask
+from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
@@ -30,7 +30,7 @@ class Assignment:
 
     ``flows``: every flow as the source says it is now (the event log's lists override
     the file's); ``source``: source tasks per flow; ``heartbeats``: flows whose heartbeat
-    task runs here; ``checkpoints``: checkpoint task ids held here; ``resumes``: operator
+    task runs here; ``checkpoints``: checkpoint tasks held here, by task id; ``resumes``: operator
     resumes of halted partitions (flow, topic, partition) the source knows of.
     """
 
@@ -38,7 +38,7 @@ class Assignment:
     flows: Mapping[str, FlowConfig]
     source: Mapping[str, tuple[SourceTask, ...]] = field(default_factory=dict)
     heartbeats: frozenset[str] = frozenset()
-    checkpoints: frozenset[str] = frozenset()
+    checkpoints: Mapping[str, CheckpointTask] = field(default_factory=dict)
     resumes: Mapping[tuple[str, str, int], ResumeRequest] = field(default_factory=dict)
 
 

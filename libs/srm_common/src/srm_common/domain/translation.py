@@ -156,5 +156,17 @@ class SyncHistory:
         swapped = [(down, up) for up, down in self._points]
         return translate(swapped, offset, shared=self.shared)
 
+    def conservative_forward(self, offset: int) -> int | None:
+        """MirrorMaker 2's answer where ours declines: the copy of the nearest synced
+        record at or before ``offset`` (re-reads what lies between, never skips)."""
+        index = bisect.bisect_right(self._points, (offset, float("inf"))) - 1
+        return self._points[index][1] if index >= 0 else None
+
+    def conservative_backward(self, offset: int) -> int | None:
+        """The same backwards: the source offset of the nearest synced copy at or before."""
+        downs = [down for _up, down in self._points]
+        index = bisect.bisect_right(downs, offset) - 1
+        return self._points[index][0] if index >= 0 else None
+
     def __len__(self) -> int:
         return len(self._points)
