@@ -6,10 +6,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
-from srm_common.config import load_config
+from srm_common.config import load_config, parse_yaml_text
 from srm_common.config.control import control_settings
-from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.config.model import SrmConfig
 from srm_common.control.beats import Beat
 from srm_common.control.events import (
     AssignmentChanged,
@@ -24,6 +23,7 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import ControlState, apply
 from srm_common.domain.tasks import TopicPartition
+from srm_common.testing import Clock, FakeDiscovery
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
 
@@ -45,42 +45,6 @@ flows:
 FLOW = "primary->backup"
 REVERSE = "backup->primary"
 SESSION_MS = 10_000
-
-
-class FakeDiscovery:
-    """Answers from dicts; ``failing`` flows raise as an unreachable cluster would,
-    ``pending`` ones as while the listing is still being taken."""
-
-    def __init__(
-        self,
-        partitions: dict[str, list[TopicPartition]],
-        groups: dict[str, list[str]] | None = None,
-    ) -> None:
-        self.found = partitions
-        self.found_groups = groups or {}
-        self.failing: set[str] = set()
-        self.pending: set[str] = set()
-        self.asked: list[str] = []
-        self.fresh_after: list[int] = []
-
-    def discover(
-        self, flow: FlowConfig, fresh_after_ms: int
-    ) -> tuple[list[TopicPartition], list[str]]:
-        self.asked.append(flow.name)
-        self.fresh_after.append(fresh_after_ms)
-        if flow.name in self.pending:
-            raise DiscoveryPending(flow.source)
-        if flow.name in self.failing:
-            raise DiscoveryError(f"{flow.name}: cannot list topics of {flow.source}: down")
-        return sorted(self.found.get(flow.name, [])), sorted(self.found_groups.get(flow.name, []))
-
-
-class Clock:
-    def __init__(self, at_ms: int) -> None:
-        self.at_ms = at_ms
-
-    def __call__(self) -> float:
-        return self.at_ms / 1000
 
 
 @pytest.fixture
@@ -391,3 +355,67 @@ def test_a_new_leader_waits_out_every_task_it_finds_without_a_driver(config: Srm
     beats(second, ["d1"], clock.at_ms)
     round_ = second.round(state)
     assert not events_of(round_, AssignmentChanged), "a previous leader may have freed them"
+
+
+def config_with(*lines: str) -> SrmConfig:
+    """CONFIG with more top-level keys (YAML lines under ``replication:``)."""
+    anchor = "  refresh.topics.interval.seconds: 30\n"
+    return parse_yaml_text(CONFIG.replace(anchor, anchor + "".join(f"  {x}\n" for x in lines)))
+
+
+def planned(state: ControlState) -> tuple[list[TopicPartition], list[str]]:
+    tasks = state.tasks[FLOW]
+    partitions = sorted(tp for task in tasks.source for tp in task.partitions)
+    return partitions, sorted(g for task in tasks.checkpoint for g in task.groups)
+
+
+def test_groups_are_refreshed_on_their_own_interval_and_partitions_on_theirs() -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery({FLOW: list(PARTITIONS[FLOW])}, {FLOW: ["g1"]})
+    leader = make_leader(config_with("refresh.groups.interval.seconds: 5"), discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    state = commit(state, leader.round(state))
+    before = state.tasks[FLOW]
+    discovery.found[FLOW].append(("orders", 2))
+    discovery.found_groups[FLOW].append("g2")
+    discovery.asked.clear()
+    clock.at_ms = 1_000 + 5_000 - 1
+    leader.round(state)
+    assert discovery.asked == []
+    # Groups are due: the new group is planned, the new partition is not, nothing moves.
+    clock.at_ms = 1_000 + 5_000
+    round_ = leader.round(state)
+    assert discovery.asked == [FLOW] and discovery.fresh_after[-1] == 6_000
+    state = commit(state, round_)
+    assert planned(state) == (sorted(PARTITIONS[FLOW]), ["g1", "g2"])
+    assert state.tasks[FLOW].source == before.source
+    # Topics are due on theirs.
+    clock.at_ms = 1_000 + 30_000
+    state = commit(state, leader.round(state))
+    assert planned(state) == (sorted([*PARTITIONS[FLOW], ("orders", 2)]), ["g1", "g2"])
+
+
+@pytest.mark.parametrize(
+    ("switched_off", "kept"),
+    [("refresh.topics.enabled: false", "partitions"), ("refresh.groups.enabled: false", "groups")],
+)
+def test_a_refresh_switched_off_keeps_what_the_first_plan_found(
+    switched_off: str, kept: str
+) -> None:
+    clock = Clock(1_000)
+    discovery = FakeDiscovery({FLOW: list(PARTITIONS[FLOW])}, {FLOW: ["g1"]})
+    config = config_with(switched_off, "refresh.groups.interval.seconds: 5")
+    leader = make_leader(config, discovery, clock)
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    state = commit(state, leader.round(state))
+    first_partitions, first_groups = planned(state)
+    discovery.found[FLOW].append(("orders", 2))
+    discovery.found_groups[FLOW].append("g2")
+    for at_ms in range(1_000, 200_000, 1_000):
+        clock.at_ms = at_ms
+        state = commit(state, leader.round(state))
+    partitions, groups = planned(state)
+    if kept == "partitions":
+        assert (partitions, groups) == (first_partitions, ["g1", "g2"])
+    else:
+        assert (partitions, groups) == (sorted([*first_partitions, ("orders", 2)]), first_groups)

@@ -24,6 +24,7 @@ from srm_common.control.events import (
     FlowBaseline,
 )
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
+from srm_common.control.refresh import Due, RefreshSchedule, refreshed
 from srm_common.control.state import ControlState, apply
 from srm_common.errors import SrmError
 
@@ -91,7 +92,8 @@ class Leader:
         self.clock = clock
         self.monotonic = monotonic
         self.flows: dict[str, FlowConfig] = {f.name: f for f in config.flows.values()}
-        self._due: dict[str, int] = {name: 0 for name in self.flows}
+        # Topics and groups of each flow are due on their own intervals.
+        self._due = {name: RefreshSchedule() for name in self.flows}
         # Task -> monotonic time (s) before which it must not run anywhere: its last
         # driver left without its word and may still write until then.
         self.waiting: dict[str, float] = {}
@@ -142,7 +144,7 @@ class Leader:
             by=f"config file {self.config.source}",
         )
         self.membership.adopt(round_.state, self.tick_ms())
-        self._due = {name: 0 for name in self.flows}
+        self._due = {name: RefreshSchedule() for name in self.flows}
         # A previous leader may have freed tasks a moment ago: every task without a
         # driver waits out the longest writes a driver could still make.
         wait = self._wait_out_ms(0, 0)
@@ -159,7 +161,7 @@ class Leader:
         now = self.now_ms()
         for name in flows:
             if name in self._due:
-                self._due[name] = now
+                self._due[name].ask(now)
 
     def round(self, state: ControlState) -> Round:
         """Membership, then task configs of flows due, then assignment."""
@@ -173,8 +175,9 @@ class Leader:
         self.membership.departures.clear()
         must_revoke: set[str] = set()
         for name in sorted(self.flows):
-            if self._due[name] <= now:
-                must_revoke |= self._plan(round_, name, now)
+            due = self._due[name].due(now)
+            if due:
+                must_revoke |= self._plan(round_, name, due, now)
         change = rebalance(
             round_.state,
             sorted(round_.state.drivers),
@@ -186,23 +189,25 @@ class Leader:
             round_.add([change.to_event(round_.state)])
         return round_
 
-    def _plan(self, round_: Round, name: str, now: int) -> set[str]:
+    def _plan(self, round_: Round, name: str, due: Due, now: int) -> set[str]:
         flow = effective_flow(self.flows[name], round_.state.flow(name))
+        schedule = self._due[name]
+        previous = round_.state.tasks.get(name)
         try:
             if flow.enabled:
-                # Due since _due[name]: a listing older than that may miss the change.
-                partitions, groups = self.discovery.discover(flow, self._due[name])
+                # Only the due half of the listing is used: a short groups interval
+                # never moves partitions (srm_common.control.refresh).
+                listed = self.discovery.discover(flow, schedule.fresh_after_ms(due))
+                partitions, groups = refreshed(previous, due, *listed)
             else:
                 partitions, groups = [], []
         except DiscoveryPending:
             return set()  # still due: the next round looks again
         except SrmError as exc:
             log.error("%s (retrying in %d s)", exc, RETRY_MS // 1000)
-            self._due[name] = now + RETRY_MS
+            schedule.retry(due, now + RETRY_MS)
             return set()
-        interval = flow.refresh_topics_interval_seconds if flow.refresh_topics_enabled else 10**9
-        self._due[name] = now + interval * 1000
-        previous = round_.state.tasks.get(name)
+        schedule.listed(flow, due, now)
         planned = plan_flow_tasks(
             name,
             previous,

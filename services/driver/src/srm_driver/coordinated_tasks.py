@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import SrmConfig
+from srm_common.control.refresh import Due, RefreshSchedule
 from srm_common.control.state import ControlState, parse_task_id
-from srm_common.domain.tasks import SourceTask
+from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.control import ControlLink
 from srm_driver.coordinator_client import CoordinatorClient, CoordinatorUnavailable
@@ -31,14 +33,20 @@ class CoordinatedTaskSource:
     """See the module docstring."""
 
     def __init__(
-        self, config: SrmConfig, settings: ControlSettings, driver_id: str, discovery: Discovery
+        self,
+        config: SrmConfig,
+        settings: ControlSettings,
+        driver_id: str,
+        discovery: Discovery,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.driver_id = driver_id
+        self._clock = clock
         self._config = config
         self._settings = settings
         self._flows = {flow.name: flow for flow in config.flows.values()}
         self._discovery = discovery
-        self._watch_due: dict[str, int] = {}
+        self._watch_due: dict[str, RefreshSchedule] = {}
         self.link: ControlLink | None = None
         self.client = CoordinatorClient(self._leader_url, driver_id)
         self.changed = threading.Event()
@@ -67,7 +75,7 @@ class CoordinatedTaskSource:
             return Assignment(generation=state.generation, flows=flows)
         source: dict[str, list[SourceTask]] = {}
         heartbeats: set[str] = set()
-        checkpoints: set[str] = set()
+        checkpoints: dict[str, CheckpointTask] = {}
         for task_id in state.tasks_of(self.driver_id):
             name, kind, _index = parse_task_id(task_id)
             if name not in flows:
@@ -79,7 +87,9 @@ class CoordinatedTaskSource:
             elif kind == "heartbeat":
                 heartbeats.add(name)
             else:
-                checkpoints.add(task_id)
+                checkpoint = state.checkpoint_task(task_id)
+                if checkpoint is not None:
+                    checkpoints[task_id] = checkpoint
         for name in heartbeats:
             self._watch(state, name)
         resumes = {
@@ -95,7 +105,7 @@ class CoordinatedTaskSource:
                 name: tuple(sorted(tasks, key=lambda t: t.index)) for name, tasks in source.items()
             },
             heartbeats=frozenset(heartbeats),
-            checkpoints=frozenset(checkpoints),
+            checkpoints=checkpoints,
             resumes=resumes,
         )
 
@@ -159,32 +169,38 @@ class CoordinatedTaskSource:
         return True
 
     def _watch(self, state: ControlState, name: str) -> None:
-        """Every refresh interval: if the source matches other partitions or groups than
-        the flow's task configs hold, ask the leader to rediscover the flow."""
+        """Topics every ``refresh.topics.interval.seconds``, groups every
+        ``refresh.groups.interval.seconds`` (each while its switch is on): if the source
+        matches other partitions or groups than the flow's task configs hold, ask the
+        leader to rediscover the flow."""
         flow = effective_flow(self._flows[name], state.flow(name))
-        if not flow.enabled or not flow.refresh_topics_enabled:
+        if not flow.enabled:
             return
-        now_ms = int(time.time() * 1000)
-        due = self._watch_due.get(name, 0)
-        if now_ms < due:
+        now_ms = int(self._clock() * 1000)
+        schedule = self._watch_due.setdefault(name, RefreshSchedule())
+        due = schedule.due(now_ms)
+        due = Due(
+            due.topics and flow.refresh_topics_enabled, due.groups and flow.refresh_groups_enabled
+        )
+        if not due:
             return
         try:
-            partitions, groups = self._discovery.discover(flow, due)
+            partitions, groups = self._discovery.discover(flow, schedule.fresh_after_ms(due))
         except DiscoveryPending:
             return  # listing in the background; looked at again on the next pass
         except DiscoveryError as exc:
             log.warning("%s: %s", name, exc)
             partitions = groups = None
-        self._watch_due[name] = now_ms + flow.refresh_topics_interval_seconds * 1000
+        schedule.listed(flow, due, now_ms)
         tasks = state.tasks.get(name)
         if partitions is None or groups is None or tasks is None:
             return
         planned = {tp for task in tasks.source for tp in task.partitions}
         planned_groups = {g for task in tasks.checkpoint for g in task.groups}
         differences = []
-        if set(partitions) != planned:
+        if due.topics and set(partitions) != planned:
             differences.append(f"{len(partitions)} partitions match, {len(planned)} planned")
-        if set(groups) != planned_groups:
+        if due.groups and set(groups) != planned_groups:
             differences.append(f"{len(groups)} groups match, {len(planned_groups)} planned")
         if differences:
             self.notify_leader(name, "; ".join(differences))

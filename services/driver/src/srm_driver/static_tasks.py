@@ -1,7 +1,9 @@
 """``--standalone``: every task of every enabled flow, planned here from the configuration.
 
 The same planning functions as the coordinator's (:func:`plan_flow_tasks`), on the same
-background listings (:class:`Discovery`), redone every ``refresh.topics.interval.seconds``.
+background listings (:class:`Discovery`): topics redone every
+``refresh.topics.interval.seconds``, groups every ``refresh.groups.interval.seconds``
+(:mod:`srm_common.control.refresh`).
 There is no event log: halts and losses are logged (and shown on the REST status), and
 an operator resumes a halted partition over the driver's REST API.
 """
@@ -11,10 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
 from srm_common.config.model import SrmConfig
 from srm_common.control.planning import plan_flow_tasks
+from srm_common.control.refresh import RefreshSchedule, refreshed
 from srm_common.control.state import FlowTasks, checkpoint_task_id
 
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent
@@ -27,12 +31,15 @@ log = logging.getLogger(__name__)
 class StaticTaskSource:
     """See the module docstring."""
 
-    def __init__(self, config: SrmConfig, discovery: Discovery) -> None:
+    def __init__(
+        self, config: SrmConfig, discovery: Discovery, clock: Callable[[], float] = time.time
+    ) -> None:
         self._config = config
         self._discovery = discovery
+        self._clock = clock
         self._flows = {flow.name: flow for flow in config.flows.values()}
         self._tasks: dict[str, FlowTasks] = {}
-        self._due_ms = dict.fromkeys(self._flows, 0)
+        self._due = {name: RefreshSchedule() for name in self._flows}
         self._generation = 0
         self._resumes: dict[tuple[str, str, int], ResumeRequest] = {}
         self.changed = threading.Event()
@@ -41,22 +48,24 @@ class StaticTaskSource:
         log.info("standalone driver at %s: every task of every enabled flow runs here", url)
 
     def assignment(self) -> Assignment:
-        now_ms = int(time.time() * 1000)
+        now_ms = int(self._clock() * 1000)
         changed = False
         for name, flow in self._flows.items():
-            if not flow.enabled or now_ms < self._due_ms[name]:
+            schedule = self._due[name]
+            due = schedule.due(now_ms)
+            if not flow.enabled or not due:
                 continue
+            previous = self._tasks.get(name)
             try:
-                partitions, groups = self._discovery.discover(flow, self._due_ms[name])
+                listed = self._discovery.discover(flow, schedule.fresh_after_ms(due))
             except DiscoveryPending:
                 continue
             except DiscoveryError as exc:
                 log.warning("%s (retrying in 5 s)", exc)
-                self._due_ms[name] = now_ms + 5000
+                schedule.retry(due, now_ms + 5000)
                 continue
-            interval = flow.refresh_topics_interval_seconds if flow.refresh_topics_enabled else 1e9
-            self._due_ms[name] = now_ms + int(interval * 1000)
-            previous = self._tasks.get(name)
+            schedule.listed(flow, due, now_ms)
+            partitions, groups = refreshed(previous, due, *listed)
             planned = plan_flow_tasks(
                 name, previous, partitions, groups, flow.tasks_max, heartbeat=False
             )
@@ -78,11 +87,11 @@ class StaticTaskSource:
             heartbeats=frozenset(
                 name for name, flow in self._flows.items() if flow.emit_heartbeats_enabled
             ),
-            checkpoints=frozenset(
-                checkpoint_task_id(name, task.index)
+            checkpoints={
+                checkpoint_task_id(name, task.index): task
                 for name, tasks in self._tasks.items()
                 for task in tasks.checkpoint
-            ),
+            },
             resumes=dict(self._resumes),
         )
 

@@ -1,9 +1,10 @@
 """What a flow would copy now: the source's matching partitions and consumer groups.
 
 The leader asks when it takes over, when srm-control changes a flow's lists, when a
-driver reports a change, and every ``refresh.topics.interval.seconds``. The rule is the
-replication plan's (:func:`replicated_partitions`), applied to the flow as the event log
-has it.
+driver reports a change, every ``refresh.topics.interval.seconds`` and every
+``refresh.groups.interval.seconds``; one listing holds both, and the caller uses the half
+that was due (:mod:`srm_common.control.refresh`). The rule is the replication plan's
+(:func:`replicated_partitions`), applied to the flow as the event log has it.
 
 Listing a cluster is slow when the cluster is down (up to :data:`TIMEOUT_S`), and that
 is when it matters most: the primary site has failed, drivers are failing over and the

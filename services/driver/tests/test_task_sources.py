@@ -1,0 +1,121 @@
+"""When the task sources look at a flow's source again: topics and groups each on their
+own interval (fake discovery and clock, no Kafka)."""
+
+from __future__ import annotations
+
+import pytest
+from srm_common.config import SrmConfig, parse_yaml_text
+from srm_common.config.control import control_settings
+from srm_common.control.events import Envelope, FlowEnabled
+from srm_common.control.planning import plan_flow_tasks
+from srm_common.control.state import ControlState, apply
+from srm_common.testing import Clock, FakeDiscovery
+from srm_driver.coordinated_tasks import CoordinatedTaskSource
+from srm_driver.static_tasks import StaticTaskSource
+
+FLOW = "primary->backup"
+PARTITIONS = [("orders", 0), ("orders", 1)]
+
+
+def config_with(*lines: str) -> SrmConfig:
+    keys = "".join(f"  {line}\n" for line in lines)
+    return parse_yaml_text(
+        "clusters:\n"
+        '  primary: {bootstrap.servers: "127.0.0.1:9"}\n'
+        '  backup: {bootstrap.servers: "127.0.0.1:9"}\n'
+        f"replication:\n  tasks.max: 2\n{keys}"
+        "flows:\n  primary->backup: {enabled: true}\n"
+    )
+
+
+@pytest.fixture
+def discovery() -> FakeDiscovery:
+    return FakeDiscovery({FLOW: list(PARTITIONS)}, {FLOW: ["g1"]})
+
+
+def grow(discovery: FakeDiscovery) -> None:
+    """A new partition and a new group appear on the source."""
+    discovery.found[FLOW].append(("orders", 2))
+    discovery.found_groups[FLOW].append("g2")
+
+
+def test_standalone_plans_new_groups_on_their_interval_and_new_partitions_on_theirs(
+    discovery: FakeDiscovery,
+) -> None:
+    clock = Clock(1_000)
+    config = config_with(
+        "refresh.topics.interval.seconds: 60", "refresh.groups.interval.seconds: 5"
+    )
+    source = StaticTaskSource(config, discovery, clock=clock)  # type: ignore[arg-type]
+    first = source.assignment()
+    grow(discovery)
+    clock.at_ms = 1_000 + 5_000
+    groups_due = source.assignment()
+    assert groups_due.generation == first.generation + 1, "the new group is planned"
+    assert groups_due.source[FLOW] == first.source[FLOW], "no partition moved or was added"
+    clock.at_ms = 1_000 + 60_000
+    topics_due = source.assignment()
+    copied = sorted(tp for task in topics_due.source[FLOW] for tp in task.partitions)
+    assert copied == [*PARTITIONS, ("orders", 2)]
+
+
+def watching(
+    config: SrmConfig, discovery: FakeDiscovery, clock: Clock
+) -> tuple[CoordinatedTaskSource, ControlState, list[str]]:
+    """A coordinated source whose driver holds the flow's heartbeat task, the state its
+    leader planned from the discovery as it is now, and the notices it sends."""
+    source = CoordinatedTaskSource(
+        config,
+        control_settings(config),
+        "d1",
+        discovery,  # type: ignore[arg-type]
+        clock=clock,
+    )
+    notices: list[str] = []
+
+    def notify_leader(name: str, reason: str) -> bool:
+        notices.append(reason)
+        return True
+
+    source.notify_leader = notify_leader  # type: ignore[method-assign]
+    partitions, groups = discovery.discover(config.flows[("primary", "backup")], 0)
+    tasks = plan_flow_tasks(FLOW, None, partitions, groups, 2, heartbeat=True)
+    state = ControlState()
+    for event in (FlowEnabled(FLOW), tasks.to_event()):
+        state = apply(state, Envelope(event, 0, "test", offset=state.offset + 1))
+    return source, state, notices
+
+
+def test_a_driver_tells_the_leader_of_new_groups_on_the_groups_interval(
+    discovery: FakeDiscovery,
+) -> None:
+    clock = Clock(1_000)
+    config = config_with(
+        "refresh.topics.interval.seconds: 60", "refresh.groups.interval.seconds: 5"
+    )
+    source, state, notices = watching(config, discovery, clock)
+    source._watch(state, FLOW)
+    assert notices == [], "the source matches the task configs"
+    grow(discovery)
+    clock.at_ms = 1_000 + 5_000 - 1
+    source._watch(state, FLOW)
+    assert notices == []
+    clock.at_ms = 1_000 + 5_000
+    source._watch(state, FLOW)
+    assert notices == ["2 groups match, 1 planned"], "partitions are not looked at yet"
+    clock.at_ms = 1_000 + 60_000
+    source._watch(state, FLOW)
+    assert notices[-1] == "3 partitions match, 2 planned; 2 groups match, 1 planned"
+
+
+def test_a_driver_never_watches_a_half_whose_refresh_is_switched_off(
+    discovery: FakeDiscovery,
+) -> None:
+    clock = Clock(1_000)
+    config = config_with("refresh.topics.enabled: false", "refresh.groups.interval.seconds: 5")
+    source, state, notices = watching(config, discovery, clock)
+    grow(discovery)
+    for at_ms in range(1_000, 100_000, 1_000):
+        clock.at_ms = at_ms
+        source._watch(state, FLOW)
+    assert set(notices) == {"2 groups match, 1 planned"}
