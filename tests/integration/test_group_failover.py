@@ -1,0 +1,222 @@
+"""A consumer group moves from primary to backup and home again: nothing skipped, nothing
+read twice.
+
+A standalone driver copies a numbered topic whose partitions have holes (aborted
+transactions and their markers) from ``primary`` to ``backup`` and runs the flow's
+checkpoint task. An application's group reads part of the topic on ``primary`` and
+commits; then it moves to ``backup`` (``srm-control failover``, or automatic group offset
+sync), reads ``primary.<topic>`` there, moves home (``srm-control failback``) and reads
+the rest. A ledger of every id read counts records skipped and read twice over the whole
+journey. ``test_mm2_failover.py`` runs the same journey with MirrorMaker 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+from srm_common.domain.records import Checkpoint
+from srm_coordinator import control_cli
+from srm_local import testing
+from srm_local.group_scenario import (
+    Ledger,
+    consume,
+    group_offsets,
+    produce_numbered,
+)
+from srm_local.tools import run_tool
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PARTITIONS = 3
+PER_PARTITION = 200
+
+
+def _config(kafka, tmp_path: Path, topic: str, group_prefix: str, *, sync: bool) -> Path:  # type: ignore[no-untyped-def]
+    keys = {
+        "enabled": True,
+        "topics": [topic],
+        "groups": [f"{group_prefix}.*"],
+        "emit.checkpoints.interval.seconds": 1,
+        "refresh.groups.interval.seconds": 1,
+        "sync.group.offsets.enabled": sync,
+        "sync.group.offsets.interval.seconds": 1,
+    }
+    return testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": keys,
+            "backup->primary": {"enabled": False, "emit.heartbeats.enabled": False},
+        },
+        replication={"emit.heartbeats.enabled": False, "refresh.topics.interval.seconds": 1},
+    )
+
+
+def _control(config: Path, *args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = control_cli.main(["--config", str(config), *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _start(kafka, run_driver, tmp_path, unique_name, *, sync: bool):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
+    kafka.created.append(("backup", f"primary.{topic}"))
+    numbered = produce_numbered(
+        kafka["primary"], topic, partitions=PARTITIONS, per_partition=PER_PARTITION, abort_every=3
+    )
+    group = unique_name("app")
+    config = _config(kafka, tmp_path, topic, group, sync=sync)
+    driver = run_driver(config)
+    testing.wait_until(
+        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
+        90,
+        f"{topic} is copied",
+        step=0.5,
+    )
+    return topic, numbered, group, config, driver
+
+
+def _group_status(driver, group: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    (task,) = [t for t in driver.status()["tasks"] if t["kind"] == "checkpoint"]
+    return task["groups"][group]
+
+
+def _checkpointed(kafka, group: str, commits: dict) -> bool:  # type: ignore[no-untyped-def]
+    """The checkpoints on backup name every commit of the group on primary."""
+    found: dict[tuple[str, int], int] = {}
+    for records in testing.consume_all(kafka["backup"], "primary.checkpoints.internal").values():
+        for record in records:
+            checkpoint = Checkpoint.decode(record.key, record.value)
+            if checkpoint.consumer_group_id == group:
+                found[(checkpoint.topic, checkpoint.partition)] = checkpoint.upstream_offset
+    return {(f"primary.{t}", p): o for (t, p), o in commits.items()} == found
+
+
+def test_failover_and_failback_commands_skip_nothing_and_read_nothing_twice(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    topic, numbered, group, config, driver = _start(
+        kafka, run_driver, tmp_path, unique_name, sync=False
+    )
+    ledger = Ledger(numbered.ids)
+    first = ledger.read(consume(kafka["primary"], [topic], group, 250), "primary")
+    commits = group_offsets(kafka["primary"], group)
+    assert first.read == 250 and commits
+
+    # The checkpoint task translates the commits (the export is what SRM users apply).
+    testing.wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
+    code, csv, err = _control(
+        config, "offsets", "--source", "primary", "--target", "backup", "--group", group, "--export"
+    )
+    assert code == 0, err
+    rows = sorted(line.split(",") for line in csv.split())
+    assert [(t, int(p)) for t, p, _ in rows] == sorted((f"primary.{topic}", p) for _, p in commits)
+
+    code, out, err = _control(
+        config, "failover", "--group", group, "--from", "primary", "--to", "backup"
+    )
+    assert code == 0, f"{out}\n{err}"
+    print(out)
+    on_backup = group_offsets(kafka["backup"], group)
+    exported = {(t, int(p)): int(o) for t, p, o in rows}
+    assert on_backup == exported, "the command and the checkpoints agree"
+    second = ledger.read(
+        consume(kafka["backup"], [f"primary.{topic}"], group, 200), "backup after failover"
+    )
+
+    code, out, err = _control(
+        config, "failback", "--group", group, "--from", "backup", "--to", "primary"
+    )
+    assert code == 0, f"{out}\n{err}"
+    print(out)
+    third = ledger.read(consume(kafka["primary"], [topic], group), "primary after failback")
+    driver.stop()
+
+    total = ledger.tally()
+    print(f"{first}\n{second}\n{third}\n{total}")
+    assert (second.read, third.read) == (200, numbered.committed_count - 450)
+    assert total.skipped == () and total.read_twice == () and total.not_reached == 0, str(total)
+
+
+def test_automatic_group_offset_sync_then_failback(kafka, run_driver, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    topic, numbered, group, config, driver = _start(
+        kafka, run_driver, tmp_path, unique_name, sync=True
+    )
+    ledger = Ledger(numbered.ids)
+    first = ledger.read(consume(kafka["primary"], [topic], group, 301), "primary")
+    commits = group_offsets(kafka["primary"], group)
+    remote = f"primary.{topic}"
+
+    # Nothing done by hand: the checkpoint task syncs the group on backup.
+    def synced() -> bool:
+        return _checkpointed(kafka, group, commits) and len(
+            group_offsets(kafka["backup"], group)
+        ) == len(commits)
+
+    testing.wait_until(synced, 60, "the group's offsets synced to backup", step=0.5)
+    assert _group_status(driver, group)["untranslated"] == {}
+    assert _group_status(driver, group)["group_offset_sync"].startswith("set")
+
+    # A group that is active on backup is never touched by the sync.
+    second = ledger.read(consume(kafka["backup"], [remote], group, 150), "backup (synced)")
+    before = group_offsets(kafka["backup"], group)
+    # ...and one that moved on there is never moved back by the next rounds.
+    testing.wait_until(
+        lambda: "already at or past" in str(_group_status(driver, group)["group_offset_sync"]),
+        30,
+        "the sync leaves the moved group alone",
+    )
+    assert group_offsets(kafka["backup"], group) == before
+
+    code, out, err = _control(
+        config, "failback", "--group", group, "--from", "backup", "--to", "primary"
+    )
+    assert code == 0, f"{out}\n{err}"
+    third = ledger.read(consume(kafka["primary"], [topic], group), "primary after failback")
+    driver.stop()
+    total = ledger.tally()
+    print(f"{first}\n{second}\n{third}\n{total}")
+    assert total.skipped == () and total.read_twice == () and total.not_reached == 0, str(total)
+
+
+def test_exported_offsets_apply_with_kafka_consumer_groups(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    topic, numbered, group, config, driver = _start(
+        kafka, run_driver, tmp_path, unique_name, sync=False
+    )
+    ledger = Ledger(numbered.ids)
+    ledger.read(consume(kafka["primary"], [topic], group, 222), "primary")
+    commits = group_offsets(kafka["primary"], group)
+    testing.wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
+    driver.stop()
+    code, csv, err = _control(
+        config, "offsets", "--source", "primary", "--target", "backup", "--group", group, "--export"
+    )
+    assert code == 0, err
+    plan = tmp_path / "offsets.csv"
+    plan.write_text(csv)
+    result = run_tool(
+        "kafka-consumer-groups",
+        [
+            "--bootstrap-server",
+            kafka["backup"],
+            "--reset-offsets",
+            "--group",
+            group,
+            "--from-file",
+            str(plan),
+            "--execute",
+        ],
+    )
+    print(result.stdout)
+    expected = {(t, int(p)): int(o) for t, p, o in (line.split(",") for line in csv.split())}
+    assert group_offsets(kafka["backup"], group) == expected
+    rest = ledger.read(consume(kafka["backup"], [f"primary.{topic}"], group), "backup")
+    total = ledger.tally()
+    assert rest.read == numbered.committed_count - 222
+    assert total.skipped == () and total.read_twice == () and total.not_reached == 0, str(total)
