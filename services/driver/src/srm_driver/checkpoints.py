@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka.admin import AdminClient
 from srm_common.adapters.flow_offsets import FlowOffsets
-from srm_common.adapters.group_admin import activity, committed_offsets, set_offsets
+from srm_common.adapters.group_admin import ClusterGroups
 from srm_common.config.model import FlowConfig
 from srm_common.domain.records import Checkpoint
 from srm_common.replication_plan import reason_not_replicated
@@ -74,17 +73,19 @@ class Checkpointer:
         groups: tuple[str, ...],
         *,
         offsets: FlowOffsets,
-        source_admin: AdminClient,
-        target_admin: AdminClient,
+        source: ClusterGroups,
+        target: ClusterGroups,
         writer: InternalWriter,
+        prepare: Callable[[], object] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.flow = flow
         self.groups = groups
         self.policy = flow.replication_policy()
         self.offsets = offsets
-        self._source = source_admin
-        self._target = target_admin
+        self._source = source
+        self._target = target
+        self._prepare = prepare
         self._writer = writer
         self._clock = clock
         self._emitted: dict[tuple[str, str, int], Checkpoint] = {}
@@ -93,11 +94,8 @@ class Checkpointer:
         self.status: dict[str, GroupStatus] = {g: GroupStatus() for g in groups}
 
     def prepare(self) -> None:
-        ensure_compacted_topic(
-            self._target,
-            self._writer.topic,
-            replication_factor=self.flow.checkpoints_topic_replication_factor,
-        )
+        """Create the checkpoints topic on the target unless it exists."""
+        self._prepare()
 
     def _replicates(self, topic: str) -> bool:
         known = self._replicated.get(topic)
@@ -114,7 +112,7 @@ class Checkpointer:
         for group in self.groups:
             status = self.status[group]
             try:
-                commits = committed_offsets(self._source, group, where=self.flow.source)
+                commits = self._source.committed(group)
             except Exception as exc:  # noqa: BLE001 - this group waits; others go on
                 status.error = str(exc)
                 continue
@@ -166,13 +164,13 @@ class Checkpointer:
         if not translated:
             return "skipped: no translated offsets yet"
         try:
-            state = activity(self._target, group, where=where)
+            state = self._target.activity(group)
             if state.active:
                 return f"skipped: {state.members} active members on {where}"
-            current = committed_offsets(self._target, group, where=where)
+            current = self._target.committed(group)
             ahead = {k: v for k, v in translated.items() if current.get(k, -1) < v}
             behind = len(translated) - len(ahead)
-            set_offsets(self._target, group, ahead, where=where)
+            self._target.set(group, ahead)
         except Exception as exc:  # noqa: BLE001 - reported; tried again next interval
             return f"failed: {exc}"
         note = f"; {behind} partitions left (already at or past the translation)" if behind else ""
@@ -185,14 +183,18 @@ class Checkpointer:
 
 def checkpointer(flow: FlowConfig, groups: tuple[str, ...]) -> Checkpointer:
     """A task with real clients for ``flow`` (the composition root's factory)."""
-    policy = flow.replication_policy()
+    topic = flow.replication_policy().checkpoints_topic(flow.source)
+    target = admin_client(flow.target_admin)
     return Checkpointer(
         flow,
         groups,
         offsets=FlowOffsets(flow),
-        source_admin=admin_client(flow.source_admin),
-        target_admin=admin_client(flow.target_admin),
-        writer=InternalWriter(policy.checkpoints_topic(flow.source), flow.target_internal_producer),
+        source=ClusterGroups(admin_client(flow.source_admin), flow.source),
+        target=ClusterGroups(target, flow.target),
+        writer=InternalWriter(topic, flow.target_internal_producer),
+        prepare=lambda: ensure_compacted_topic(
+            target, topic, replication_factor=flow.checkpoints_topic_replication_factor
+        ),
     )
 
 

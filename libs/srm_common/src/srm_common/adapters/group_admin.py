@@ -87,3 +87,20 @@ def set_offsets(admin: AdminClient, group: str, offsets: Mapping[Key, int], *, w
         raise GroupAdminError(
             f"cannot set the offsets of group {group!r} on {where}: {'; '.join(failed)}"
         )
+
+
+class ClusterGroups:
+    """The group operations above on one cluster, named for error messages."""
+
+    def __init__(self, admin: AdminClient, alias: str) -> None:
+        self._admin = admin
+        self.alias = alias
+
+    def committed(self, group: str) -> dict[Key, int]:
+        return committed_offsets(self._admin, group, where=self.alias)
+
+    def activity(self, group: str) -> GroupActivity:
+        return activity(self._admin, group, where=self.alias)
+
+    def set(self, group: str, offsets: Mapping[Key, int]) -> None:
+        set_offsets(self._admin, group, offsets, where=self.alias)
