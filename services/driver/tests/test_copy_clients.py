@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from srm_driver.copying.clients import copier_consumer, copier_producer
+from srm_common.config import parse_yaml_text
+from srm_driver.copying.clients import copier_consumer, copier_producer, unit_settings
 
 
 def test_the_producer_is_idempotent_with_bounded_writes_and_no_linger_whatever_the_config_says(
@@ -64,3 +65,14 @@ def test_the_consumer_never_commits_nor_resets_and_reads_committed() -> None:
 def test_isolation_level_from_the_configuration_wins() -> None:
     config = copier_consumer({"isolation.level": "read_uncommitted"})
     assert config["isolation.level"] == "read_uncommitted"
+
+
+def test_the_copy_loop_waits_srm_idle_wait_ms_for_source_records() -> None:
+    config = parse_yaml_text(
+        "clusters:\n"
+        '  primary: {bootstrap.servers: "127.0.0.1:9"}\n'
+        '  backup: {bootstrap.servers: "127.0.0.1:8"}\n'
+        "flows:\n  primary->backup: {enabled: true, srm.idle.wait.ms: 250}\n"
+    )
+    settings = unit_settings(config.flow("primary", "backup"), write_timeout_ms=10_000)
+    assert settings.poll_ms == 250 and settings.to_json()["poll_ms"] == 250

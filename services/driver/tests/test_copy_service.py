@@ -461,3 +461,18 @@ def test_a_running_plan_missing_from_a_report_is_not_taken_for_stopped(flow: Flo
     plan = started(h)["plan"]
     _status, answer = h.report(applied=10**6)
     assert answer["units"][FLOW]["partitions"][0]["plan"] == plan, "still handed out"
+
+
+def test_progress_of_a_copying_partition_is_recorded_every_commit_interval(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG.replace("srm.poison.max.tries: 2", "srm.commit.interval.ms: 5000"))
+    h = Harness(load_config(path).flow("primary", "backup"))
+    plan = started(h)["plan"]
+    h.clock.now += 2  # past the default second, not past srm.commit.interval.ms
+    h.report(part(plan, 10, 10, records=10))
+    assert len(h.journal.progress()) == 1, "only the reservation"
+    h.clock.now += 3
+    h.report(part(plan, 20, 20, records=20))
+    assert h.journal.progress()[-1] == (TP, Progress(20, 20, 120, "S1", "T1"))

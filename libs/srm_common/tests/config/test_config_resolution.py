@@ -125,6 +125,13 @@ def test_new_key_wins_when_legacy_and_new_exclude_keys_are_both_set() -> None:
     )
 
 
+def test_a_legacy_config_properties_blacklist_excludes_configs_from_remote_topics() -> None:
+    flow = primary_to_backup(r"config.properties.blacklist = retention\\.ms" + "\n")
+    assert flow.config_properties_exclude == (r"retention\.ms",)
+    assert not flow.config_property_filter().should_replicate("retention.ms")
+    assert flow.config_property_filter().should_replicate("cleanup.policy")
+
+
 def test_top_level_new_key_beats_flow_legacy_key_when_mm2_merges_levels_first() -> None:
     config = load("topics.exclude = top\nprimary->backup.topics.blacklist = flow\n")
     assert config.flow("primary", "backup").topics_exclude == ("top",)
