@@ -13,6 +13,7 @@ from srm_common.adapters.discovery import (
     Discovery,
     DiscoveryError,
     DiscoveryPending,
+    Listing,
     admin_lister,
 )
 from srm_common.config import load_config
@@ -152,3 +153,9 @@ def test_groups_that_cannot_be_listed_fail_only_the_flows_that_need_them(
         assert eventually(discovery, no_groups, 0) == ([("orders", 0)], [])
     finally:
         discovery.close()
+
+
+def test_groups_match_only_flows_that_emit_checkpoints(flow: FlowConfig) -> None:
+    listing = Listing(0, {"orders": 1}, ("app-1", "other"))
+    assert listing.matching_groups(flow) == ["app-1"]
+    assert listing.matching_groups(replace(flow, emit_checkpoints_enabled=False)) == []

@@ -419,3 +419,12 @@ def test_a_refresh_switched_off_keeps_what_the_first_plan_found(
         assert (partitions, groups) == (first_partitions, ["g1", "g2"])
     else:
         assert (partitions, groups) == (sorted([*first_partitions, ("orders", 2)]), first_groups)
+
+
+def test_no_heartbeat_task_is_planned_where_heartbeats_are_switched_off() -> None:
+    config = config_with("emit.heartbeats.enabled: false")
+    leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), Clock(1_000))
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    generated = {e.flow: e for e in events_of(leader.round(state), TaskConfigsGenerated)}
+    assert not generated[FLOW].heartbeat and generated[FLOW].source
+    assert REVERSE not in generated or not generated[REVERSE].heartbeat
