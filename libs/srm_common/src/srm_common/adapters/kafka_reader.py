@@ -148,6 +148,9 @@ class TopicTail:
                 self._next[message.partition()] = message.offset() + 1
                 yield message
         finally:
+            # _read pauses each partition it finished; a pause outlives unassign() in
+            # librdkafka, and the next catch_up would wait on a paused partition.
+            consumer.resume([TopicPartition(t, p) for t, p in starts])
             consumer.unassign()
 
     def close(self) -> None:
