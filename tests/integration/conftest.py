@@ -5,11 +5,16 @@ process boundary is what ``srm-driver --standalone`` runs."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from srm_common.config import load_config
@@ -82,3 +87,79 @@ def run_driver(spark, tmp_path) -> Iterator[Callable[[Path], InProcessDriver]]: 
     for driver in started:
         if driver._thread.is_alive():  # noqa: SLF001 - the fixture owns it
             driver.stop()
+
+
+# -- MM2's own Java classes, run next to ours --------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+JAVA_CLIENT = Path(__file__).parent / "java" / "MirrorClientInterop.java"
+TOOLS_LOG4J = REPO / "deploy" / "local" / "log4j2-tools.properties"
+
+JavaAnswers = dict[str, object]
+JavaClient = Callable[[dict[str, object]], JavaAnswers]
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip (or fail with SRM_REQUIRE_KAFKA=1) when Java or the jars are missing."""
+    if os.environ.get("SRM_REQUIRE_KAFKA") == "1":
+        pytest.fail(f"{reason} (SRM_REQUIRE_KAFKA=1)")
+    pytest.skip(reason)
+
+
+def kafka_jars() -> Path:
+    """The Kafka jars folder (SRM_KAFKA_JARS_DIR overrides the fetched one)."""
+    override = os.environ.get("SRM_KAFKA_JARS_DIR")
+    if override:
+        return Path(override)
+    try:
+        from srm_local.jars import kafka_jars_dir
+    except ImportError as exc:
+        unavailable(f"srm_local.jars is not importable ({exc}); set SRM_KAFKA_JARS_DIR")
+    try:
+        return kafka_jars_dir()
+    except RuntimeError as exc:  # JarFetchError: Maven missing or offline
+        unavailable(f"Kafka jars unavailable: {exc}")
+
+
+def java_or_skip() -> str:
+    java = shutil.which("java")
+    if java is None:
+        unavailable("no java on the PATH")
+    return java
+
+
+@pytest.fixture(scope="session")
+def java_and_jars() -> tuple[str, Path]:
+    """The java command and the Kafka jars folder; the test skips without them."""
+    return java_or_skip(), kafka_jars()
+
+
+@pytest.fixture(scope="session")
+def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+    """Runs MirrorClientInterop.java (MM2's MirrorClient and RemoteClusterUtils) on a
+    request; its answers as JSON."""
+    java = java_or_skip()
+    jars = kafka_jars()
+    if not any(jars.glob("connect-mirror-client-*.jar")):
+        unavailable(f"{jars} holds no connect-mirror-client jar")
+    folder = tmp_path_factory.mktemp("mirror-client-java")
+
+    def run(request: dict[str, object]) -> JavaAnswers:
+        stem = uuid.uuid4().hex[:8]
+        asked, answered = folder / f"{stem}.request.json", folder / f"{stem}.out.json"
+        asked.write_text(json.dumps(request), encoding="utf-8")
+        command = [
+            java,
+            f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
+            "-cp",
+            f"{jars}/*",
+            str(JAVA_CLIENT),
+            str(asked),
+            str(answered),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, f"MM2's Java client failed ({done.returncode}):\n{done.stderr}"
+        answers: JavaAnswers = json.loads(answered.read_text(encoding="utf-8"))
+        return answers
+
+    return run

@@ -184,7 +184,7 @@ def test_automatic_group_offset_sync_then_failback(kafka, run_driver, tmp_path, 
 
 
 def test_exported_offsets_apply_with_kafka_consumer_groups(
-    kafka, run_driver, tmp_path, unique_name
+    kafka, run_driver, tmp_path, unique_name, java_client
 ):  # type: ignore[no-untyped-def]
     topic, numbered, group, config, driver = _start(
         kafka, run_driver, tmp_path, unique_name, sync=False
@@ -198,6 +198,19 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
         config, "offsets", "--source", "primary", "--target", "backup", "--group", group, "--export"
     )
     assert code == 0, err
+    expected = {(t, int(p)): int(o) for t, p, o in (line.split(",") for line in csv.split())}
+    # MM2's own client reads the checkpoints our driver wrote and finds the same offsets.
+    java = java_client(
+        {
+            "properties": {"bootstrap.servers": kafka["backup"]},
+            "hops": [],
+            "sources": [],
+            "translate": [{"remote_alias": "primary", "group": group}],
+        }
+    )
+    (answer,) = java["translate_offsets"]  # type: ignore[misc]
+    assert {(o["topic"], o["partition"]): o["offset"] for o in answer["offsets"]} == expected
+
     plan = tmp_path / "offsets.csv"
     plan.write_text(csv)
     result = run_tool(
@@ -214,7 +227,6 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
         ],
     )
     print(result.stdout)
-    expected = {(t, int(p)): int(o) for t, p, o in (line.split(",") for line in csv.split())}
     assert group_offsets(kafka["backup"], group) == expected
     rest = ledger.read(consume(kafka["backup"], [f"primary.{topic}"], group), "backup")
     total = ledger.tally()

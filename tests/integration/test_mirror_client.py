@@ -8,16 +8,14 @@ cluster-wide answers (all heartbeat topics, all upstream clusters) keep the toke
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import NoReturn, Protocol
+from typing import Protocol
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -27,10 +25,6 @@ from srm_local import testing
 from srm_local.testing import Record
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-JAVA_CLIENT = Path(__file__).parent / "java" / "MirrorClientInterop.java"
-TOOLS_LOG4J = REPO / "deploy" / "local" / "log4j2-tools.properties"
 
 
 class Clusters(Protocol):
@@ -51,55 +45,8 @@ class Clusters(Protocol):
 
 
 JavaAnswers = dict[str, object]
-JavaClient = Callable[[dict[str, object]], JavaAnswers]
+JavaClient = Callable[[dict[str, object]], JavaAnswers]  # the java_client fixture (conftest)
 Offsets = dict[tuple[str, int], int]
-
-
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("SRM_REQUIRE_KAFKA") == "1":
-        pytest.fail(f"{reason} (SRM_REQUIRE_KAFKA=1)")
-    pytest.skip(reason)
-
-
-def _kafka_jars() -> Path:
-    try:
-        from srm_local.jars import kafka_jars_dir
-
-        return kafka_jars_dir()
-    except (ImportError, RuntimeError) as exc:  # RuntimeError: JarFetchError
-        _unavailable(f"Kafka jars unavailable: {exc}")
-
-
-@pytest.fixture(scope="module")
-def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
-    """Runs MirrorClientInterop.java (MM2's MirrorClient and RemoteClusterUtils)."""
-    java = shutil.which("java")
-    if java is None:
-        _unavailable("no java on the PATH")
-    jars = _kafka_jars()
-    if not any(jars.glob("connect-mirror-client-*.jar")):
-        _unavailable(f"{jars} holds no connect-mirror-client jar")
-    folder = tmp_path_factory.mktemp("mirror-client-java")
-
-    def run(request: dict[str, object]) -> JavaAnswers:
-        stem = uuid.uuid4().hex[:8]
-        asked, answered = folder / f"{stem}.request.json", folder / f"{stem}.out.json"
-        asked.write_text(json.dumps(request), encoding="utf-8")
-        command = [
-            java,
-            f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
-            "-cp",
-            f"{jars}/*",
-            str(JAVA_CLIENT),
-            str(asked),
-            str(answered),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, f"MM2's Java client failed ({done.returncode}):\n{done.stderr}"
-        answers: JavaAnswers = json.loads(answered.read_text(encoding="utf-8"))
-        return answers
-
-    return run
 
 
 @pytest.fixture

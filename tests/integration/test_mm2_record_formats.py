@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 from srm_common.domain.connect_offsets import (
@@ -45,35 +42,12 @@ JavaResult = dict[str, dict[str, dict[str, object]]]
 Oracle = Callable[[Path], JavaResult]
 
 
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("SRM_REQUIRE_KAFKA") == "1":
-        pytest.fail(f"{reason} (SRM_REQUIRE_KAFKA=1)")
-    pytest.skip(reason)
-
-
-def _kafka_jars() -> Path:
-    override = os.environ.get("SRM_KAFKA_JARS_DIR")
-    if override:
-        return Path(override)
-    try:
-        from srm_local.jars import kafka_jars_dir
-    except ImportError as exc:
-        _unavailable(f"srm_local.jars is not importable ({exc}); set SRM_KAFKA_JARS_DIR")
-    try:
-        return kafka_jars_dir()
-    except RuntimeError as exc:  # JarFetchError: Maven missing or offline
-        _unavailable(f"Kafka jars unavailable: {exc}")
-
-
 @pytest.fixture(scope="module")
-def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
+def java_oracle(tmp_path_factory: pytest.TempPathFactory, java_and_jars) -> Oracle:  # type: ignore[no-untyped-def]
     """Runs Mm2RecordFormats.java (MM2's own classes) over a vectors file."""
-    java = shutil.which("java")
-    if java is None:
-        _unavailable("no java on the PATH")
-    jars = _kafka_jars()
+    java, jars = java_and_jars
     if not any(jars.glob("connect-mirror-[0-9]*.jar")):
-        _unavailable(f"{jars} holds no connect-mirror jar")
+        pytest.skip(f"{jars} holds no connect-mirror jar")
     folder = tmp_path_factory.mktemp("mm2-oracle")
 
     def run(vectors: Path) -> JavaResult:
