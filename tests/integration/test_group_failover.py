@@ -211,6 +211,24 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
     (answer,) = java["translate_offsets"]  # type: ignore[misc]
     assert {(o["topic"], o["partition"]): o["offset"] for o in answer["offsets"]} == expected
 
+    # The primary site is gone: failover falls back to the checkpoints on backup.
+    dead = tmp_path / "primary-down"
+    dead.mkdir()
+    down = testing.write_config(
+        dead,
+        {"primary": "127.0.0.1:1", "backup": kafka["backup"]},
+        flows={"primary->backup": {"enabled": True, "topics": [topic]}},
+    )
+    code, out, err = _control(
+        down, "failover", "--group", group, "--from", "primary", "--to", "backup"
+    )
+    assert code == 0 and "using the last checkpoints on backup" in err, f"{out}\n{err}"
+    assert group_offsets(kafka["backup"], group) == expected
+
+    # Then the SRM way, with Kafka's own tool: back to the start, then the exported file.
+    reset = ["--bootstrap-server", kafka["backup"], "--reset-offsets", "--group", group]
+    run_tool("kafka-consumer-groups", [*reset, "--all-topics", "--to-earliest", "--execute"])
+    assert set(group_offsets(kafka["backup"], group).values()) == {0}
     plan = tmp_path / "offsets.csv"
     plan.write_text(csv)
     result = run_tool(

@@ -121,8 +121,8 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
         fail(PROG, f"no flow between {old} and {new} in the configuration")
     any_flow = forward or backward
     assert any_flow is not None
-    new_admin = AdminClient(dict(_admin_of(any_flow, new)))
-    old_admin = AdminClient(dict(_admin_of(any_flow, old)))
+    new_admin = _admin(_admin_of(any_flow, new))
+    old_admin = _admin(_admin_of(any_flow, old))
     try:
         on_new = activity(new_admin, group, where=new)
     except GroupAdminError as exc:
@@ -153,6 +153,12 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
         fail(PROG, f"group {group!r} has no committed offsets on {old}; nothing to move", status=1)
     moves = _translate(commits, forward, backward)
     return _apply(args, moves, new_admin, new)
+
+
+def _admin(config: Mapping[str, str]) -> AdminClient:
+    # A cluster that does not answer is reported once, by the call that needed it;
+    # librdkafka's own connection errors would repeat it on stderr every second.
+    return AdminClient({**config, "log_level": 0})
 
 
 def _admin_of(flow: FlowConfig, alias: str) -> Mapping[str, str]:

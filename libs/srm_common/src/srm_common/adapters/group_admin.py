@@ -18,6 +18,12 @@ Key = tuple[str, int]
 TIMEOUT_S = 15.0
 
 
+def _why(exc: Exception) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {TIMEOUT_S:g} s (is the cluster up and reachable?)"
+    return str(exc)
+
+
 class GroupAdminError(SrmError):
     """A consumer group operation failed (the message says which and where)."""
 
@@ -41,7 +47,7 @@ def committed_offsets(admin: AdminClient, group: str, *, where: str) -> dict[Key
             [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT_S
         )
         result = futures[group].result(TIMEOUT_S)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError) as exc:
         raise GroupAdminError(
             f"cannot read the offsets of group {group!r} on {where}: {exc}"
         ) from exc
@@ -56,8 +62,8 @@ def activity(admin: AdminClient, group: str, *, where: str) -> GroupActivity:
     try:
         futures = admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)
         described = futures[group].result(TIMEOUT_S)
-    except KafkaException as exc:
-        raise GroupAdminError(f"cannot describe group {group!r} on {where}: {exc}") from exc
+    except (KafkaException, TimeoutError) as exc:
+        raise GroupAdminError(f"cannot describe group {group!r} on {where}: {_why(exc)}") from exc
     state = getattr(described.state, "name", str(described.state))
     return GroupActivity(state, len(described.members or ()))
 
@@ -76,9 +82,9 @@ def set_offsets(admin: AdminClient, group: str, offsets: Mapping[Key, int], *, w
     try:
         result = admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S)
         answer = result[group].result(TIMEOUT_S)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError) as exc:
         raise GroupAdminError(
-            f"cannot set the offsets of group {group!r} on {where}: {exc}"
+            f"cannot set the offsets of group {group!r} on {where}: {_why(exc)}"
         ) from exc
     failed = [
         f"{tp.topic}-{tp.partition}: {tp.error}" for tp in answer.topic_partitions if tp.error
