@@ -101,16 +101,7 @@ def produce_numbered(
     never sees. Every write is acknowledged before the next one starts, so the committed
     ids are in offset order."""
     plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    aborter: Producer | None = None
-    if abort_every > 0:
-        aborter = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "transactional.id": f"{topic}-aborter-{uuid.uuid4().hex[:8]}",
-                "linger.ms": 5,
-            }
-        )
-        aborter.init_transactions(30)
+    aborter = _Aborter(bootstrap, topic) if abort_every > 0 else None
     errors: list[str] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -118,33 +109,75 @@ def produce_numbered(
             errors.append(str(err))
 
     written = NumberedTopic(topic)
-    for partition in range(partitions):
-        ids = written.ids.setdefault(partition, [])
-        aborted = written.aborted.setdefault(partition, [])
-        seq = start
-        number = 0
-        while seq < start + per_partition:
-            number += 1
-            if aborter is not None and partition not in clean_partitions:
-                if number % abort_every == 0:
+    try:
+        for partition in range(partitions):
+            ids = written.ids.setdefault(partition, [])
+            aborted = written.aborted.setdefault(partition, [])
+            seq = start
+            number = 0
+            while seq < start + per_partition:
+                number += 1
+                if (
+                    aborter is not None
+                    and partition not in clean_partitions
+                    and number % abort_every == 0
+                ):
                     _flush(plain, topic, errors)
                     values = [
                         ABORTED_PREFIX + record_id(partition, seq + i)
                         for i in range(max(batch // 2, 1))
                     ]
-                    aborter.begin_transaction()
-                    for value in values:
-                        aborter.produce(topic, value=value, partition=partition)
-                    aborter.flush(30)
-                    aborter.abort_transaction(30)
+                    aborter.write_aborted(partition, values)
                     aborted.extend(values)
-            for _ in range(min(batch, start + per_partition - seq)):
-                value = record_id(partition, seq)
-                _produce(plain, topic, value, partition, on_delivery)
-                ids.append(value)
-                seq += 1
-        _flush(plain, topic, errors)
+                for _ in range(min(batch, start + per_partition - seq)):
+                    value = record_id(partition, seq)
+                    _produce(plain, topic, value, partition, on_delivery)
+                    ids.append(value)
+                    seq += 1
+            _flush(plain, topic, errors)
+    finally:
+        if aborter is not None:
+            aborter.close()
     return written
+
+
+class _Aborter:
+    """A transactional producer that writes records and aborts them."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": f"{topic}-aborter-{uuid.uuid4().hex[:8]}",
+                "linger.ms": 5,
+            }
+        )
+        self.producer.init_transactions(30)
+        self.watermarks = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-wm"})
+
+    def write_aborted(self, partition: int, values: Sequence[bytes]) -> None:
+        """``values`` in one transaction, aborted. Returns once the abort marker is in
+        the log (the coordinator writes it after answering the abort), so the offsets of
+        the records written next do not depend on that race."""
+        end = self._high_watermark(partition)
+        self.producer.begin_transaction()
+        for value in values:
+            self.producer.produce(self.topic, value=value, partition=partition)
+        self.producer.flush(30)
+        self.producer.abort_transaction(30)
+        deadline = time.monotonic() + 30
+        while self._high_watermark(partition) < end + len(values) + 1:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no abort marker in {self.topic}-{partition} after 30 s")
+            time.sleep(0.01)
+
+    def _high_watermark(self, partition: int) -> int:
+        tp = TopicPartition(self.topic, partition)
+        return self.watermarks.get_watermark_offsets(tp, timeout=10)[1]
+
+    def close(self) -> None:
+        self.watermarks.close()
 
 
 def _produce(
@@ -177,6 +210,7 @@ def consume(
     group: str,
     max_records: int | None = None,
     *,
+    per_partition: int | None = None,
     until: Callable[[Sequence[bytes]], bool] | None = None,
     commit: bool = True,
     timeout: float = 60,
@@ -188,11 +222,14 @@ def consume(
     Subscribes (so the group's committed offsets decide where it starts, and
     ``auto.offset.reset=earliest`` where there are none), reads ``read_committed``, and
     stops at the first of: ``max_records`` processed, ``until(values so far)`` true, every
-    assigned partition at its end. With ``commit`` it then commits synchronously, per
-    partition, the offset after the last record it processed (nothing for partitions it
-    processed nothing from), and closes cleanly, so the group is left empty. ``config``
-    adds consumer settings (e.g. a small ``max.partition.fetch.bytes`` to interleave
-    partitions). TimeoutError if it has not stopped within ``timeout`` seconds."""
+    assigned partition at its end or done. With ``per_partition`` a partition is done
+    once that many of its records are processed: it is paused, and records of it still
+    delivered are left unprocessed (so, uncommitted), which makes where the group stops
+    independent of the order the partitions' records arrive in. With ``commit`` it then
+    commits synchronously, per partition, the offset after the last record it processed
+    (nothing for partitions it processed nothing from), and closes cleanly, so the group
+    is left empty. ``config`` adds consumer settings. TimeoutError if it has not stopped
+    within ``timeout`` seconds."""
     assigned: set[TopicPartitionKey] = set()
     at_end: set[TopicPartitionKey] = set()
 
@@ -216,6 +253,7 @@ def consume(
     )
     values: list[bytes] = []
     next_offsets: dict[TopicPartitionKey, int] = {}
+    processed: Counter[TopicPartitionKey] = Counter()
     try:
         consumer.subscribe(list(topics), on_assign=on_assign, on_revoke=on_revoke)
         deadline = time.monotonic() + timeout
@@ -226,6 +264,10 @@ def consume(
                 break
             if assigned and at_end >= assigned:
                 break
+            if per_partition is not None and assigned:
+                done = {k for k in assigned if processed[k] >= per_partition}
+                if at_end | done >= assigned:
+                    break
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"consume {list(topics)} as {group}: {len(values)} records read, "
@@ -241,9 +283,13 @@ def consume(
                     at_end.add(key)
                     continue
                 raise KafkaException(error)
+            if per_partition is not None and processed[key] >= per_partition:
+                consumer.pause([TopicPartition(*key)])
+                continue
             at_end.discard(key)
             values.append(message.value())
             next_offsets[key] = message.offset() + 1
+            processed[key] += 1
         if commit and next_offsets:
             consumer.commit(
                 offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(next_offsets.items())],
