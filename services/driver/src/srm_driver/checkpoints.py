@@ -33,6 +33,7 @@ from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+from srm_driver.task_thread import TaskThread
 
 log = logging.getLogger(__name__)
 
@@ -198,35 +199,23 @@ def checkpointer(flow: FlowConfig, groups: tuple[str, ...]) -> Checkpointer:
     )
 
 
-class CheckpointRunner(threading.Thread):
+class CheckpointRunner(TaskThread):
     """Runs one :class:`Checkpointer` until the driver stops or :meth:`halt`."""
 
-    def __init__(
-        self,
-        task_id: str,
-        task: Checkpointer,
-        stop: threading.Event,
-    ) -> None:
-        super().__init__(name=f"checkpoints {task_id}", daemon=True)
+    def __init__(self, task_id: str, task: Checkpointer, stop: threading.Event) -> None:
+        super().__init__(f"checkpoints {task_id}", stop)
         self.task_id = task_id
         self.task = task
-        self._driver_stop = stop
-        self._halted = threading.Event()
-
-    def halt(self) -> None:
-        self._halted.set()
-
-    def _done(self) -> bool:
-        return self._driver_stop.is_set() or self._halted.is_set()
 
     def run(self) -> None:
         flow = self.task.flow
         emit_every = float(flow.emit_checkpoints_interval_seconds)
         sync_every = float(flow.sync_group_offsets_interval_seconds)
+        syncing = flow.sync_group_offsets_enabled
         prepared = False
         next_emit = next_sync = time.monotonic()
         try:
-            while not self._done():
+            while not self.done():
                 now = time.monotonic()
                 try:
                     if not prepared:
@@ -235,13 +224,13 @@ class CheckpointRunner(threading.Thread):
                     if now >= next_emit:
                         self.task.emit()
                         next_emit = now + emit_every
-                    if flow.sync_group_offsets_enabled and now >= next_sync:
+                    if syncing and now >= next_sync:
                         self.task.sync_groups()
                         next_sync = now + sync_every
                 except Exception as exc:  # noqa: BLE001 - logged; retried, others go on
                     log.error("%s: checkpoints failed: %s", self.task_id, exc)
                     next_emit = now + RETRY_SECONDS
-                due = min(next_emit, next_sync if flow.sync_group_offsets_enabled else next_emit)
-                self._halted.wait(min(0.5, max(0.05, due - time.monotonic())))
+                due = min(next_emit, next_sync) if syncing else next_emit
+                self.pause(max(0.05, due - time.monotonic()))
         finally:
             self.task.close()

@@ -20,6 +20,7 @@ from srm_common.domain.records import Heartbeat
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+from srm_driver.task_thread import TaskThread
 
 log = logging.getLogger(__name__)
 
@@ -58,28 +59,19 @@ class HeartbeatTask:
         self._writer.close()
 
 
-class HeartbeatEmitter(threading.Thread):
+class HeartbeatEmitter(TaskThread):
     """Runs one :class:`HeartbeatTask` until the driver stops or :meth:`halt` is called."""
 
     def __init__(
         self, flow: FlowConfig, stop: threading.Event, task: HeartbeatTask | None = None
     ) -> None:
-        super().__init__(name=f"heartbeats {flow.name}", daemon=True)
+        super().__init__(f"heartbeats {flow.name}", stop)
         self.flow_name = flow.name
         self.task = task or HeartbeatTask(flow)
-        self._driver_stop = stop
-        self._halted = threading.Event()
-
-    def halt(self) -> None:
-        """Stop emitting (does not wait: the thread may be in a write to a slow cluster)."""
-        self._halted.set()
-
-    def _done(self) -> bool:
-        return self._driver_stop.is_set() or self._halted.is_set()
 
     def run(self) -> None:
         prepared = False
-        while not self._done():
+        while not self.done():
             pause = 0.0
             try:
                 if not prepared:
@@ -90,11 +82,5 @@ class HeartbeatEmitter(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - logged; this pair retries, others go on
                 log.error("%s: heartbeat failed: %s", self.flow_name, exc)
                 pause = RETRY_SECONDS
-            self._sleep(max(pause, 0.05, self.task.seconds_until_due()))
+            self.pause(max(pause, 0.05, self.task.seconds_until_due()))
         self.task.close()
-
-    def _sleep(self, seconds: float) -> None:
-        """Wait, looking at the driver's stop at least every half second."""
-        deadline = time.monotonic() + seconds
-        while not self._done() and (left := deadline - time.monotonic()) > 0:
-            self._halted.wait(min(0.5, left))

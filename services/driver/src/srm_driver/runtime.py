@@ -29,6 +29,7 @@ from srm_driver.checkpoints import CheckpointRunner
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
 from srm_driver.heartbeats import HeartbeatEmitter
+from srm_driver.task_thread import TaskThread
 from srm_driver.tasks import Assignment, TaskSource
 
 log = logging.getLogger(__name__)
@@ -57,11 +58,10 @@ class DriverRuntime:
         self._heartbeat = heartbeat
         self._topics: dict[str, FlowTopics] = {}
         self._emitters: dict[str, HeartbeatEmitter] = {}
-        self._halted_emitters: list[HeartbeatEmitter] = []
+        self._halted: list[TaskThread] = []  # taken away, maybe still in a slow call
         self._task_of: dict[tuple[str, TopicPartition], str] = {}
         self._checkpoint = checkpoints
         self.checkpoint_runners: dict[str, tuple[CheckpointTask, CheckpointRunner]] = {}
-        self._halted_runners: list[CheckpointRunner] = []
         self.held_since: dict[str, float] = {}
         self.generation = -1
         self.assignment: Assignment | None = None
@@ -147,9 +147,9 @@ class DriverRuntime:
         for name in set(self._emitters) - wanted:
             emitter = self._emitters.pop(name)
             emitter.halt()
-            self._halted_emitters.append(emitter)
+            self._halted.append(emitter)
             log.info("%s: stopped the heartbeat task", name)
-        self._halted_emitters = [e for e in self._halted_emitters if e.is_alive()]
+        self._halted = [t for t in self._halted if t.is_alive()]
 
     def _set_checkpoints(self, assignment: Assignment) -> None:
         """A runner per checkpoint task held; a task whose groups changed restarts."""
@@ -159,7 +159,7 @@ class DriverRuntime:
             if wanted == task and flow is not None and flow == runner.task.flow:
                 continue
             runner.halt()
-            self._halted_runners.append(runner)
+            self._halted.append(runner)
             del self.checkpoint_runners[task_id]
             log.info("%s: stopped the checkpoint task", task_id)
         for task_id, task in assignment.checkpoints.items():
@@ -169,7 +169,6 @@ class DriverRuntime:
             self.checkpoint_runners[task_id] = (task, runner)
             runner.start()
             log.info("%s: started the checkpoint task for %d groups", task_id, len(task.groups))
-        self._halted_runners = [r for r in self._halted_runners if r.is_alive()]
 
     def _maybe_log_status(self) -> None:
         now = time.monotonic()
@@ -194,11 +193,8 @@ class DriverRuntime:
         self.stop.set()
         self.copy.stop(timeout)
         deadline = time.monotonic() + 10  # one deadline for all: some may hang on a write
-        for emitter in [*self._emitters.values(), *self._halted_emitters]:
-            emitter.join(max(0.0, deadline - time.monotonic()))
-        for _task, runner in self.checkpoint_runners.values():
-            runner.halt()
-        for runner in [*(r for _t, r in self.checkpoint_runners.values()), *self._halted_runners]:
-            runner.join(max(0.0, deadline - time.monotonic()))
+        runners = [runner for _task, runner in self.checkpoint_runners.values()]
+        for thread in [*self._emitters.values(), *runners, *self._halted]:
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.source.close()
         log.info("driver stopped")
