@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,9 @@ PARTITIONS = 3
 PER_PARTITION = 200
 
 
-def _config(kafka, tmp_path: Path, topic: str, group_prefix: str, *, sync: bool) -> Path:  # type: ignore[no-untyped-def]
+def _config(  # type: ignore[no-untyped-def]
+    kafka, tmp_path: Path, topic: str, group_prefix: str, *, sync: bool, control_prefix: str = ""
+) -> Path:
     keys = {
         "enabled": True,
         "topics": [topic],
@@ -51,7 +54,11 @@ def _config(kafka, tmp_path: Path, topic: str, group_prefix: str, *, sync: bool)
             "primary->backup": keys,
             "backup->primary": {"enabled": False, "emit.heartbeats.enabled": False},
         },
-        replication={"emit.heartbeats.enabled": False, "refresh.topics.interval.seconds": 1},
+        replication={
+            "emit.heartbeats.enabled": False,
+            "refresh.topics.interval.seconds": 1,
+            **({"srm.control.topic.prefix": control_prefix} if control_prefix else {}),
+        },
     )
 
 
@@ -250,3 +257,55 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
     total = ledger.tally()
     assert rest.read == numbered.committed_count - 222
     assert total.skipped == () and total.read_twice == () and total.not_reached == 0, str(total)
+
+
+def test_under_a_coordinator_a_groups_commits_appear_translated_on_backup(
+    kafka, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """The coordinated path (coordinator process, driver process): the leader discovers
+    the group, plans and assigns the checkpoint task, the driver runs it and syncs the
+    group; nothing is done by hand."""
+    topic = kafka.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
+    kafka.created.append(("backup", f"primary.{topic}"))
+    numbered = produce_numbered(
+        kafka["primary"], topic, partitions=PARTITIONS, per_partition=100, abort_every=3
+    )
+    group = unique_name("app")
+    config = _config(kafka, tmp_path, topic, group, sync=True, control_prefix=unique_name("cg"))
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "coordinator.log", "c1", "--projection", "none"
+    )
+    driver = testing.DriverProcess(
+        config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
+    )
+
+    def logs() -> str:
+        return "\n".join(p.log_text()[-2500:] for p in (coordinator, driver) if p.log_path.exists())
+
+    try:
+        coordinator.start()
+        driver.start()
+        testing.wait_until(
+            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
+            180,
+            "the topic is copied",
+            detail=logs,
+        )
+        ledger = Ledger(numbered.ids)
+        ledger.read(consume(kafka["primary"], [topic], group, 120), "primary")
+        commits = group_offsets(kafka["primary"], group)
+        started = time.monotonic()
+        testing.wait_until(
+            lambda: len(group_offsets(kafka["backup"], group)) == len(commits),
+            90,
+            "the group's offsets appear on backup",
+            detail=logs,
+        )
+        print(f"\ntranslated offsets on backup {time.monotonic() - started:.1f} s after the commit")
+        ledger.read(consume(kafka["backup"], [f"primary.{topic}"], group), "backup")
+        total = ledger.tally()
+        print(total)
+        assert total.skipped == () and total.read_twice == () and total.not_reached == 0, str(total)
+    finally:
+        driver.stop()
+        coordinator.stop()
