@@ -428,3 +428,30 @@ def test_no_heartbeat_task_is_planned_where_heartbeats_are_switched_off() -> Non
     generated = {e.flow: e for e in events_of(leader.round(state), TaskConfigsGenerated)}
     assert not generated[FLOW].heartbeat and generated[FLOW].source
     assert REVERSE not in generated or not generated[REVERSE].heartbeat
+
+
+def test_a_wall_clock_step_neither_hastens_nor_stalls_refreshes(config: SrmConfig) -> None:
+    """Schedules run on the monotonic clock; the wall clock only stamps events."""
+    wall, tick = Clock(1_000_000), Clock(1_000)
+    discovery = FakeDiscovery(PARTITIONS)
+    leader = Leader(
+        config,
+        coordinator="c1",
+        url="http://c1:1",
+        membership=Membership(SESSION_MS),
+        discovery=discovery,  # type: ignore[arg-type]
+        control=control_settings(config),
+        clock=wall,
+        monotonic=tick,
+    )
+    state = commit(ControlState(), leader.take_over(ControlState()))
+    state = commit(state, leader.round(state))
+    discovery.asked.clear()
+    wall.at_ms += 3_600_000  # an hour forward: nothing becomes due
+    leader.round(state)
+    assert discovery.asked == []
+    wall.at_ms -= 7_200_000  # two hours back: the interval still elapses on time
+    tick.at_ms += 30_000
+    round_ = leader.round(state)
+    assert discovery.asked == [FLOW]
+    assert round_.now_ms == wall.at_ms  # events keep the wall time

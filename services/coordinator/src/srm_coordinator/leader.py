@@ -158,16 +158,16 @@ class Leader:
     def refresh(self, flows: Iterable[str]) -> None:
         """Rediscover these flows from a listing taken from now on (a command or a
         driver asked)."""
-        now = self.now_ms()
+        now = self.tick_ms()
         for name in flows:
             if name in self._due:
                 self._due[name].ask(now)
 
     def round(self, state: ControlState) -> Round:
         """Membership, then task configs of flows due, then assignment."""
-        now = self.now_ms()
-        round_ = Round(state, f"coordinator {self.coordinator}", now)
-        round_.add(self.membership.changes(round_.state, self.tick_ms()))
+        round_ = Round(state, f"coordinator {self.coordinator}", self.now_ms())
+        now = self.tick_ms()  # schedules and listings: a wall clock step moves neither
+        round_.add(self.membership.changes(round_.state, now))
         for departure in self.membership.departures:
             wait = self._wait_out_ms(departure.lease_ms, departure.write_timeout_ms)
             for task in departure.tasks:

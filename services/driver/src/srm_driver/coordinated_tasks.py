@@ -38,7 +38,7 @@ class CoordinatedTaskSource:
         settings: ControlSettings,
         driver_id: str,
         discovery: Discovery,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.driver_id = driver_id
         self._clock = clock

@@ -32,7 +32,7 @@ class StaticTaskSource:
     """See the module docstring."""
 
     def __init__(
-        self, config: SrmConfig, discovery: Discovery, clock: Callable[[], float] = time.time
+        self, config: SrmConfig, discovery: Discovery, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._config = config
         self._discovery = discovery

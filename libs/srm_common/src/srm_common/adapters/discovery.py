@@ -154,7 +154,7 @@ class Discovery:
     def __init__(
         self,
         lister_for: Callable[[FlowConfig], Lister] = lambda flow: admin_lister(flow.source_admin),
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lister_for = lister_for
         self._clock = clock
