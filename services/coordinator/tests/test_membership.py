@@ -171,3 +171,18 @@ def test_an_older_incarnation_read_again_by_a_new_leader_does_not_replace_the_me
     membership.observe([newer], 2_000)
     events = membership.changes(inherited, 2_000)
     assert [type(e).__name__ for e in events] == ["DriverLeft", "DriverJoined"]
+
+
+def test_a_drivers_wall_clock_stepping_back_does_not_make_it_silent() -> None:
+    """Beats of one incarnation are ordered by their sequence, not by the clock that
+    stamped them: after a step back of an hour the driver is still alive."""
+    membership = Membership(SESSION_MS)
+    wall = 10_000_000
+    first = replace(beat("d1", wall, instance="a"), seq=1)
+    membership.observe([first], 1_000)
+    state = fold(ControlState(), membership.changes(ControlState(), 1_000), 1_000)
+    assert "d1" in state.drivers
+    stepped_back = replace(beat("d1", wall - 3_600_000, instance="a"), seq=2)
+    membership.observe([stepped_back], 1_000 + SESSION_MS - 1)
+    assert membership.changes(state, 1_000 + SESSION_MS + 1) == []  # not silent
+    assert first.older_than(stepped_back) and not stepped_back.older_than(first)

@@ -65,7 +65,7 @@ class Membership:
             if key in self._departed:
                 continue
             latest = self._latest.get(key)
-            if latest is not None and beat.at_ms < latest.at_ms:
+            if latest is not None and beat.older_than(latest):
                 continue  # an older beat of this incarnation, delivered late
             self._latest[key] = beat
             self._seen[key] = now_ms

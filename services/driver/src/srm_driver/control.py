@@ -53,6 +53,7 @@ class ControlLink:
         self.settings = settings
         self.driver = driver
         self.instance = new_instance()
+        self._seq = 0  # beats sent by this incarnation: they are ordered by it
         self.url = url
         self.host = socket.gethostname()
         self.state = ControlState()
@@ -182,6 +183,7 @@ class ControlLink:
 
     def _beat_now(self, *, leaving: bool = False) -> Beat:
         generation, running = self._report()
+        self._seq += 1
         return Beat(
             self.driver,
             self.url,
@@ -193,6 +195,7 @@ class ControlLink:
             instance=self.instance,
             lease_ms=self.settings.lease_ms,
             write_timeout_ms=self.settings.write_timeout_ms,
+            seq=self._seq,
         )
 
     def close(self) -> None:

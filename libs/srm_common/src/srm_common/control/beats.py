@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Beat:
-    """One heartbeat; ``at_ms`` is the driver's wall clock (it only orders its beats)."""
+    """One heartbeat; ``at_ms`` is the driver's wall clock (display only); ``seq`` counts
+    the beats of one incarnation and orders them (0: a beat of an older driver, ordered
+    by ``at_ms`` as before)."""
 
     driver: str
     url: str
@@ -29,9 +31,17 @@ class Beat:
     instance: str = ""
     lease_ms: int = 0
     write_timeout_ms: int = 0
+    seq: int = 0
     # Where the beat was read in the heartbeats topic (-1: not read from it); orders
     # beats of different incarnations, whose clocks may differ. Never encoded.
     offset: int = -1
+
+    def older_than(self, other: Beat) -> bool:
+        """Sent before ``other`` by the same incarnation: by sequence, never by a clock
+        that may step (the wall clock decides only between beats without one)."""
+        if self.seq and other.seq:
+            return self.seq < other.seq
+        return self.at_ms < other.at_ms
 
     def to_bytes(self) -> bytes:
         return json.dumps(
@@ -46,6 +56,7 @@ class Beat:
                 "leaving": self.leaving,
                 "lease_ms": self.lease_ms,
                 "write_timeout_ms": self.write_timeout_ms,
+                "seq": self.seq,
             },
             separators=(",", ":"),
         ).encode()
@@ -66,6 +77,7 @@ class Beat:
                 instance=str(data.get("instance", "")),
                 lease_ms=int(data.get("lease_ms", 0)),
                 write_timeout_ms=int(data.get("write_timeout_ms", 0)),
+                seq=int(data.get("seq", 0)),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
