@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from srm_local.jars import driver_jars_dir
+from srm_local.mirrormaker import log4j2_properties, with_logging
 from srm_local.tools import tool_command
 
 from srm_bench.stack import SOURCE, TARGET
@@ -170,29 +171,20 @@ def write_properties(
     return merged
 
 
-# MirrorMaker 2 logs at INFO (as connect-mirror-maker.sh does) into mm2.log: the client
-# configurations it used and its offset commits are what explains its figures.
-_MM2_LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = stdout
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.console.ref = stdout
-"""
-
-
 def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
-    """MirrorMaker 2 as ``name`` (default or tuned), each with its own file and log."""
+    """MirrorMaker 2 as ``name`` (default or tuned), each with its own file and log.
+
+    It logs at INFO with every logger (as connect-mirror-maker.sh does) into its log: the
+    client configurations it used and its offset commits are what explains its figures.
+    The process is run by ``RunningReplicator``, as SRM's driver is, not by srm_local's
+    MirrorMaker2 runner: the benchmark times the stop and samples the process tree of
+    each replicator in the same way.
+    """
     stem = "mm2-tuned" if name == MM2_TUNED else "mm2"
     config = folder / f"{stem}.properties"
     logging = folder / "mm2-log4j2.properties"
-    logging.write_text(_MM2_LOG4J2)
-    command = [
-        f"-Dlog4j2.configurationFile={logging}" if arg.startswith("-Dlog4j2.") else arg
-        for arg in tool_command("kafka-mirror-maker-2", [str(config)], heap=heap)
-    ]
+    logging.write_text(log4j2_properties(quiet_clients=False))
+    command = with_logging(tool_command("kafka-mirror-maker-2", [str(config)], heap=heap), logging)
     command[1:1] = _KAFKA_JVM_OPTIONS
     return Replicator(name, command, config, folder / f"{stem}.log")
 

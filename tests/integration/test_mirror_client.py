@@ -8,9 +8,6 @@ cluster-wide answers (all heartbeat topics, all upstream clusters) keep the toke
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -22,6 +19,7 @@ from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.mirror_client import ClusterUnavailableError, MirrorClient
 from srm_common.domain.records import Checkpoint
 from srm_local import testing
+from srm_local.mirrormaker import MirrorMaker2
 from srm_local.testing import Record
 
 pytestmark = pytest.mark.integration
@@ -238,41 +236,6 @@ def _mm2_properties(
     }
 
 
-class _MirrorMaker2:
-    """A dedicated-mode MirrorMaker 2 from the Kafka jars, in its own session."""
-
-    def __init__(self, config: Path, log: Path) -> None:
-        from srm_local.tools import tool_command
-
-        self.log = log
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(
-                tool_command("kafka-mirror-maker-2", [str(config)], heap="256m"),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    def tail(self) -> str:
-        lines = self.log.read_text(errors="replace").splitlines()[-40:]
-        return "MirrorMaker 2 log (tail):\n" + "\n".join(lines)
-
-    def check_running(self) -> None:
-        code = self.process.poll()
-        assert code is None, f"MirrorMaker 2 exited with {code}\n{self.tail()}"
-
-    def stop(self, timeout: float = 30) -> None:
-        """SIGTERM (MM2 stops its connectors cleanly), SIGKILL to the session if it hangs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-
-
 @pytest.fixture
 def topics_with_token(kafka: Clusters, token: str) -> Iterator[None]:
     """Whatever MM2 made for this test's aliases (remote, internal and Connect topics) is
@@ -313,27 +276,25 @@ def test_java_client_agrees_with_ours_when_mirrormaker2_wrote_the_checkpoints(
     committed = {0: 4, 1: 10}  # part-way through partition 0, all of partition 1
     _commit(primary, group, [TopicPartition(topic, p, o) for p, o in committed.items()])
 
-    config = tmp_path / "mm2.properties"
     properties = _mm2_properties(source, target, primary, backup, topic, group)
-    config.write_text("".join(f"{key} = {value}\n" for key, value in properties.items()))
     client = MirrorClient({"bootstrap.servers": backup}, cluster="backup")
     remote = f"{source}.{topic}"
 
-    mm2 = _MirrorMaker2(config, tmp_path / "mm2.log")
+    mm2 = MirrorMaker2(tmp_path, properties, heap="256m").start()
     try:
         deadline = time.monotonic() + 150
         while True:
-            mm2.check_running()
+            assert mm2.alive(), f"MirrorMaker 2 exited with {mm2.returncode}\n{mm2.log_tail()}"
             read = client.checkpoints(source, {group}, timeout_s=10)
             if {(t, p) for _g, t, p in read} == {(remote, 0), (remote, 1)}:
                 break
             assert time.monotonic() < deadline, (
                 f"MirrorMaker 2 wrote no checkpoint of {group} for both partitions of"
-                f" {remote} within 150 s (has {sorted(read)})\n{mm2.tail()}"
+                f" {remote} within 150 s (has {sorted(read)})\n{mm2.log_tail()}"
             )
             time.sleep(1)
     finally:
-        mm2.stop()
+        mm2.stop(30)
 
     java = java_client(
         {

@@ -26,14 +26,10 @@ with ``-s``): skipped / read twice per step, the checkpoints next to the exact o
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -51,7 +47,7 @@ from srm_local.group_scenario import (
     wait_group_empty,
 )
 from srm_local.jars import kafka_version
-from srm_local.tools import tool_command
+from srm_local.mirrormaker import MirrorMaker2
 
 pytestmark = pytest.mark.integration
 
@@ -79,71 +75,6 @@ SETTLE = 10  # seconds without a new checkpoint before the failover uses them
 # shared `primary.heartbeats`/`backup.heartbeats` get its copies too.
 CHECKPOINTS_ON_BACKUP = "primary.checkpoints.internal"
 CHECKPOINTS_ON_PRIMARY = "backup.checkpoints.internal"
-
-_LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = stdout
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.console.ref = stdout
-logger.clients.name = org.apache.kafka.clients
-logger.clients.level = WARN
-logger.config.name = org.apache.kafka.common.config
-logger.config.level = WARN
-"""
-
-
-class MirrorMaker2:
-    """``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties`` as a child process
-    with its own folder (properties, logging configuration, log)."""
-
-    def __init__(self, folder: Path, properties: Mapping[str, str]) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.config = folder / "mm2.properties"
-        # A backslash escapes in a properties file: regexes need theirs doubled.
-        self.config.write_text("".join(f"{k} = {_escape(v)}\n" for k, v in properties.items()))
-        logging = folder / "mm2-log4j2.properties"
-        logging.write_text(_LOG4J2)
-        self.log_path = folder / "mm2.log"
-        self.command = [
-            f"-Dlog4j2.configurationFile={logging}" if arg.startswith("-Dlog4j2.") else arg
-            for arg in tool_command("kafka-mirror-maker-2", [str(self.config)], heap="512m")
-        ]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> MirrorMaker2:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self, timeout: float = 60) -> int | None:
-        """SIGTERM (Connect stops its connectors and commits), SIGKILL if it hangs."""
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            return self.process.wait(30)
-
-    def log_tail(self, lines: int = 40) -> str:
-        if not self.log_path.exists():
-            return "(no MirrorMaker 2 log)"
-        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
-        return f"MirrorMaker 2 log ({self.log_path}), last lines:\n" + "\n".join(tail)
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\")
 
 
 def mm2_properties(
@@ -276,7 +207,7 @@ def test_mm2_consumer_group_failover_and_failback(kafka, unique_name, tmp_path) 
     try:
 
         def alive_detail() -> str:
-            state = "running" if mm2.alive() else f"exited {mm2.process.returncode}"  # type: ignore[union-attr]
+            state = "running" if mm2.alive() else f"exited {mm2.returncode}"
             return f"MirrorMaker 2 {state}\n{mm2.log_tail()}"
 
         # 1. Each group reads part of the topic on primary, commits, leaves.
