@@ -159,3 +159,11 @@ def test_forget_before_keeps_what_later_groups_need() -> None:
     h.forget_before(25)
     assert h.points == ((20, 2), (30, 3))
     assert h.forward(25) == Translation(3)
+
+
+def test_forgetting_below_a_commit_keeps_that_commit_exact() -> None:
+    h = history([(0, 0), (5, 1), (9, 2), (10, 3), (20, 13), (25, 14)])
+    before = [h.forward(c) for c in range(12, 27)]
+    h.forget_before(12)
+    assert [h.forward(c) for c in range(12, 27)] == before
+    assert h.forward(3).offset is None

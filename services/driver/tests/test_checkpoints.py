@@ -42,6 +42,9 @@ class FakeOffsets:
     def remote_topic(self, topic: str) -> str:
         return f"primary.{topic}"
 
+    def forget(self, lowest: Mapping[Key, int], *, keep: int) -> None:
+        self.forgotten = dict(lowest)
+
     def close(self) -> None: ...
 
 
@@ -96,6 +99,7 @@ def test_checkpoints_are_written_only_when_they_change() -> None:
     t = task(source, FakeGroups({}), writer)
     assert t.emit() == 1
     assert writer.written == [Checkpoint("app", "primary.orders", 0, 150, 50, "")]
+    assert t.offsets.forgotten == {("orders", 0): 150}  # type: ignore[attr-defined]
     assert t.emit() == 0  # nothing changed
     source.commits["app"][("orders", 0)] = 160
     assert t.emit() == 1 and writer.written[-1].downstream_offset == 60

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 RETRY_SECONDS = 5.0
+# Sync points kept per partition that no group of the task reads (each is two ints);
+# below the lowest commit of the task's groups nothing is kept (a rewind past it is
+# declined, as MM2's store does).
+MAX_SYNCS_KEPT = 50_000
 
 
 @dataclass
@@ -109,6 +113,7 @@ class Checkpointer:
         """Translate every group's commits and write the checkpoints that changed."""
         self.offsets.refresh()
         pending: list[tuple[Checkpoint, float]] = []
+        lowest: dict[Key, int] = {}  # the lowest commit of this task's groups, per partition
         now = self._clock()
         for group in self.groups:
             status = self.status[group]
@@ -122,6 +127,7 @@ class Checkpointer:
             for (topic, partition), offset in sorted(commits.items()):
                 if not self._replicates(topic):
                     continue
+                lowest[(topic, partition)] = min(lowest.get((topic, partition), offset), offset)
                 seen = self._seen.get((group, (topic, partition)))
                 if seen is None or seen[0] != offset:
                     self._seen[(group, (topic, partition))] = seen = (offset, now)
@@ -139,6 +145,7 @@ class Checkpointer:
                     or answer.offset > last.downstream_offset
                 ):
                     pending.append((checkpoint, seen[1]))
+        self.offsets.forget(lowest, keep=MAX_SYNCS_KEPT)
         if pending:
             self._writer.write((c.encode_key(), c.encode_value()) for c, _ in pending)
             written = self._clock()

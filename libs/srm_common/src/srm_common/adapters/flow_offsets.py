@@ -10,6 +10,7 @@ only decides how fresh the answer is, never whether it is right.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from srm_common.adapters.kafka_reader import KafkaReadError, TopicTail, read_partitions
 from srm_common.config.model import FlowConfig
@@ -74,6 +75,15 @@ class FlowOffsets:
                 self.positions[where] = Progress.decode_value(value)
         except RecordFormatError as exc:
             log.warning("ignoring a record of %s: %s", self._progress.topic, exc)
+
+    def forget(self, lowest: Mapping[Key, int], *, keep: int) -> None:
+        """Bound memory: drop syncs below the lowest commit of the groups translated
+        (``lowest`` per partition); partitions none of them reads keep the last ``keep``."""
+        for key, history in self.histories.items():
+            if key in lowest:
+                history.forget_before(lowest[key])
+            elif len(history) > keep:
+                history.forget_before(history.points[-keep // 2][0])
 
     def remote_topic(self, topic: str) -> str:
         return self.policy.format_remote_topic(self.flow.source, topic)
