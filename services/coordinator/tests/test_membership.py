@@ -186,3 +186,18 @@ def test_a_drivers_wall_clock_stepping_back_does_not_make_it_silent() -> None:
     membership.observe([stepped_back], 1_000 + SESSION_MS - 1)
     assert membership.changes(state, 1_000 + SESSION_MS + 1) == []  # not silent
     assert first.older_than(stepped_back) and not stepped_back.older_than(first)
+
+
+def test_a_driver_that_said_goodbye_has_only_what_it_still_ran_waited_out() -> None:
+    """A clean stop: the copy stopped (nothing outstanding) before the leaving beat, which
+    lists only the heartbeat task still running; the source task moves at once."""
+    membership = Membership(SESSION_MS)
+    membership.observe([beat("d1", 1_000, instance="a")], 1_000)
+    state = fold(ControlState(), membership.changes(ControlState(), 1_000))
+    state = fold(state, [AssignmentChanged(1, {"t0": "d1", "hb": "d1"}, ())])
+    goodbye = Beat("d1", "u", "h", 1_500, 1, frozenset({"hb"}), leaving=True, instance="a")
+    membership.observe([goodbye], 1_500)
+    (left,) = membership.changes(state, 1_500)
+    assert isinstance(left, DriverLeft) and left.reason == "stopped and left the group"
+    (departure,) = membership.departures
+    assert departure.tasks == {"hb"}

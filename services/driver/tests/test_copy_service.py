@@ -87,11 +87,11 @@ class FakeFacts:
 
 class FakeJob:
     slots = 2
-    error = None
     local = True
 
     def __init__(self) -> None:
         self.job_id: str | None = None
+        self.error: str | None = None
 
     def start(self) -> str:
         self.job_id = "job-1"
@@ -132,6 +132,7 @@ class Harness:
         self.clock = Clock()
         self.lease = 5000
         self.events: list[CopyEvent] = []
+        self.job = FakeJob()
         adapters = FlowAdapters(
             flow=flow,
             store=FakeStore(self.journal, loaded),
@@ -143,7 +144,7 @@ class Harness:
         self.service = CopyService(
             adapters=lambda _flow: adapters,
             flows={FLOW: flow},
-            job=FakeJob(),
+            job=self.job,
             lease_ms=lambda: self.lease,
             publish=self.events.append,
             write_timeout_ms=10_000,
@@ -476,3 +477,21 @@ def test_progress_of_a_copying_partition_is_recorded_every_commit_interval(
     h.clock.now += 3
     h.report(part(plan, 20, 20, records=20))
     assert h.journal.progress()[-1] == (TP, Progress(20, 20, 120, "S1", "T1"))
+
+
+def test_after_a_clean_stop_nothing_is_held_so_the_goodbye_needs_no_wait_out(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    started(h)
+    assert TP in h.service.held(FLOW)
+    h.service.stop(1)
+    assert h.service.held(FLOW) == frozenset()
+
+
+def test_a_job_that_ended_in_error_keeps_its_partitions_held_at_stop(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    started(h)
+    h.job.error = "the executor was lost"
+    h.service.stop(1)
+    assert TP in h.service.held(FLOW), "a slot cut off may still have sends in flight"

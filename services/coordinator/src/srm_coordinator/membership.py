@@ -94,7 +94,9 @@ class Membership:
                 self.reports[driver] = MemberReport(driver, beat.generation, beat.running)
             newer = self._newer_incarnation(driver, instance, expiry)
             if member in self._leaving:
-                events.append(self._leave(state, driver, instance, "stopped and left the group"))
+                events.append(
+                    self._leave(state, driver, instance, "stopped and left the group", clean=True)
+                )
             elif newer is not None:
                 events.append(
                     self._leave(
@@ -159,12 +161,19 @@ class Membership:
         ]
         return max(candidates, key=lambda b: self._seen[(b.driver, b.instance)], default=None)
 
-    def _leave(self, state: ControlState, driver: str, instance: str, reason: str) -> DriverLeft:
+    def _leave(
+        self, state: ControlState, driver: str, instance: str, reason: str, *, clean: bool = False
+    ) -> DriverLeft:
+        """``clean``: the driver said goodbye after stopping its tasks, and its leaving
+        beat lists what still ran; only those are waited out (a copy slot reports a
+        partition stopped only when nothing it sent is outstanding). Otherwise every task
+        assigned to it or reported running is."""
         assigned = {task for task, owner in state.assignment.items() if owner == driver}
         report = self.reports.pop(driver, None)
         running = set(report.running) if report else set()
+        tasks = running if clean and report is not None else assigned | running
         lease, write = self._timings.get(driver, (0, 0))
-        self.departures.append(Departure(driver, frozenset(assigned | running), lease, write))
+        self.departures.append(Departure(driver, frozenset(tasks), lease, write))
         for key in [
             k for k in self._latest if k[0] == driver and (not instance or k[1] == instance)
         ]:
