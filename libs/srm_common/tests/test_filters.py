@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -21,7 +22,7 @@ from srm_common.errors import ConfigError, InvalidPatternError
 
 def _full(patterns: list[str], name: str) -> bool:
     compiled = compile_patterns(patterns)
-    return compiled is not None and compiled.fullmatch(name) is not None
+    return compiled is not None and compiled.matches(name)
 
 
 # --- defaults (MM2 section 1.2) --------------------------------------------------------------
@@ -161,8 +162,11 @@ def test_filter_raises_keyed_error_when_pattern_invalid(
 
 
 def test_duplicate_group_names_are_reported_when_entries_joined() -> None:
-    with pytest.raises(InvalidPatternError, match="redefinition"):
+    with pytest.raises(InvalidPatternError, match="also used by") as caught:
         compile_patterns(["(?<n>a)", "(?<n>b)"])
+    assert caught.value.pattern == "(?<n>b)", "the entry that repeats the name is named"
+    with pytest.raises(InvalidPatternError, match="used twice"):
+        compile_patterns(["(?<n>a)(?<n>b)"])
 
 
 # --- Java regex syntax -----------------------------------------------------------------------
@@ -172,6 +176,7 @@ def test_quoted_section_is_literal_when_java_q_e() -> None:
     assert _full([r"\Qa.b*\E-.*"], "a.b*-x"), "\\Q..\\E quotes its content"
     assert not _full([r"\Qa.b\E"], "axb"), "a quoted dot is literal"
     assert _full([r"x\Q(y"], "x(y"), "\\Q without \\E quotes to the end"
+    assert _full([r"[\Q-]\E]+"], "-]"), "quoting works inside a class"
 
 
 def test_posix_classes_are_translated_when_java_p_syntax() -> None:
@@ -181,6 +186,8 @@ def test_posix_classes_are_translated_when_java_p_syntax() -> None:
     assert _full([r"[\p{Lower}\p{Digit}_-]+"], "orders_2-a"), "classes combine inside [...]"
     assert _full([r"\p{IsAlpha}"], "a"), "the Is prefix is accepted"
     assert _full([r"\p{Punct}"], "]"), "punctuation includes ']'"
+    assert _full([r"[\P{Alpha}x]+"], "x1-"), "a negated class inside [...]"
+    assert not _full([r"[\P{Alpha}x]"], "a"), "letters other than x are left out"
 
 
 @pytest.mark.parametrize(
@@ -188,48 +195,109 @@ def test_posix_classes_are_translated_when_java_p_syntax() -> None:
     [
         (r"\p{L}+", "not supported"),
         (r"\p{InGreek}", "not supported"),
-        (r"[\P{Alpha}x]", "inside"),
         (r"[a-z&&[^aeiou]]", "intersection"),
         (r"[a[b]]", "nested"),
         (r"\p{Alpha", "unterminated"),
+        (r"(?x) a", "comments mode (?x)"),
+        (r"(?U)\w", "(?U)"),
+        (r"a{,3}", "escape a literal '{'"),
+        (r"\uD83D", "surrogate"),
+        (r"\b{g}", "grapheme"),
+        (r"(?#note)a", "not Java regex syntax"),
+        (r"(?<1st>a)", "group name"),
+        (r"a\q", "\\q is not supported"),
+        ("a\\", "lone"),
     ],
 )
 def test_java_only_syntax_is_rejected_when_not_translatable(pattern: str, hint: str) -> None:
-    with pytest.raises(InvalidPatternError, match=hint) as caught:
+    with pytest.raises(InvalidPatternError, match=re.escape(hint)) as caught:
         compile_patterns([pattern], key="topics")
     assert caught.value.pattern == pattern, "the error names the entry as written"
 
 
-def test_named_groups_and_backreferences_work_when_java_syntax() -> None:
-    assert _full([r"(?<w>[a-z]+)-\k<w>"], "ab-ab"), "Java named group and \\k<name>"
-    assert not _full([r"(?<w>[a-z]+)-\k<w>"], "ab-cd"), "backreference must repeat"
-    assert _full([r"(?<=a)b|ab"], "ab"), "lookbehind is left alone"
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        (r"(x)\1", "the backreference \\1"),
+        (r"(?<w>[a-z]+)-\k<w>", "the backreference \\k<w>"),
+        (r"orders(?=-eu)", "lookahead (?=...)"),
+        (r"orders(?!-eu).*", "negative lookahead (?!...)"),
+        (r"(?<=a)b", "lookbehind (?<=...)"),
+        (r"(?<!a)b", "negative lookbehind (?<!...)"),
+        (r"a*+b", "the possessive quantifier *+"),
+        (r"a++", "the possessive quantifier ++"),
+        (r"a?+", "the possessive quantifier ?+"),
+        (r"a{2,3}+", "the possessive quantifier {2,3}+"),
+        (r"(?>a|ab)c", "the atomic group (?>...)"),
+    ],
+)
+def test_backtracking_constructs_are_refused_naming_the_construct(
+    pattern: str, construct: str
+) -> None:
+    with pytest.raises(InvalidPatternError) as caught:
+        compile_patterns(["orders", pattern], key="topics.exclude")
+    error = caught.value
+    assert error.pattern == pattern, "the error names the entry as written"
+    assert error.reason.startswith(f"{construct} needs backtracking"), error.reason
+    assert "rewrite the pattern without it" in error.reason, "the message says what to do"
+    assert error.key == "topics.exclude", "the error carries the list's key"
 
 
-def test_numbered_backreferences_are_renumbered_when_entries_joined() -> None:
-    patterns = [r"(x)\1", r"([a-z])\1-(y)\2"]
-    assert _full(patterns, "aa-yy"), "\\1 in the second entry refers to its own group"
-    assert not _full(patterns, "ax-yy"), "the renumbered backreference still constrains"
-    assert _full(patterns, "xx"), "the first entry keeps its numbering"
-    assert _full([r"(x)", r"(b)\1\123"], "bbS"), "a three-digit octal escape is not renumbered"
+@pytest.mark.parametrize("pattern", [r"(?P<x>a)", r"(?P<x>a)(?P=x)"])
+def test_python_only_syntax_is_refused_when_not_java(pattern: str) -> None:
+    with pytest.raises(InvalidPatternError, match=re.escape("Python syntax, not Java's")):
+        compile_patterns([pattern])
+
+
+def test_named_groups_work_when_java_syntax() -> None:
+    assert _full([r"(?<w>[a-z]+)-v(?<n>[0-9])"], "ab-v1"), "Java named groups"
+    assert translate_java_regex(r"(?<region>eu|us)-.*") == "(eu|us)-.*", "the name is dropped"
+
+
+def test_escapes_are_translated_when_java_spells_them_differently() -> None:
+    assert _full([r"\0101\x42\x{43}\u0044"], "ABCD"), "octal, hex and unicode escapes"
+    assert _full([r"\uD83D\uDE00"], "\U0001f600"), "a surrogate pair is one character"
+    assert _full([r"a\cAb\e"], "a\x01b\x1b"), "control escapes"
+    assert _full([r"\s"], "\x0b"), "Java's \\s includes the vertical tab"
+    assert not _full([r"\S"], "\x0b"), "and \\S excludes it"
+    assert _full([r"\h\v"], "\u3000\u2028"), "Java's \\h and \\v whitespace classes"
+    assert _full([r"\d+"], "42") and not _full([r"\d"], "\u0663"), "\\d is ASCII, as in Java"
 
 
 def test_leading_flags_are_scoped_when_not_first_entry() -> None:
     assert _full(["orders", "(?i)pay.*"], "PAYMENTS"), "(?i) applies to its entry"
     assert not _full(["(?i)pay.*", "orders"], "ORDERS"), "(?i) does not leak to other entries"
     assert _full(["(?i-s)a.b"], "A-B"), "flag groups with '-' are scoped too"
+    assert _full(["a(?i)b"], "aB") and not _full(["a(?i)b"], "AB"), "flags mid-pattern"
+    assert _full(["(?:a(?i)b)c"], "aBc") and not _full(["(?:a(?i)b)c"], "aBC"), "group scope"
+    assert _full(["(?iu)pay", "(?d)x"], "PAY"), "u and d are accepted"
 
 
 def test_end_anchors_are_translated_when_java_z() -> None:
     assert _full([r"orders\z"], "orders"), "\\z is end of input"
     assert _full([r"orders\Z"], "orders"), "\\Z is end of input before a final newline"
+    assert not _full([r"orders\Z"], "orders\n"), "a whole-name match must take the newline"
 
 
-def test_possessive_and_atomic_work_when_python_supports_them() -> None:
-    assert _full([r"a*+b"], "aab"), "possessive quantifier"
-    assert not _full([r"(?>a|ab)c"], "abc"), "atomic group does not backtrack"
-
-
-def test_translation_leaves_python_syntax_when_nothing_java_only() -> None:
+def test_translation_leaves_plain_syntax_when_nothing_java_only() -> None:
     assert translate_java_regex(r"orders-[0-9]+\.v\d") == r"orders-[0-9]+\.v\d", "unchanged"
     assert translate_java_regex(r"[]a]") == r"[]a]", "a leading ']' is a literal in a class"
+    assert _full([r"[]a]+"], "]a]"), "RE2 reads it the same way"
+
+
+# --- bounded matching ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [40, 4000])
+def test_nested_quantifiers_match_in_linear_time_when_name_is_long(length: int) -> None:
+    # A backtracking engine needs about 2**length steps here; RE2 answers at once, so this
+    # test finishes (it is the hang that would fail it, not a timing).
+    exclude = TopicFilter(include=[".*"], exclude=["(a+)+b", "(a|aa)*c", "(.*)*x"])
+    assert exclude.matches("a" * length), "no exclude entry matches a run of a's"
+    assert not exclude.matches("a" * length + "b"), "(a+)+b still matches what it should"
+
+
+def test_a_list_is_compiled_once_when_filters_are_built_again() -> None:
+    first = compile_patterns(["orders.*", "payments"])
+    assert compile_patterns([" orders.* ", "payments", ""]) is first, "cached by its entries"
+    assert TopicFilter(["x"], ["y"])._include_re is TopicFilter(["x"], [])._include_re

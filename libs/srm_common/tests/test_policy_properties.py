@@ -1,4 +1,5 @@
-"""Property tests: remote names round-trip, cycles never close, exclude always wins."""
+"""Property tests: remote names round-trip, cycles never close, exclude always wins, and
+RE2 matches simple Java patterns as a backtracking engine does."""
 
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ def test_exclude_always_wins_when_name_is_in_both_lists(
 @given(st.lists(NAMES, max_size=5), NAMES)
 def test_literal_list_matches_exactly_its_members_when_escaped(names: list[str], name: str) -> None:
     compiled = compile_patterns([re.escape(n) for n in names])
-    matched = compiled is not None and compiled.fullmatch(name) is not None
+    matched = compiled is not None and compiled.matches(name)
     assert matched == (name in names), f"{name!r} matches iff it is listed in {names!r}"
 
 
@@ -161,5 +162,43 @@ def test_literal_list_matches_exactly_its_members_when_escaped(names: list[str],
 def test_java_quote_matches_only_itself_when_text_is_arbitrary(text: str) -> None:
     compiled = compile_patterns([f"\\Q{text}\\E"])
     assert compiled is not None, "a non-blank quoted entry compiles"
-    assert compiled.fullmatch(text) is not None, f"\\Q{text}\\E must match {text!r}"
-    assert compiled.fullmatch(text + "x") is None, "a quoted entry matches nothing longer"
+    assert compiled.matches(text), f"\\Q{text}\\E must match {text!r}"
+    assert not compiled.matches(text + "x"), "a quoted entry matches nothing longer"
+
+
+# Java patterns whose meaning Java and Python's re (ASCII) agree on: literals, '.', classes,
+# \d \w \s, groups, alternation, greedy and lazy quantifiers, a leading (?i).
+ATOMS = st.sampled_from(
+    ["a", "b", "B", "-", "\\.", ".", "[ab]", "[a-c]", "[^a]", "[\\d.]", "\\d", "\\w", "\\s", "\\W"]
+)
+QUANTIFIERS = st.sampled_from(["", "", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,3}", "{0,}"])
+
+
+def _quantified(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.tuples(inner, QUANTIFIERS).map("".join)
+
+
+SIMPLE_PATTERNS = st.tuples(
+    st.sampled_from(["", "(?i)"]),
+    st.recursive(
+        _quantified(ATOMS),
+        lambda inner: st.one_of(
+            st.lists(inner, min_size=1, max_size=3).map("".join),
+            st.lists(inner, min_size=2, max_size=3).map("|".join),
+            _quantified(inner.map(lambda p: f"({p})")),
+            _quantified(inner.map(lambda p: f"(?:{p})")),
+        ),
+        max_leaves=8,
+    ),
+).map("".join)
+
+
+@given(SIMPLE_PATTERNS, st.lists(st.text(alphabet="abcAB1-. _\n\t", max_size=8), max_size=6))
+def test_re2_matches_as_python_re_when_pattern_is_simple_java(
+    pattern: str, names: list[str]
+) -> None:
+    compiled = compile_patterns([pattern])
+    assert compiled is not None, f"{pattern!r} compiles"
+    for name in names:
+        expected = re.fullmatch(pattern, name, re.ASCII) is not None
+        assert compiled.matches(name) == expected, f"{pattern!r} on {name!r}: {expected}"

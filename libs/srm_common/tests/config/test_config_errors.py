@@ -79,8 +79,8 @@ def test_bad_entry_is_named_when_a_topic_regex_does_not_compile() -> None:
     assert error.pattern == "[payments"
     assert str(error) == (
         "mm2.properties:4, key 'primary->backup.topics': invalid regular expression"
-        " '[payments': unterminated character set at position 0. Patterns must match whole"
-        " names (for example 'orders', 'orders-.*' or '.*'); escape a literal dot as '\\.'"
+        " '[payments': missing ] in '[payments'. Patterns must match whole names (for"
+        " example 'orders', 'orders-.*' or '.*'); escape a literal dot as '\\.'"
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from srm_common.config import parse_yaml_text
+from srm_common.config.control import effective_flow
 from srm_common.control.commands import ChangePatterns, CommandRejected, config_diff, decide
 from srm_common.control.events import (
     ConfigApplied,
@@ -22,6 +24,7 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import ControlState, apply, replay
 from srm_common.errors import InvalidCommandError, SrmError
+from srm_common.replication_plan import replicated_partitions
 
 AB = "primary->backup"
 ALIASES = ("primary", "backup")
@@ -118,6 +121,49 @@ def test_bad_commands_are_rejected_with_one_clear_line(
 def test_a_bad_regex_rejects_the_whole_command() -> None:
     with pytest.raises(CommandRejected, match="nothing was changed"):
         decide(STATE, change("add", "fine", "bad["), aliases=ALIASES)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        ("(x)\\1", "the backreference \\1"),
+        ("orders(?!-eu)", "negative lookahead (?!...)"),
+        ("a*+b", "the possessive quantifier *+"),
+        ("(?>a|ab)c", "the atomic group (?>...)"),
+        ("(?P<x>a)", "(?P...) is Python syntax"),
+    ],
+)
+@pytest.mark.parametrize("action", ["add", "add-blacklist"])
+def test_a_pattern_needing_backtracking_is_refused_and_the_lists_stay(
+    pattern: str, construct: str, action: str
+) -> None:
+    for kind in ("topics", "groups"):
+        with pytest.raises(CommandRejected) as caught:
+            decide(STATE, change(action, "fine", pattern, kind=kind), aliases=ALIASES)
+        message = str(caught.value)
+        assert f"invalid regular expression {pattern!r}: {construct}" in message, message
+        assert message.endswith("nothing was changed"), "the operator learns nothing changed"
+
+
+def test_a_pattern_a_stricter_release_refuses_can_still_be_removed() -> None:
+    old = fold(TopicsDenied(AB, ("(x)\\1", "tmp-.*")))
+    events = decide(old, change("remove-blacklist", "(x)\\1"), aliases=ALIASES)
+    assert events == [TopicsDenyRemoved(AB, ("(x)\\1",))]
+
+
+def test_a_nested_quantifier_is_harmless_when_a_long_topic_name_meets_it() -> None:
+    # Issue 11: '(a+)+b' against 40 a's backtracks for hours; RE2 answers at once.
+    state = fold(TopicsAllowed(AB, (".*",)))
+    events = decide(state, change("add-blacklist", "(a+)+b"), aliases=ALIASES)
+    assert events == [TopicsDenied(AB, ("(a+)+b",))], "the pattern is valid Java: accepted"
+    config = parse_yaml_text(
+        'clusters:\n  primary: {bootstrap.servers: "h:1"}\n  backup: {bootstrap.servers: "h:2"}\n'
+        "flows:\n  primary->backup: {enabled: true}\n",
+        "srm.yaml",
+    )
+    flow = effective_flow(config.flow("primary", "backup"), then(state, events).flow(AB))
+    counts = {"a" * 40: 1, "a" * 4000: 1, "a" * 40 + "b": 1}
+    assert replicated_partitions(flow, counts) == [("a" * 40, 0), ("a" * 4000, 0)]
 
 
 # --- config_diff -------------------------------------------------------------------

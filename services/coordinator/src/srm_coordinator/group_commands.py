@@ -16,7 +16,6 @@ last checkpoints on B instead, and says so. ``failback`` is the same move home.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,8 +31,9 @@ from srm_common.adapters.group_admin import (
 from srm_common.adapters.mirror_client import MirrorClient
 from srm_common.cli_support import fail
 from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.domain.filters import compile_patterns
 from srm_common.domain.translation import Translation
-from srm_common.errors import SrmError
+from srm_common.errors import InvalidPatternError, SrmError
 
 PROG = "srm-control"
 Key = tuple[str, int]
@@ -84,10 +84,10 @@ def _group_matcher(args: argparse.Namespace):  # noqa: ANN202
     if args.group:
         return lambda g: g == args.group
     try:
-        pattern = re.compile(args.groups)
-    except re.error as exc:
-        fail(PROG, f"--groups {args.groups!r} is not a valid regex: {exc}")
-    return lambda g: pattern.fullmatch(g) is not None
+        pattern = compile_patterns([args.groups])  # Java's dialect, as in the lists
+    except InvalidPatternError as exc:
+        fail(PROG, f"--groups: {exc.message}")
+    return lambda g: pattern is not None and pattern.matches(g)
 
 
 # -- failover / failback -------------------------------------------------------------------
