@@ -1,16 +1,21 @@
-"""The coordinator API's answers to bad bodies and bad flags: one line, no Kafka needed."""
+"""The coordinator API's answers to bad bodies, oversized input, retried commands and
+bad flags: one line, no Kafka needed."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from srm_common.adapters.http_server import HttpServer
 from srm_common.config import load_config
 from srm_common.config.control import control_settings
+from srm_common.control.events import Envelope, TopicsAllowRemoved
 from srm_coordinator.cli import main
 from srm_coordinator.http_api import create_app
 from srm_coordinator.service import Coordinator
@@ -81,6 +86,7 @@ def test_a_standby_answers_commands_with_503(config_path: Path) -> None:
     finally:
         server.stop()
     assert status == 503 and answer["error"] == "this coordinator is a standby"
+    assert answer["outcome"] == "not applied"
 
 
 def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
@@ -120,3 +126,115 @@ def test_bad_flags_are_one_message_and_exit_2(
     assert code == 2
     # Our own checks print one line; argparse's (the port type) print its usage first.
     assert message in err[-1] and not any("Traceback" in line for line in err), err
+
+
+# -- a leading coordinator behind the API (fakes from conftest.py) -----------------------
+
+
+@pytest.fixture
+def served(leading: Coordinator) -> Iterator[str]:
+    """The API of the ``leading`` coordinator, its loop running every 20 ms."""
+    server = HttpServer(create_app(leading), host="127.0.0.1", port=0, name="test")
+    server.start()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            leading._round()
+            stop.wait(0.02)
+
+    rounds = threading.Thread(target=loop, daemon=True)
+    rounds.start()
+    try:
+        yield server.url
+    finally:
+        stop.set()
+        rounds.join(5)
+        server.stop()
+
+
+def _patterns(action: str, *patterns: str, **extra: object) -> dict[str, object]:
+    return {
+        "flow": "primary->backup",
+        "kind": "topics",
+        "action": action,
+        "patterns": patterns,
+        **extra,
+    }
+
+
+def _appended(coordinator: Coordinator) -> list[Envelope]:
+    return list(coordinator._writer.appended)  # type: ignore[union-attr]
+
+
+def test_a_body_over_1_mib_is_413_before_parsing_and_the_leader_goes_on(
+    leading: Coordinator, served: str
+) -> None:
+    epoch = leading.state.leader.epoch if leading.state.leader else None
+    body = _patterns("add", *(f"t{i}-" + "x" * 1000 for i in range(1100)))
+    data = json.dumps(body).encode()
+    assert len(data) > 1_100_000
+    status, answer = _post(f"{served}/v1/commands/patterns", body)
+    assert status == 413
+    assert answer["outcome"] == "not applied"
+    assert f"request body of {len(data)} bytes too large: at most 1048576 bytes" in str(
+        answer["error"]
+    )
+    # The same body streamed without a Content-Length: refused as it passes the limit.
+    host, port = served.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    chunks = (data[i : i + 65536] for i in range(0, len(data), 65536))
+    connection.request("POST", "/v1/commands/patterns", body=chunks, encode_chunked=True)
+    response = connection.getresponse()
+    assert response.status == 413 and b"at most 1048576 bytes" in response.read()
+    connection.close()
+    # The leader did not notice: same term, nothing of the body in the log, still deciding.
+    assert leading.leading and leading.state.leader is not None
+    assert leading.state.leader.epoch == epoch
+    assert not [e for e in _appended(leading) if e.command_id is not None]
+    status, answer = _post(f"{served}/v1/commands/patterns", _patterns("add", "payments"))
+    assert (status, answer["outcome"]) == (200, "applied")
+
+
+def test_a_retry_after_the_command_was_applied_is_answered_already_applied(
+    leading: Coordinator, served: str
+) -> None:
+    """A removal sent twice under one id (its first answer was lost): applied once, and
+    the retry is not refused for removing what is no longer there."""
+    body = _patterns("remove", "orders", request_id="r-1", by="alice@h via srm-control")
+    first = _post(f"{served}/v1/commands/patterns", body)
+    again = _post(f"{served}/v1/commands/patterns", body)
+    assert first[0] == 200 and first[1]["outcome"] == "applied"
+    assert first[1]["changes"] == ["topics allowlist of primary->backup: - orders"]
+    assert again[0] == 200 and again[1]["outcome"] == "already applied"
+    assert again[1]["changes"] == []
+    assert again[1]["applied"]["by"] == "alice@h via srm-control"  # type: ignore[index]
+    recorded = [e for e in _appended(leading) if e.command_id == "r-1"]
+    assert [type(e.event) for e in recorded] == [TopicsAllowRemoved]
+    # Without the id the same removal is decided again, and refused.
+    status, answer = _post(f"{served}/v1/commands/patterns", _patterns("remove", "orders"))
+    assert (status, answer["outcome"]) == (400, "not applied")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (
+            _patterns("add", *(f"t{i}" for i in range(101))),
+            400,
+            "101 patterns for the topics allowlist of primary->backup: at most 100 per command",
+        ),
+        (_patterns("add", "x" * 1001), 400, "a pattern of 1001 characters"),
+        (_patterns("add", "x", by="u" * 201), 422, "by: String should have at most 200"),
+        (_patterns("add", "x", request_id="r" * 65), 422, "request_id: String should have"),
+        (_patterns("add", "x", request_id="a b"), 422, "request_id: String should match"),
+    ],
+    ids=["101 patterns", "long pattern", "long by", "long request_id", "bad request_id"],
+)
+def test_input_over_a_limit_is_refused_naming_it_and_the_leader_goes_on(
+    leading: Coordinator, served: str, body: dict[str, object], status: int, message: str
+) -> None:
+    answer = _post(f"{served}/v1/commands/patterns", body)
+    assert answer[0] == status and message in str(answer[1]["error"]), answer
+    assert answer[1]["outcome"] == "not applied"
+    assert leading.leading and not [e for e in _appended(leading) if e.command_id]

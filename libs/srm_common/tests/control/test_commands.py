@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 from srm_common.config import parse_yaml_text
 from srm_common.config.control import effective_flow
-from srm_common.control.commands import ChangePatterns, CommandRejected, config_diff, decide
+from srm_common.control.commands import (
+    MAX_PATTERN_LENGTH,
+    MAX_PATTERNS,
+    ChangePatterns,
+    CommandRejected,
+    ResumePartition,
+    applied_before,
+    command_id,
+    config_diff,
+    decide,
+)
 from srm_common.control.events import (
     ConfigApplied,
     Envelope,
@@ -22,7 +32,7 @@ from srm_common.control.events import (
     TopicsDenied,
     TopicsDenyRemoved,
 )
-from srm_common.control.state import ControlState, apply, replay
+from srm_common.control.state import AppliedCommand, ControlState, apply, replay
 from srm_common.errors import InvalidCommandError, SrmError
 from srm_common.replication_plan import replicated_partitions
 
@@ -164,6 +174,44 @@ def test_a_nested_quantifier_is_harmless_when_a_long_topic_name_meets_it() -> No
     flow = effective_flow(config.flow("primary", "backup"), then(state, events).flow(AB))
     counts = {"a" * 40: 1, "a" * 4000: 1, "a" * 40 + "b": 1}
     assert replicated_partitions(flow, counts) == [("a" * 40, 0), ("a" * 4000, 0)]
+
+
+# --- bounded input and command ids ---------------------------------------------------
+
+
+def test_more_than_100_patterns_in_one_command_are_refused_naming_the_limit() -> None:
+    assert decide(STATE, change("add", *(f"t{i}" for i in range(MAX_PATTERNS))), aliases=ALIASES)
+    with pytest.raises(CommandRejected, match="101 patterns for the topics allowlist of") as c:
+        decide(STATE, change("add", *(f"t{i}" for i in range(101))), aliases=ALIASES)
+    assert f"at most {MAX_PATTERNS} per command" in str(c.value)
+
+
+def test_a_pattern_over_1000_characters_is_refused_unless_removing_one_the_list_holds() -> None:
+    long = "x" * (MAX_PATTERN_LENGTH + 1)
+    assert decide(STATE, change("add", "y" * MAX_PATTERN_LENGTH), aliases=ALIASES)
+    for action in ("add", "remove", "add-blacklist"):
+        with pytest.raises(CommandRejected) as caught:
+            decide(STATE, change(action, long), aliases=ALIASES)
+        message = str(caught.value)
+        assert f"a pattern of {MAX_PATTERN_LENGTH + 1} characters" in message
+        assert f"at most {MAX_PATTERN_LENGTH} characters" in message and len(message) < 300
+    held = fold(TopicsAllowed(AB, (long,)))  # from a config file, say
+    assert decide(held, change("remove", long), aliases=ALIASES) == [
+        TopicsAllowRemoved(AB, (long,))
+    ]
+
+
+def test_a_command_whose_id_the_log_holds_was_applied_before() -> None:
+    command = ChangePatterns(AB, "topics", "remove", ("payments",), command_id="r-1")
+    assert command_id(command) == "r-1" and applied_before(STATE, command) is None
+    events = decide(STATE, command, aliases=ALIASES)
+    state = STATE
+    for event in events:
+        state = apply(state, Envelope(event, 5, "alice", "r-1"))
+    assert applied_before(state, command) == AppliedCommand(5, "alice", 1)
+    assert applied_before(state, change("remove", "payments")) is None, "no id: decide it"
+    resume = ResumePartition(AB, "orders", 0, "copy-end", None, "r-2")
+    assert command_id(resume) == "r-2"
 
 
 # --- config_diff -------------------------------------------------------------------

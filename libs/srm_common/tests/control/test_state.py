@@ -23,6 +23,8 @@ from srm_common.control.events import (
     TopicsDenied,
 )
 from srm_common.control.state import (
+    COMMANDS_REMEMBERED,
+    AppliedCommand,
     ControlState,
     FlowState,
     FlowTasks,
@@ -198,3 +200,19 @@ def test_to_json_is_plain_sorted_json_and_digest_ignores_position() -> None:
     assert elsewhere.to_json() != view and elsewhere.digest() == state.digest()
     assert fold(*events[:-1]).digest() != state.digest()
     assert replay(log(*events, start_ms=50_000)).digest() != state.digest(), "join times count"
+
+
+def test_command_ids_are_remembered_newest_first_forgotten_beyond_the_limit() -> None:
+    state = ControlState()
+    for i, event in enumerate((TopicsAllowed(AB, ("a",)), TopicsDenied(AB, ("b",)))):
+        state = apply(state, Envelope(event, 1000, "alice", "c-0", offset=i))
+    state = apply(state, Envelope(FlowEnabled(AB), 2000, None, None, offset=2))
+    assert state.commands == {"c-0": AppliedCommand(1000, "alice", 2)}
+    assert state.to_json()["commands"] == {"c-0": {"at_ms": 1000, "by": "alice", "events": 2}}
+    digest = state.digest()
+    for i in range(1, COMMANDS_REMEMBERED + 1):
+        state = apply(state, Envelope(FlowEnabled(AB), 3000, "bob", f"c-{i}", offset=2 + i))
+    assert len(state.commands) == COMMANDS_REMEMBERED
+    assert "c-0" not in state.commands and f"c-{COMMANDS_REMEMBERED}" in state.commands
+    assert next(iter(state.commands)) == "c-1", "the oldest goes first"
+    assert state.digest() != digest

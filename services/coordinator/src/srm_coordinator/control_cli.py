@@ -12,30 +12,30 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import os
 import socket
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import fail, load_or_exit, parse_pairs
 from srm_common.config.control import ControlSettings, control_settings
 from srm_common.config.model import SrmConfig
+from srm_common.control.events import describe
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
 from srm_coordinator import group_commands
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
+from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
 
 PROG = "srm-control"
-# The coordinator answers a command within 30 s (20 s queued, 10 s writing) or says why.
-ANSWER_TIMEOUT_S = 35.0
-ANSWER_TIMED_OUT = -1
+EXIT_NOT_APPLIED = 1
+EXIT_UNKNOWN = 3
+DEFAULT_TIMEOUT_S = 30.0
 
 EPILOG = """\
 examples:
@@ -58,6 +58,12 @@ examples:
 The configuration comes from --config, else $SRM_CONFIG, else ./srm.yaml, else
 ./deploy/local/srm.yaml (the stack `make up` runs). Changes take effect on the running
 drivers within seconds; denylist entries win over allowlist entries.
+
+A change is sent to the coordinator leader, again (under the same command id, so it
+applies once) across a leader change or a lost answer, until --timeout (30 s).
+exit status: 0 applied (or nothing to change, or listed); 1 not applied (refused, or no
+leader took it: nothing changed); 2 bad flags or configuration; 3 unknown: the leader
+took the command and its answer was lost (check with --list or audit).
 """
 
 
@@ -158,14 +164,12 @@ def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSett
             "kind": args.command,
             "action": action,
             "patterns": patterns,
-            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control",
+            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
+            "request_id": uuid.uuid4().hex,
         }
-        answer = _send(state, "/v1/commands/patterns", body)
-        changes = answer.get("changes") or []
-        for line in changes:
-            print(line)
-        if not changes:
-            print(f"{flow}: nothing to change ({', '.join(patterns)} already as asked)")
+        _print_outcome(
+            _send(state, settings, "/v1/commands/patterns", body, args.timeout), flow, patterns
+        )
     if args.list:
         if actions:
             state = _state(settings)
@@ -173,60 +177,68 @@ def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSett
     return 0
 
 
-def _send(state: ControlState, path: str, body: dict[str, object]) -> dict[str, object]:
-    """POST to the leader recorded in the log, following one redirect from a standby."""
+def _send(
+    state: ControlState,
+    settings: ControlSettings,
+    path: str,
+    body: dict[str, object],
+    timeout: float,
+) -> Applied:
+    """Deliver a command to the leader (``srm_coordinator.delivery``): what it applied,
+    or exit 1 (not applied) or 3 (unknown) with one line."""
     if state.leader is None:
         fail(
             PROG,
-            "no coordinator has ever led this event log: start srm-coordinator"
+            "not applied: no coordinator has ever led this event log: start srm-coordinator"
             " (make up starts two)",
-            status=1,
+            status=EXIT_NOT_APPLIED,
         )
-    url = state.leader.url
-    for _attempt in range(3):
-        status, answer = _post(url + path, body)
-        if status == 503 and answer.get("leader") and answer["leader"] != url:
-            url = str(answer["leader"])
-            continue
-        if status in (400, 504):
-            fail(PROG, str(answer.get("error") or f"the leader answered HTTP {status}"), status=1)
-        if status == ANSWER_TIMED_OUT:
-            fail(
-                PROG,
-                f"the leader at {url} took the command but did not answer within"
-                f" {ANSWER_TIMEOUT_S:.0f} s; it may yet be applied: check with --list or"
-                " audit before trying again",
-                status=1,
-            )
-        if status == 200:
-            return answer
-        break
-    fail(
-        PROG,
-        f"no coordinator reachable: the leader recorded in the event log"
-        f" ({state.leader.coordinator} at {url}) does not answer; is srm-coordinator"
-        " running? (make up starts it; `make down && make up` restarts it)",
-        status=1,
+    delivery = Delivery(
+        post=post_json,
+        leader_url=lambda wait: _leader_url(settings, wait),
+        applied_in_log=lambda request_id, wait: _applied_in_log(settings, request_id, wait),
     )
+    outcome = delivery.send(state.leader.url, path, body, timeout)
+    if isinstance(outcome, NotApplied):
+        fail(PROG, f"not applied: {outcome.reason}", status=EXIT_NOT_APPLIED)
+    if isinstance(outcome, Unknown):
+        fail(PROG, f"unknown: {outcome.reason}", status=EXIT_UNKNOWN)
+    return outcome
 
 
-def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+def _leader_url(settings: ControlSettings, wait: float) -> str | None:
+    """The leader the event log names now; None when none does or it cannot be read."""
     try:
-        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read() or b"{}")
-        except ValueError:
-            return exc.code, {}
-    except TimeoutError:
-        # Sent, no answer (a connect timeout is a URLError: nothing was sent then).
-        return ANSWER_TIMED_OUT, {}
-    except (urllib.error.URLError, OSError, ValueError):
-        return 0, {}
+        leader = replay(read_log(settings, timeout=min(wait, 15))).leader
+    except SrmError:
+        return None
+    return leader.url if leader is not None else None
+
+
+def _applied_in_log(settings: ControlSettings, request_id: str, wait: float) -> list[str] | None:
+    """What the log holds under command id ``request_id`` ([] nothing; None: unreadable)."""
+    try:
+        envelopes = read_log(settings, timeout=min(wait, 15))
+    except SrmError:
+        return None
+    if request_id not in replay(envelopes).commands:
+        return []
+    return [describe(e) for e in envelopes if e.command_id == request_id]
+
+
+def _print_outcome(applied: Applied, flow: str, patterns: Sequence[str]) -> None:
+    answer = applied.answer
+    if answer.get("outcome") == "already applied":
+        before = answer.get("applied")
+        record = cast(dict[str, object], before) if isinstance(before, dict) else {}
+        at_ms, by = record.get("at_ms"), record.get("by")
+        when = f" at {format_time(at_ms)} by {by}" if isinstance(at_ms, int) else ""
+        print(f"{flow}: applied{when} (an earlier attempt of this command took effect)")
+        return
+    for line in applied.changes:
+        print(line)
+    if not applied.changes:
+        print(f"{flow}: nothing to change ({', '.join(patterns)} already as asked)")
 
 
 def _print_lists(state: ControlState, flow: str, kind: str) -> None:
@@ -280,11 +292,11 @@ def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSe
             "partition": int(number),
             "mode": args.from_,
             "offset": args.offset,
-            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control",
+            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
             "request_id": uuid.uuid4().hex,
         }
-        for line in _send(state, "/v1/commands/resume", body).get("changes") or []:
-            print(line)
+        resumed = _send(state, settings, "/v1/commands/resume", body, args.timeout)
+        _print_outcome(resumed, flow, [args.resume])
     if args.list:
         _print_partitions(_state(settings), flow)
     return 0
@@ -373,6 +385,27 @@ options of every subcommand (before or after it):
 """
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
+
+
+def _timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long to keep trying to reach the leader, across a leader change"
+        f" (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -399,6 +432,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--add-blacklist", metavar="A,B", help="add entries to the denylist")
         p.add_argument("--remove-blacklist", metavar="A,B", help="remove entries from the denylist")
         p.add_argument("--list", action="store_true", help="print the lists and what matches now")
+        _timeout_option(p)
     p = sub.add_parser(
         "partitions",
         help="list halted partitions of a flow, or resume one from an explicit choice",
@@ -417,6 +451,7 @@ def _parser() -> argparse.ArgumentParser:
         " source-start / source-end: the source partition's start / end; offset: --offset N",
     )
     p.add_argument("--offset", type=int, metavar="N", help="the source offset for --from offset")
+    _timeout_option(p)
     o = sub.add_parser(
         "offsets",
         help="translated consumer group offsets of a flow, from its checkpoints",

@@ -3,13 +3,20 @@
 srm-control and (later) the gateway send commands here. A standby answers 503 with the
 leader's URL in ``leader``, so a client can follow it; a rejected command is a 400 and
 a command the leader did not carry out in time a 504, each with the one line to show
-in ``error``.
+in ``error``. Every answer to a command says its ``outcome``: ``applied``, ``already
+applied`` (a retry under the id ``request_id`` of a command the log holds),
+``unchanged``, ``not applied``, or ``unknown`` (the leader lost the log or the time while
+writing it: a retry under the same ``request_id`` tells).
+
+Input is bounded before it reaches the leader: a body over 1 MiB is a 413 before it is
+parsed (:class:`BodyLimit`), a field too long a 422, too many or too long patterns a 400
+(:mod:`srm_common.control.commands`). None of these touches the leader's loop.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,16 +30,101 @@ from srm_common.control.commands import (
     ReportLoss,
     ResumePartition,
 )
+from starlette.exceptions import HTTPException
 
 from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
 
+MAX_BODY_BYTES = 1024 * 1024
+# A refused body is read (not kept) up to this much, so that a client that sends all of
+# it before reading gets the 413 rather than a reset connection.
+DRAIN_BYTES = 8 * MAX_BODY_BYTES
+REQUEST_ID = r"^[A-Za-z0-9._:-]+$"
+
+ASGIApp = Any  # the ASGI callables, untyped in starlette
+Message = dict[str, Any]
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 with one line
+    before anything parses it: at once when ``Content-Length`` says so, else as soon as
+    the streamed body passes the limit. A body within it is read here and handed on."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Message, receive: ASGIApp, send: ASGIApp) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            if not declared.isdigit():
+                await _answer(send, 400, f"bad request: Content-Length {declared[:20]!r}")
+                return
+            await self._too_large(receive, send, int(declared), more=True)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await self._too_large(receive, send, None, more=bool(message.get("more_body")))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        handed = False
+
+        async def replay() -> Message:
+            nonlocal handed
+            if handed:
+                return await receive()
+            handed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(
+        self, receive: ASGIApp, send: ASGIApp, declared: int | None, *, more: bool
+    ) -> None:
+        if more and (declared is None or declared <= DRAIN_BYTES):
+            drained = 0
+            while drained <= DRAIN_BYTES:
+                message = await receive()
+                drained += len(message.get("body", b""))
+                if message["type"] == "http.disconnect" or not message.get("more_body"):
+                    break
+        size = f" of {declared} bytes" if declared is not None else ""
+        await _answer(
+            send,
+            413,
+            f"request body{size} too large: at most {self.limit} bytes (1 MiB);"
+            " nothing was applied",
+        )
+
+
+async def _answer(send: ASGIApp, status: int, error: str) -> None:
+    response = JSONResponse({"error": error, "outcome": "not applied"}, status_code=status)
+    await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
+
 
 class PatternsBody(BaseModel):
-    flow: str = Field(description="source->target, e.g. primary->backup")
+    """Edit one list of a flow (``srm-control topics|groups``); ``request_id`` (the same
+    in every retry) makes a retried request apply once."""
+
+    flow: str = Field(description="source->target, e.g. primary->backup", max_length=500)
     kind: Literal["topics", "groups"]
     action: Literal["add", "remove", "add-blacklist", "remove-blacklist"]
     patterns: list[str] = Field(min_length=1)
-    by: str | None = Field(default=None, description="who asks (user@host)")
+    by: str | None = Field(default=None, max_length=200, description="who asks (user@host)")
+    request_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=REQUEST_ID)
 
 
 class RefreshBody(BaseModel):
@@ -44,13 +136,13 @@ class ResumeBody(BaseModel):
     """Resume a halted partition from an explicit choice (``srm-control partitions
     --resume``); ``request_id`` makes a retried request apply once."""
 
-    flow: str = Field(description="source->target, e.g. primary->backup")
+    flow: str = Field(description="source->target, e.g. primary->backup", max_length=500)
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0)
     mode: Literal["copy-end", "source-start", "source-end", "offset"]
     offset: int | None = Field(default=None, ge=0)
     by: str | None = Field(default=None, max_length=200)
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=REQUEST_ID)
 
 
 class HaltReport(BaseModel):
@@ -74,13 +166,22 @@ class LossReport(BaseModel):
 
 
 def _not_leader(exc: NotLeader) -> JSONResponse:
+    if exc.maybe_applied:
+        error = (
+            "this coordinator stopped leading while writing the command to the event log;"
+            " it may be applied: send it again under the same request_id"
+        )
+    else:
+        error = "this coordinator is a standby"
+    outcome = "unknown" if exc.maybe_applied else "not applied"
     return JSONResponse(
-        {"error": "this coordinator is a standby", "leader": exc.leader_url}, status_code=503
+        {"error": error, "leader": exc.leader_url, "outcome": outcome}, status_code=503
     )
 
 
 def create_app(coordinator: Coordinator) -> FastAPI:
     app = FastAPI(title="SRM coordinator", version="1")
+    app.add_middleware(BodyLimit)
 
     @app.exception_handler(RequestValidationError)
     def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -88,7 +189,15 @@ def create_app(coordinator: Coordinator) -> FastAPI:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()
         )
-        return JSONResponse({"error": f"bad request: {problems}"}, status_code=422)
+        return JSONResponse(
+            {"error": f"bad request: {problems}", "outcome": "not applied"}, status_code=422
+        )
+
+    @app.exception_handler(HTTPException)
+    def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        # FastAPI's own refusals (a body that is not JSON, or nested too deep to parse).
+        outcome = {"outcome": "not applied"} if exc.status_code < 500 else {}
+        return JSONResponse({"error": f"{exc.detail}", **outcome}, status_code=exc.status_code)
 
     @app.get("/v1/leader")
     def leader() -> dict[str, object]:
@@ -116,14 +225,23 @@ def create_app(coordinator: Coordinator) -> FastAPI:
         except NotLeader as exc:
             return _not_leader(exc)
         except CommandRejected as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return JSONResponse({"error": str(exc), "outcome": "not applied"}, status_code=400)
         except CommandTimedOut as exc:
-            return JSONResponse({"error": str(exc)}, status_code=504)
-        return JSONResponse({"offset": result.offset, "changes": list(result.changes)})
+            outcome = "unknown" if exc.maybe_applied else "not applied"
+            return JSONResponse({"error": str(exc), "outcome": outcome}, status_code=504)
+        answer: dict[str, object] = {"offset": result.offset, "changes": list(result.changes)}
+        if result.before is not None:
+            answer["outcome"] = "already applied"
+            answer["applied"] = {"at_ms": result.before.at_ms, "by": result.before.by}
+        else:
+            answer["outcome"] = "applied" if result.changes else "unchanged"
+        return JSONResponse(answer)
 
     @app.post("/v1/commands/patterns")
     def patterns(body: PatternsBody) -> JSONResponse:
-        command = ChangePatterns(body.flow, body.kind, body.action, tuple(body.patterns))
+        command = ChangePatterns(
+            body.flow, body.kind, body.action, tuple(body.patterns), body.request_id
+        )
         return run(command, body.by or "unknown")
 
     @app.post("/v1/commands/resume")

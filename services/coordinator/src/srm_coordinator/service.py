@@ -29,9 +29,16 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
-from srm_common.control.commands import ChangePatterns, Command, CommandRejected, decide
+from srm_common.control.commands import (
+    ChangePatterns,
+    Command,
+    CommandRejected,
+    applied_before,
+    command_id,
+    decide,
+)
 from srm_common.control.events import Envelope, describe
-from srm_common.control.state import ControlState, apply
+from srm_common.control.state import AppliedCommand, ControlState, apply
 
 from srm_coordinator.election import LeaderElection
 from srm_coordinator.leader import Leader, Round
@@ -44,22 +51,32 @@ ROUND_SECONDS = 0.2
 
 
 class NotLeader(Exception):
-    """This instance does not lead; ``leader_url`` is where the leader answers, if known."""
+    """This instance does not lead; ``leader_url`` is where the leader answers, if known.
+    ``maybe_applied``: it stopped leading while appending the command, which may be in
+    the log (a retry under the command's id tells)."""
 
-    def __init__(self, leader_url: str | None) -> None:
+    def __init__(self, leader_url: str | None, *, maybe_applied: bool = False) -> None:
         super().__init__(leader_url)
         self.leader_url = leader_url
+        self.maybe_applied = maybe_applied
 
 
 class CommandTimedOut(Exception):
     """The leader did not carry out a command in time; the message says whether it may
-    still have been applied."""
+    still have been applied (``maybe_applied``)."""
+
+    def __init__(self, message: str, *, maybe_applied: bool) -> None:
+        super().__init__(message)
+        self.maybe_applied = maybe_applied
 
 
 @dataclass(frozen=True)
 class CommandResult:
+    """``before`` is set when the log already held the command (a retry): nothing new."""
+
     offset: int
     changes: tuple[str, ...]
+    before: AppliedCommand | None = None
 
 
 class Coordinator:
@@ -113,14 +130,16 @@ class Coordinator:
                 raise CommandTimedOut(
                     f"the leader did not get to the command within {timeout:g} s"
                     " (is the control cluster slow?); it was withdrawn and not applied:"
-                    " try again"
+                    " try again",
+                    maybe_applied=False,
                 ) from None
         try:  # the loop had started on it: wait for the outcome a while longer
             return future.result(timeout / 2)
         except FutureTimeout:
             raise CommandTimedOut(
                 "the leader is still writing the command to the event log; it may yet be"
-                " applied: check with --list or audit before trying again"
+                " applied: check with --list or audit before trying again",
+                maybe_applied=True,
             ) from None
 
     def notify(self, flow: str) -> None:
@@ -289,11 +308,15 @@ class Coordinator:
                 return
             if not future.set_running_or_notify_cancel():
                 continue  # withdrawn by submit(): its caller was told it timed out
+            before = applied_before(self.state, command)
+            if before is not None:  # a retry of a command in the log: applied once
+                future.set_result(CommandResult(self.state.offset, (), before))
+                continue
             round_ = Round(self.state, by, int(time.time() * 1000))
-            command_id = uuid.uuid4().hex
             try:
                 round_.add(
-                    decide(self.state, command, aliases=self.config.aliases), command=command_id
+                    decide(self.state, command, aliases=self.config.aliases),
+                    command=command_id(command) or uuid.uuid4().hex,
                 )
             except CommandRejected as exc:
                 future.set_exception(exc)
@@ -308,7 +331,7 @@ class Coordinator:
                     CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
                 )
             else:
-                future.set_exception(NotLeader(self._leader_url()))
+                future.set_exception(NotLeader(self._leader_url(), maybe_applied=True))
 
     def _commit(self, round_: Round) -> bool:
         """Append the round's events; False (and no longer leading) when it failed."""

@@ -1,7 +1,13 @@
 """Operator commands and config-file changes, validated into the events they decide.
 
 Pure: the coordinator passes the folded state in and appends what comes out. A command
-that would change nothing decides no events, so a retried command is harmless.
+that would change nothing decides no events. A command carries its caller's id
+(:func:`command_id`), which the leader records on the events it decides; a retry under
+that id is answered from the log (:func:`applied_before`) instead of being decided again,
+so a command the caller did not hear back about applies once.
+
+Input is bounded: at most ``MAX_PATTERNS`` patterns per command, each at most
+``MAX_PATTERN_LENGTH`` characters (the HTTP API also caps the body at 1 MiB).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from srm_common.control.schema import (
     RecordsLost,
     pattern_event_class,
 )
-from srm_common.control.state import ControlState, FlowState, partition_key
+from srm_common.control.state import AppliedCommand, ControlState, FlowState, partition_key
 from srm_common.domain.filters import compile_patterns
 from srm_common.errors import ConfigError, InvalidCommandError
 
@@ -38,6 +44,8 @@ _ACTIONS: Mapping[str, tuple[PatternList, bool]] = {
 }
 _LIST_FIELDS = ("topics", "topics_exclude", "groups", "groups_exclude")
 _NO_FLOW = FlowBaseline(False, (), (), (), ())
+MAX_PATTERNS = 100
+MAX_PATTERN_LENGTH = 1000
 
 
 class CommandRejected(InvalidCommandError):
@@ -46,12 +54,14 @@ class CommandRejected(InvalidCommandError):
 
 @dataclass(frozen=True, slots=True)
 class ChangePatterns:
-    """``srm-control topics|groups --source S --target T --add ... ``: edit one list."""
+    """``srm-control topics|groups --source S --target T --add ... ``: edit one list.
+    ``command_id`` (the caller's, the same in every retry) makes a retry apply once."""
 
     flow: str
     kind: PatternKind
     action: PatternAction
     patterns: tuple[str, ...]
+    command_id: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "patterns", tuple(self.patterns))
@@ -101,6 +111,22 @@ class ReportLoss:
 Command = ChangePatterns | ResumePartition | ReportHalt | ReportLoss
 HALT_KINDS = ("conflict", "recreated", "truncated", "missing", "retention", "poison")
 MAX_REASON = 2000
+
+
+def command_id(command: Command) -> str | None:
+    """The caller's id of ``command``, if it gave one (drivers' reports have none)."""
+    if isinstance(command, ChangePatterns):
+        return command.command_id
+    if isinstance(command, ResumePartition):
+        return command.request_id
+    return None
+
+
+def applied_before(state: ControlState, command: Command) -> AppliedCommand | None:
+    """The record of ``command`` when the log already holds events under its id (a retry
+    of a command that was applied); ``None`` otherwise: decide it."""
+    given = command_id(command)
+    return None if given is None else state.commands.get(given)
 
 
 def parse_flow(flow: str, aliases: Sequence[str]) -> tuple[str, str]:
@@ -209,10 +235,22 @@ def _decide_patterns(
     list_, adds = _ACTIONS[command.action]
     cls = pattern_event_class(command.kind, list_, adds)
     where = f"{cls.list_name()} of {flow}"
+    if len(command.patterns) > MAX_PATTERNS:
+        raise CommandRejected(
+            f"{len(command.patterns)} patterns for the {where}: at most {MAX_PATTERNS} per"
+            " command; split the change, nothing was changed"
+        )
     patterns = tuple(dict.fromkeys(p.strip() for p in command.patterns if p.strip()))
     if not patterns:
         raise CommandRejected(f"no pattern given for the {where}; name at least one")
     current = state.flow(flow).patterns(cls.list_field())
+    for pattern in patterns:
+        # A pattern the list holds (from the config file) stays removable.
+        if len(pattern) > MAX_PATTERN_LENGTH and (adds or pattern not in current):
+            raise CommandRejected(
+                f"a pattern of {len(pattern)} characters ({pattern[:40]!r}...) for the"
+                f" {where}: at most {MAX_PATTERN_LENGTH} characters; nothing was changed"
+            )
     if adds:
         # Removal skips this check: a pattern that a stricter release no longer accepts
         # must still be removable.

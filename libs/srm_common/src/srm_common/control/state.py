@@ -161,6 +161,21 @@ class ResumeInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class AppliedCommand:
+    """A command the log holds events of (``Envelope.command_id``): when, by whom, and
+    how many events it decided. A retry under the same id is answered from this."""
+
+    at_ms: int
+    by: str
+    events: int
+
+
+# Command ids remembered: the newest this many (ids of older commands are forgotten,
+# so a retry of one of them is decided again). srm-control retries for seconds.
+COMMANDS_REMEMBERED = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class Leader:
     coordinator: str
     url: str
@@ -193,6 +208,8 @@ class ControlState:
     losses: Mapping[str, tuple[tuple[int, int], ...]] = field(
         default_factory=dict[str, tuple[tuple[int, int], ...]]
     )
+    # The newest COMMANDS_REMEMBERED command ids, oldest first.
+    commands: Mapping[str, AppliedCommand] = field(default_factory=dict[str, AppliedCommand])
 
     def lost(self, key: str) -> int:
         """Offsets of partition ``key`` lost to retention before they were copied."""
@@ -255,6 +272,7 @@ class ControlState:
             "losses": {
                 key: [list(r) for r in ranges] for key, ranges in sorted(self.losses.items())
             },
+            "commands": {key: _plain(c) for key, c in sorted(self.commands.items())},
         }
 
 
@@ -272,7 +290,8 @@ def _plain(
     | TaskConfigsGenerated
     | DriverInfo
     | HaltInfo
-    | ResumeInfo,
+    | ResumeInfo
+    | AppliedCommand,
 ) -> dict[str, object]:
     def convert(item: object) -> object:
         if isinstance(item, tuple):
@@ -286,6 +305,8 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
     """The state after ``envelope``: a new object; ``state`` is left as it was."""
     event = envelope.event
     state = replace(state, offset=envelope.offset, at_ms=envelope.at_ms)
+    if envelope.command_id is not None:
+        state = _remember(state, envelope.command_id, envelope)
     if isinstance(event, CoordinatorElected):
         leader = Leader(event.coordinator, event.url, event.epoch, envelope.at_ms)
         return replace(state, leader=leader)
@@ -357,6 +378,19 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
             return state
         return replace(state, losses={**state.losses, key: tuple(sorted((*ranges, lost)))})
     return state
+
+
+def _remember(state: ControlState, command_id: str, envelope: Envelope) -> ControlState:
+    """Count ``envelope`` to its command; a new id forgets the oldest beyond the limit."""
+    known = state.commands.get(command_id)
+    if known is not None:
+        applied = replace(known, events=known.events + 1)
+        return replace(state, commands={**state.commands, command_id: applied})
+    applied = AppliedCommand(envelope.at_ms, envelope.by or "unknown", 1)
+    commands = {**state.commands, command_id: applied}
+    if len(commands) > COMMANDS_REMEMBERED:
+        del commands[next(iter(commands))]
+    return replace(state, commands=commands)
 
 
 def _with_flow(state: ControlState, name: str, flow: FlowState) -> ControlState:
