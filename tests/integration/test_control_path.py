@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import json
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -330,3 +332,198 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
     finally:
         if coordinator.alive():
             coordinator.kill9()
+
+
+def _leader_log(process: testing.CoordinatorProcess) -> dict:  # type: ignore[type-arg]
+    """The coordinator's view of the event log (GET /v1/leader), from the URL it printed."""
+    return _get(f"{_leader_log_url(process)}/v1/leader")["log"]
+
+
+def _copied(kafka, remote: str) -> int:  # type: ignore[no-untyped-def]
+    return sum(testing.end_offsets(kafka["backup"], remote).values())
+
+
+@pytest.mark.spark
+def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_name, capsys):  # type: ignore[no-untyped-def]
+    """Two coordinators and a driver copying under load. A record that is not an event
+    (``echo junk | kafka-console-producer``) is skipped and reported with its offset by
+    both coordinators and the driver, and copying goes on. Then the events topic is
+    deleted: every coordinator reports 'event log lost', keeps its state (equal digests)
+    and nobody leads, so the driver copies on; `srm-control restore --from-db` brings back
+    the same `--list`, and the copy is exact at the end."""
+    prefix = unique_name("lost")
+    topic = kafka.create_topic("primary", f"{prefix}-orders", partitions=2)
+    remote = f"primary.{topic}"
+    kafka.created.append(("backup", remote))
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [topic]},
+            "backup->primary": {"enabled": False},
+        },
+        replication={"srm.control.topic.prefix": prefix},
+    )
+    settings = control_settings(load_or_exit("test", config, []))
+    for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
+        kafka.created.append(("primary", name))
+    coordinators = [
+        testing.CoordinatorProcess(
+            config, tmp_path / f"{c}.log", c, "--projection", f"sqlite:///{tmp_path / c}.db"
+        )
+        for c in ("c1", "c2")
+    ]
+    driver = testing.DriverProcess(
+        config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
+    )
+    producer = testing.SteadyProducer(kafka["primary"], topic, 2)
+    processes = [*coordinators, driver]
+
+    def logs() -> str:
+        return "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-2500:]}" for p in processes)
+
+    def lists() -> str:
+        code, out, err = _control(
+            config, "topics", "--source", "primary", "--target", "backup", "--list", capsys=capsys
+        )
+        assert code == 0, err
+        return out
+
+    try:
+        coordinators[0].start()
+        testing.wait_until(lambda: _state(config).leader is not None, 60, "c1 leads", detail=logs)
+        coordinators[1].start()
+        driver.start()
+        producer.start()
+        testing.wait_until(lambda: _copied(kafka, remote) > 1000, 240, "copying", detail=logs)
+        driver_url = _state(config).drivers["d1"].url
+
+        # 1. Junk in the event log.
+        subprocess.run(
+            f"echo junk | {Path(sys.executable).parent}/kafka-console-producer"
+            f" --bootstrap-server {kafka['primary']} --topic {settings.events_topic}",
+            shell=True,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        testing.wait_until(
+            lambda: all(_leader_log(c)["skipped"] == 1 for c in coordinators),
+            30,
+            "both coordinators skip the junk",
+            detail=logs,
+        )
+        where = _leader_log(coordinators[0])["skipped_recent"][0]["at"]
+        copied = _copied(kafka, remote)
+        testing.wait_until(
+            lambda: _copied(kafka, remote) > copied + 3000, 60, "copying goes on", detail=logs
+        )
+        assert all(p.alive() for p in processes)
+        assert f"skipped the record at {where}: control event at offset" in (
+            coordinators[1].log_text()
+        )
+        assert testing.get_json(f"{driver_url}/v1/driver")["control_log"]["skipped"] == 1
+        with capsys.disabled():
+            print(f"\njunk at {where}: skipped by c1, c2 and d1; copying went on")
+
+        # 2. The event log deleted while running.
+        before = lists()
+        deleted = time.monotonic()
+        testing.delete_topics(kafka["primary"], [settings.events_topic])
+        testing.wait_until(
+            lambda: all(
+                (_leader_log(c)["problem"] or "").startswith("event log lost") for c in coordinators
+            ),
+            60,
+            "every coordinator reports the log lost",
+            detail=logs,
+        )
+        reported = time.monotonic() - deleted
+        states = [_get(f"{_leader_log_url(c)}/v1/state") for c in coordinators]
+        leaders = [_get(f"{_leader_log_url(c)}/v1/leader")["leading"] for c in coordinators]
+        assert states[0]["digest"] == states[1]["digest"], "coordinators diverged"
+        assert leaders == [False, False]
+        copied = _copied(kafka, remote)
+        time.sleep(10)
+        copied_while_lost = _copied(kafka, remote) - copied
+        assert settings.events_topic not in testing.list_topics(kafka["primary"]), (
+            "nobody may start an empty log in the lost one's place"
+        )
+        assert "event log lost" in driver_log_problem(driver_url)
+        assert copied_while_lost > 0, "nobody leads: the driver keeps its lease and copies"
+
+        # 3. Restore from c1's SQL projection.
+        code, out, err = _control(
+            config, "restore", "--from-db", f"sqlite:///{tmp_path / 'c1'}.db", capsys=capsys
+        )
+        assert code == 0, err
+        restored = time.monotonic()
+        testing.wait_until(lambda: lists() == before, 120, "the same --list", detail=logs)
+        listed = time.monotonic() - restored
+        # Tasks run again once the lost log's driver (its lease, its writes) is waited out.
+        testing.wait_until(
+            lambda: bool(_state(config).tasks_of("d1")), 120, "d1 runs tasks again", detail=logs
+        )
+        assigned = time.monotonic() - restored
+        copied = _copied(kafka, remote)
+        testing.wait_until(
+            lambda: _copied(kafka, remote) > copied + 3000, 120, "copying again", detail=logs
+        )
+        producer.finish()
+        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 120, detail=logs)
+        count = testing.count_copy(
+            testing.consume_all(kafka["primary"], topic),
+            testing.consume_all(kafka["backup"], remote),
+        )
+        with capsys.disabled():
+            print(
+                f"events topic deleted: 'event log lost' on c1 and c2 within {reported:.1f} s,"
+                f" equal digests {states[0]['digest'][:12]}, nobody leads; {copied_while_lost}"
+                f" records copied in the 10 s after; restore --from-db: same --list"
+                f" {listed:.1f} s later, d1's tasks assigned again {assigned:.1f} s later"
+                f" (wait-out {settings.wait_out_ms / 1000:.1f} s); {count}"
+            )
+            print(out)
+        assert count.missing == 0 and count.duplicated == 0
+    finally:
+        producer.stop.set()
+        for process in processes:
+            if process.alive():
+                process.kill9()
+
+
+def _leader_log_url(process: testing.CoordinatorProcess) -> str:
+    return process.log_text().split("API at ")[-1].split()[0]
+
+
+def driver_log_problem(url: str) -> str:
+    return testing.get_json(f"{url}/v1/driver")["control_log"]["problem"] or ""
+
+
+def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
+    """An election topic with two partitions (two leaders) and an event log that is
+    compacted: the coordinator does not start, and says how to fix each."""
+    prefix = unique_name("shape")
+    config = _config(kafka, tmp_path, prefix)
+    settings = control_settings(load_or_exit("test", config, []))
+    kafka.create_topic("primary", settings.election_topic, partitions=2)
+    kafka.create_topic("primary", settings.events_topic, config={"cleanup.policy": "compact"})
+    kafka.created.append(("primary", settings.drivers_topic))
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "c1.log", "c1", "--projection", "none"
+    )
+    coordinator.start()
+    assert coordinator.process is not None
+    assert coordinator.process.wait(60) == 1
+    refused = coordinator.log_text().strip().splitlines()[-1]
+    print(refused)
+    assert "has 2 partitions, not 1: each partition elects a coordinator" in refused
+    assert f"--delete --topic {settings.election_topic}" in refused
+
+    testing.delete_topics(kafka["primary"], [settings.election_topic])
+    coordinator.start()
+    assert coordinator.process.wait(60) == 1
+    refused = coordinator.log_text().strip().splitlines()[-1]
+    print(refused)
+    assert f"the event log topic {settings.events_topic} has cleanup.policy=compact" in refused
+    assert "--add-config cleanup.policy=delete" in refused

@@ -1,62 +1,173 @@
-"""EventLogReader.poll keeps what it read when an error interrupts a batch (fake consumer)."""
+"""EventLogReader with a fake topic: errors keep what was read, records that are not
+events are skipped, a newer event stops the reader, a lost log is reported and a
+restore of it taken up."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from confluent_kafka import KafkaError
 from srm_common.adapters.kafka_log import ControlLogError, EventLogReader
-from srm_common.control.events import Envelope, FlowEnabled, encode
+from srm_common.config.control import ControlSettings
+from srm_common.control.events import Envelope, FlowEnabled, LogStarted, encode
+from srm_common.testing import FakeEventTopic, _Message
+
+SETTINGS = ControlSettings(
+    cluster="primary",
+    client={"bootstrap.servers": "127.0.0.1:9"},
+    prefix="srm-control",
+    session_timeout_ms=10_000,
+    heartbeat_interval_ms=1000,
+    replication_factor=-1,
+)
 
 
-class Message:
-    def __init__(self, offset: int, value: bytes | None = None, error: KafkaError | None = None):
-        self._offset, self._value, self._error = offset, value, error
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def offset(self) -> int:
-        return self._offset
+def envelope(event: object) -> Envelope:
+    return Envelope(event, 1, "test")  # type: ignore[arg-type]
 
 
-class FakeConsumer:
-    def __init__(self, batches: list[list[Message]]) -> None:
+def reader_of(topic: FakeEventTopic, known_log: str | None = None) -> EventLogReader:
+    reader = EventLogReader(
+        SETTINGS,
+        client_id="t",
+        known_log=known_log,
+        consumer=topic.consumer(),  # type: ignore[arg-type]
+        admin=topic.admin(),  # type: ignore[arg-type]
+    )
+    reader.CHECK_S = 0.0  # look at the topic id at every poll
+    return reader
+
+
+def drain(reader: EventLogReader, polls: int = 6) -> list[Envelope]:
+    """Poll as a follower does: a read error is logged and polled again."""
+    events: list[Envelope] = []
+    for _ in range(polls):
+        try:
+            events.extend(reader.poll(0))
+        except ControlLogError:
+            pass
+    return events
+
+
+class BatchConsumer:
+    def __init__(self, batches: list[list[_Message]]) -> None:
         self.batches = batches
 
-    def consume(self, _count: int, _timeout: float) -> list[Message]:
+    def assign(self, _partitions: list[object]) -> None:
+        pass
+
+    def consume(self, _count: int, _timeout: float) -> list[_Message]:
         return self.batches.pop(0) if self.batches else []
 
     def position(self, partitions: list[object]) -> list[object]:
         return partitions  # offsets unknown (-1001): the reader keeps its position
 
 
-def event(offset: int) -> Message:
-    return Message(offset, encode(Envelope(FlowEnabled(f"f{offset}"), 1, "t")))
+def event(offset: int) -> _Message:
+    return _Message(offset, encode(Envelope(FlowEnabled(f"f{offset}"), 1, "t")))
 
 
-def reader(batches: list[list[Message]]) -> EventLogReader:
-    log = EventLogReader.__new__(EventLogReader)
-    log.topic = "srm-control.events.internal"
-    log.at_end = False
-    log.position = -1
-    log._carried = []
-    log._consumer = FakeConsumer(batches)  # type: ignore[assignment]
-    return log
+def batch_reader(batches: list[list[_Message]]) -> EventLogReader:
+    return EventLogReader(
+        SETTINGS,
+        client_id="t",
+        consumer=BatchConsumer(batches),  # type: ignore[arg-type]
+        admin=FakeEventTopic().admin(),  # type: ignore[arg-type]
+    )
 
 
 def test_events_of_a_batch_with_an_error_are_returned_by_the_next_poll() -> None:
-    broken = Message(-1, error=KafkaError(KafkaError._TRANSPORT))  # noqa: SLF001
-    log = reader([[event(0), event(1), broken, event(2)], [event(3)]])
+    broken = _Message(-1, error=KafkaError(KafkaError._TRANSPORT))  # noqa: SLF001
+    log = batch_reader([[event(0), event(1), broken, event(2)], [event(3)]])
     with pytest.raises(ControlLogError):
         log.poll()
     assert [e.offset for e in log.poll()] == [0, 1, 2, 3]
 
 
 def test_end_of_partition_sets_at_end() -> None:
-    eof = Message(1, error=KafkaError(KafkaError._PARTITION_EOF))  # noqa: SLF001
-    log = reader([[event(0), eof]])
+    eof = _Message(1, error=KafkaError(KafkaError._PARTITION_EOF))  # noqa: SLF001
+    log = batch_reader([[event(0), eof]])
     assert [e.offset for e in log.poll()] == [0]
     assert log.at_end
+
+
+def test_a_record_that_is_not_an_event_is_skipped_and_shown_with_its_offset() -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("L1", None, "")), b"junk\n", envelope(FlowEnabled("a->b")))
+    reader = reader_of(topic)
+    assert [e.offset for e in reader.read_to_end(5)] == [0, 4]
+    status = reader.status()
+    assert status["problem"] is None and status["skipped"] == 1
+    assert status["skipped_recent"][0]["at"] == "srm-control.events.internal-0@2"  # type: ignore[index]
+
+
+def test_an_event_of_a_newer_srm_stops_the_reader_after_what_came_before() -> None:
+    topic = FakeEventTopic()
+    newer = json.dumps({"type": "flow.enabled", "version": 7, "at": 1, "data": {}})
+    topic.append(envelope(LogStarted("L1", None, "")), newer.encode())
+    reader = reader_of(topic)
+    assert [e.offset for e in reader.read_to_end(5)] == [0]
+    assert reader.problem is not None and reader.problem.kind == "newer"
+    topic.append(envelope(FlowEnabled("a->b")))
+    assert drain(reader) == []
+
+
+def test_a_deleted_log_is_lost_and_a_restore_of_it_is_read_from_its_start() -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("L1", None, "")), envelope(FlowEnabled("a->b")))
+    reader = reader_of(topic)
+    assert len(reader.read_to_end(5)) == 2
+    topic.delete()
+    with pytest.raises(ControlLogError):
+        reader.poll(0)  # the consumer's own error, as librdkafka reports it
+    drain(reader)
+    assert reader.problem is not None and reader.problem.kind == "lost"
+    assert "was deleted" in reader.problem.message
+
+    # Someone starts another log in its place: still lost, nothing folded.
+    topic.recreate()
+    topic.append(envelope(LogStarted("X", None, "")), envelope(FlowEnabled("x->y")))
+    assert drain(reader) == []
+    assert reader.problem is not None and "holds log X, not the log L1" in reader.problem.message
+
+    # srm-control restore writes a log restored from L1: taken up from its first event.
+    topic.recreate()
+    topic.append(envelope(LogStarted("L2", "L1", "audit export")), envelope(FlowEnabled("a->b")))
+    events = drain(reader)
+    assert [e.offset for e in events] == [0, 2]
+    assert reader.problem is None and reader.take_restart() and not reader.take_restart()
+    assert reader.log_id == "L2"
+
+
+def test_a_topic_recreated_under_the_reader_is_lost_not_read_on() -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("L1", None, "")), envelope(FlowEnabled("a->b")))
+    reader = reader_of(topic)
+    reader.read_to_end(5)
+    topic.recreate()  # empty: the reader's position is past its end
+    assert drain(reader) == []
+    assert reader.problem is not None and reader.problem.kind == "lost"
+
+
+def test_a_reader_that_knew_a_log_folds_nothing_of_another() -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("X", None, "")), envelope(FlowEnabled("x->y")))
+    reader = reader_of(topic, known_log="L1")
+    assert reader.read_to_end(5) == []
+    assert reader.problem is not None and reader.problem.kind == "lost"
+
+    topic = FakeEventTopic()
+    topic.append(envelope(FlowEnabled("a->b")), envelope(LogStarted("L1", None, "")))
+    reader = reader_of(topic, known_log="L1")
+    assert [e.offset for e in reader.read_to_end(5)] == [0, 2], "held until shown, then all"
+
+
+def test_a_missing_log_that_nobody_knew_is_an_error_not_a_loss() -> None:
+    topic = FakeEventTopic()
+    topic.delete()
+    with pytest.raises(ControlLogError, match="does not exist: no coordinator has started"):
+        reader_of(topic).read_to_end(0.5)
+    lost = reader_of(topic, known_log="L1")
+    assert lost.read_to_end(5) == []
+    assert lost.problem is not None and "does not exist" in lost.problem.message

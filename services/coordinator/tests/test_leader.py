@@ -18,6 +18,7 @@ from srm_common.control.events import (
     DriverLeft,
     Envelope,
     FlowEnabled,
+    LogStarted,
     TaskConfigsGenerated,
     TopicsAllowed,
 )
@@ -99,7 +100,9 @@ def test_take_over_announces_epoch_one_then_seeds_the_log_from_the_config(
 ) -> None:
     leader = make_leader(config, FakeDiscovery(PARTITIONS), Clock(1_000))
     round_ = leader.take_over(ControlState())
-    first, *rest = round_.envelopes
+    genesis, first, *rest = round_.envelopes
+    assert isinstance(genesis.event, LogStarted) and genesis.event.restored_from is None
+    assert round_.state.log_id == genesis.event.log_id
     assert first.event == CoordinatorElected("c1", "http://c1:1", 1)
     assert first.by == "coordinator c1"
     assert rest, "the config file seeds the flows"
@@ -119,6 +122,31 @@ def test_next_leader_increments_the_epoch_and_applies_an_unchanged_file_as_nothi
     )
     round_ = make_leader(config, FakeDiscovery({}), Clock(2), "c2").take_over(state)
     assert [e.event for e in round_.envelopes] == [CoordinatorElected("c2", "http://c2:1", 2)]
+
+
+def test_a_log_older_than_log_ids_gets_one_from_its_first_new_leader(
+    config: SrmConfig,
+) -> None:
+    old = apply(ControlState(), Envelope(CoordinatorElected("c0", "u", 4), 1, offset=0))
+    round_ = make_leader(config, FakeDiscovery({}), Clock(2)).take_over(old)
+    assert isinstance(round_.envelopes[0].event, LogStarted)
+    assert round_.envelopes[1].event == CoordinatorElected("c1", "http://c1:1", 5)
+
+
+def test_a_restored_log_runs_no_task_until_the_lost_logs_drivers_are_waited_out(
+    config: SrmConfig,
+) -> None:
+    restored = apply(ControlState(), Envelope(LogStarted("L2", "L1", "audit export"), 1, offset=0))
+    clock = Clock(1_000)
+    leader = make_leader(config, FakeDiscovery(PARTITIONS), clock)
+    state = commit(restored, leader.take_over(restored))
+    beats(leader, ["d1"], clock.at_ms)
+    state = commit(state, leader.round(state))
+    assert state.tasks and not state.assignment, "held: a driver of the lost log may write"
+    clock.at_ms += control_settings(config).wait_out_ms + 1
+    beats(leader, ["d1"], clock.at_ms)
+    state = commit(state, leader.round(state))
+    assert set(state.assignment) == set(state.all_task_ids())
 
 
 def test_take_over_keeps_srm_control_changes_when_the_file_is_unchanged(

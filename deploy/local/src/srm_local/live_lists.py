@@ -45,9 +45,11 @@ class LiveLists:
         except Exception as exc:  # noqa: BLE001 - the plan then shows the file's lists
             log.debug("event log not readable yet: %s", exc)
             return False
-        if not envelopes:
-            return False
         before = self.config()
+        if self._reader.take_restart():  # a restored log: a new history
+            self.state = ControlState()
+        if not envelopes:
+            return self.config() != before
         for envelope in envelopes:
             self.state = apply(self.state, envelope)
         return self.config() != before

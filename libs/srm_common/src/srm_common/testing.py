@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaPartition
+
 from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
 from srm_common.config.model import FlowConfig
+from srm_common.control.events import Envelope, encode
 from srm_common.domain.tasks import TopicPartition
 
 
@@ -47,3 +54,114 @@ class Clock:
 
     def __call__(self) -> float:
         return self.at_ms / 1000
+
+
+class FakeEventTopic:
+    """The event log topic as :class:`~srm_common.adapters.kafka_log.EventLogReader` sees
+    it through ``consumer()`` and ``admin()``: records by offset and a topic id that a
+    test changes (``append`` events or raw bytes, ``delete``, ``recreate``).
+
+    Its consumer reads on from its position whatever the topic holds now, as librdkafka
+    does when a topic is recreated under it; past the end of a recreated topic it says
+    ``_AUTO_OFFSET_RESET`` (``auto.offset.reset=error``)."""
+
+    def __init__(self, topic: str = "srm-control.events.internal") -> None:
+        self.topic = topic
+        self.topic_id: str | None = "topic-1"
+        self.records: list[tuple[int, bytes]] = []
+        self._created = 1
+
+    def append(self, *items: object) -> None:
+        """Envelopes (encoded) or bytes, at the next offsets; a commit marker after each."""
+        for item in items:
+            value = encode(item) if isinstance(item, Envelope) else bytes(item)  # type: ignore[arg-type]
+            self.records.append((self.end(), value))
+
+    def end(self) -> int:
+        return self.records[-1][0] + 2 if self.records else 0
+
+    def delete(self) -> None:
+        self.topic_id = None
+        self.records = []
+
+    def recreate(self) -> None:
+        self._created += 1
+        self.topic_id = f"topic-{self._created}"
+        self.records = []
+
+    def consumer(self) -> FakeLogConsumer:
+        return FakeLogConsumer(self)
+
+    def admin(self) -> FakeLogAdmin:
+        return FakeLogAdmin(self)
+
+
+class _Message:
+    def __init__(self, offset: int, value: bytes | None = None, error: object = None) -> None:
+        self._offset, self._value, self._error = offset, value, error
+
+    def error(self) -> object:
+        return self._error
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class FakeLogConsumer:
+    """See :class:`FakeEventTopic`; ``assign`` (from the beginning) is recorded."""
+
+    def __init__(self, topic: FakeEventTopic) -> None:
+        self.log = topic
+        self.position_ = 0
+        self.assigned = 0
+        self._eof = False
+
+    def assign(self, _partitions: list[object]) -> None:
+        self.assigned += 1
+        self.position_ = 0
+        self._eof = False
+
+    def consume(self, count: int, _timeout: float) -> list[_Message]:
+        if self.log.topic_id is None:
+            return [_Message(-1, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))]
+        if self.position_ > self.log.end():
+            self.position_ = -1
+            return [_Message(-1, error=KafkaError(KafkaError._AUTO_OFFSET_RESET))]  # noqa: SLF001
+        if self.position_ < 0:
+            return []
+        out = [
+            _Message(offset, value)
+            for offset, value in self.log.records
+            if offset >= self.position_
+        ][:count]
+        if out:
+            self.position_ = out[-1].offset() + 2
+            self._eof = False
+        elif not self._eof:
+            self._eof = True
+            return [_Message(self.position_, error=KafkaError(KafkaError._PARTITION_EOF))]  # noqa: SLF001
+        return out
+
+    def position(self, partitions: list[object]) -> list[object]:
+        return [KafkaPartition(self.log.topic, 0, self.position_)]
+
+    def close(self) -> None:
+        pass
+
+
+class FakeLogAdmin:
+    """``describe_topics`` of :class:`FakeEventTopic` (answers at once)."""
+
+    def __init__(self, topic: FakeEventTopic) -> None:
+        self.log = topic
+
+    def describe_topics(self, _topics: object, request_timeout: float = 0) -> dict[str, object]:
+        future: Future[object] = Future()
+        if self.log.topic_id is None:
+            future.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+        else:
+            future.set_result(SimpleNamespace(topic_id=self.log.topic_id))
+        return {self.log.topic: future}

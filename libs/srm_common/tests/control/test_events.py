@@ -24,6 +24,9 @@ from srm_common.control.events import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    LogStarted,
+    NewerEvent,
+    NotAnEvent,
     PartitionHalted,
     PartitionResumeRequested,
     RecordsLost,
@@ -48,6 +51,7 @@ baselines = st.builds(FlowBaseline, st.booleans(), patterns, patterns, patterns,
 partitions = st.tuples(names, st.integers(0, 10_000))
 
 EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
+    LogStarted: st.builds(LogStarted, names, st.none() | names, names),
     CoordinatorElected: st.builds(CoordinatorElected, names, names, ints),
     ConfigApplied: st.builds(ConfigApplied, names, st.dictionaries(flows, baselines)),
     FlowEnabled: st.builds(FlowEnabled, flows),
@@ -196,6 +200,28 @@ def test_bad_records_are_refused_with_one_clear_line(value: bytes, message: str)
     assert isinstance(caught.value, SrmError)
 
 
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (b"junk", NotAnEvent),
+        (b"", NotAnEvent),
+        (b'{"type":"flow.enabled"}', NotAnEvent),
+        (_record("flow.enabled", 1, {"flow": 3}), NotAnEvent),
+        (_record("flow.enabled", 0, {"flow": "a"}), NotAnEvent),
+        # Only a well-formed envelope can be a newer SRM's event.
+        (b'{"type":"flow.renamed","version":1}', NotAnEvent),
+        (_record("flow.renamed", 1, {}), NewerEvent),
+        (_record("flow.enabled", 2, {"flow": "a"}), NewerEvent),
+    ],
+)
+def test_a_record_is_either_not_an_event_or_an_event_of_a_newer_srm(
+    value: bytes, kind: type[EventDecodeError]
+) -> None:
+    with pytest.raises(EventDecodeError) as caught:
+        decode(value, offset=3)
+    assert type(caught.value) is kind
+
+
 def test_events_are_immutable_and_copy_what_they_are_given() -> None:
     assigned = {"t": "d1"}
     event = AssignmentChanged(1, assigned, ["x"])  # type: ignore[arg-type]
@@ -257,6 +283,11 @@ def test_record_key_is_the_flow_the_driver_or_cluster() -> None:
         (
             CoordinatorElected("c1", "http://c1:8090", 3),
             "coordinator c1 leads (epoch 3, http://c1:8090)",
+        ),
+        (LogStarted("5f0c", None, ""), "event log 5f0c started"),
+        (
+            LogStarted("a41d", "5f0c", "audit export state.json"),
+            "event log a41d restored from lost log 5f0c (audit export state.json)",
         ),
     ],
 )

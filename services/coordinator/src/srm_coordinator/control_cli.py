@@ -28,7 +28,7 @@ from srm_common.control.events import describe
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
-from srm_coordinator import group_commands
+from srm_coordinator import group_commands, restore
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
 
@@ -54,6 +54,7 @@ examples:
   srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
   srm-control audit --db sqlite:///srm-projection-c1.db   from the SQL projection
+  srm-control restore --from-db sqlite:///srm-projection-c1.db   after 'event log lost'
 
 The configuration comes from --config, else $SRM_CONFIG, else ./srm.yaml, else
 ./deploy/local/srm.yaml (the stack `make up` runs). Changes take effect on the running
@@ -87,6 +88,8 @@ def _run(argv: Sequence[str] | None) -> int:
     settings = _with_overrides(settings, args)
     if args.command == "audit":
         return _audit(args, settings)
+    if args.command == "restore":
+        return restore.run(args, settings)
     if args.command == "partitions":
         return _partitions(args, config, settings)
     if args.command == "offsets":
@@ -416,7 +419,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{topics,groups,partitions,offsets,failover,failback,audit}",
+        metavar="{topics,groups,partitions,offsets,failover,failback,audit,restore}",
     )
     for kind in ("topics", "groups"):
         p = sub.add_parser(
@@ -513,4 +516,5 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--db", metavar="URL", help="read the SQL projection instead of Kafka")
     a.add_argument("--json", action="store_true", help="machine-readable output")
+    restore.add_parser(sub, CLIENT_OPTIONS + EPILOG)
     return parser

@@ -80,3 +80,34 @@ class LeaderElection(threading.Thread):
         if leading != self.leading.is_set():
             (self.leading.set if leading else self.leading.clear)()
             self.changed.set()
+
+
+class Candidacy:
+    """Takes part in the election only while :meth:`allow` says so: a coordinator that
+    cannot lead the event log (lost, or written by a newer SRM) leaves the group, so that
+    one that can may lead, and drivers see that nobody leads (their lease rule)."""
+
+    def __init__(self, settings: ControlSettings, member: str) -> None:
+        self._settings = settings
+        self._member = member
+        self._election: LeaderElection | None = None
+        self._stop = threading.Event()
+
+    @property
+    def leading(self) -> bool:
+        return self._election is not None and self._election.leading.is_set()
+
+    def allow(self, allowed: bool) -> None:
+        if allowed and self._election is None:
+            self._stop = threading.Event()
+            self._election = LeaderElection(self._settings, self._member, self._stop)
+            self._election.start()
+        elif not allowed and self._election is not None:
+            log.warning("%s: leaving the election", self._member)
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._election is not None:
+            self._election.join(10)
+        self._election = None

@@ -208,12 +208,20 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             "leader": None
             if current is None
             else {"coordinator": current.coordinator, "url": current.url, "epoch": current.epoch},
+            # The event log as read here: its identity, why it is not followed ("event
+            # log lost", a newer SRM's event), records skipped as not events.
+            "log": coordinator.log_status(),
         }
 
     @app.get("/v1/state")
     def state() -> dict[str, object]:
         snapshot = coordinator.snapshot()
-        return {"offset": snapshot.offset, "digest": snapshot.digest(), "state": snapshot.to_json()}
+        return {
+            "offset": snapshot.offset,
+            "digest": snapshot.digest(),
+            "state": snapshot.to_json(),
+            "log": coordinator.log_status(),
+        }
 
     @app.get("/v1/drivers")
     def drivers() -> dict[str, object]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -22,6 +23,7 @@ from srm_common.control.events import (
     Envelope,
     Event,
     FlowBaseline,
+    LogStarted,
 )
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
 from srm_common.control.refresh import Due, RefreshSchedule, refreshed
@@ -97,6 +99,9 @@ class Leader:
         # Task -> monotonic time (s) before which it must not run anywhere: its last
         # driver left without its word and may still write until then.
         self.waiting: dict[str, float] = {}
+        # Monotonic time (s) before which no task runs anywhere: a log just restored
+        # knows nothing of what drivers of the lost log may still write.
+        self.hold_until = 0.0
 
     def now_ms(self) -> int:
         """Wall clock, for event times only."""
@@ -124,6 +129,9 @@ class Leader:
         self.waiting = {task: until for task, until in self.waiting.items() if until > now}
         return set(self.waiting)
 
+    def _held(self, state: ControlState) -> set[str]:
+        return set(state.all_task_ids()) if self.monotonic() < self.hold_until else set()
+
     def _wait_out_ms(self, lease_ms: int, write_timeout_ms: int) -> int:
         """The leader's wait for a departed driver, with the larger of its reported
         timings and this coordinator's configured ones."""
@@ -137,6 +145,10 @@ class Leader:
         """Announce the new term and bring the log in line with the config file."""
         now = self.now_ms()
         round_ = Round(state, f"coordinator {self.coordinator}", now)
+        if state.log_id is None:
+            # The log's identity: its first event (or, in a log older than log ids, given
+            # by the first leader that reads it).
+            round_.add([LogStarted(uuid.uuid4().hex, None, "")])
         epoch = (state.leader.epoch if state.leader else 0) + 1
         round_.add([CoordinatorElected(self.coordinator, self.url, epoch)])
         round_.add(
@@ -148,6 +160,14 @@ class Leader:
         # A previous leader may have freed tasks a moment ago: every task without a
         # driver waits out the longest writes a driver could still make.
         wait = self._wait_out_ms(0, 0)
+        if state.leader is None and state.offset >= 0:
+            # Events but never a leader: a log srm-control restore wrote. Drivers of the
+            # lost log stopped renewing their leases when they lost it (or when this
+            # coordinator joined the election); whatever task they ran, wait them out.
+            self.hold_until = self.monotonic() + wait / 1000
+            log.info(
+                "a restored log: no task runs for %.1f s (drivers of the lost log)", wait / 1000
+            )
         round_.freed = {
             task: wait
             for task in round_.state.all_task_ids()
@@ -183,7 +203,7 @@ class Leader:
             sorted(round_.state.drivers),
             self.membership.reports,
             must_revoke=must_revoke,
-            waiting=self._waiting_now() | set(round_.freed),
+            waiting=self._waiting_now() | set(round_.freed) | self._held(round_.state),
         )
         if change:
             round_.add([change.to_event(round_.state)])

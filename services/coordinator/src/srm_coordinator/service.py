@@ -21,11 +21,11 @@ from srm_common.adapters.discovery import Discovery
 from srm_common.adapters.kafka_log import (
     BeatReader,
     ControlLogError,
+    EventLogEnd,
     EventLogReader,
     EventLogWriter,
     Fenced,
     ensure_control_topics,
-    read_log,
 )
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
@@ -40,7 +40,7 @@ from srm_common.control.commands import (
 from srm_common.control.events import Envelope, describe
 from srm_common.control.state import AppliedCommand, ControlState, apply
 
-from srm_coordinator.election import LeaderElection
+from srm_coordinator.election import Candidacy
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
 from srm_coordinator.projector import Projector
@@ -106,6 +106,7 @@ class Coordinator:
         self._beats: BeatReader | None = None
         self._leader: Leader | None = None
         self._membership: Membership | None = None
+        self._reader: EventLogReader | None = None
 
     # -- for the HTTP API (other threads) ---------------------------------------------
 
@@ -162,6 +163,11 @@ class Coordinator:
             for driver, report in list(membership.reports.items())
         }
 
+    def log_status(self) -> dict[str, object]:
+        """The event log as this coordinator reads it: identity, problem, skipped records."""
+        reader = self._reader
+        return reader.status() if reader is not None else {"problem": "starting"}
+
     def _leader_url(self) -> str | None:
         leader = self.snapshot().leader
         return leader.url if leader and leader.coordinator != self.id else None
@@ -170,8 +176,11 @@ class Coordinator:
 
     def run(self, url: str) -> None:
         self.url = url
-        ensure_control_topics(self.settings)
-        reader = EventLogReader(self.settings, client_id=f"{self.id}-log")
+        # The projection remembers the last log: if it is gone, say so, never start anew.
+        known = self.projector.known_log() if self.projector is not None else None
+        ensure_control_topics(self.settings, create_events=known is None)
+        reader = EventLogReader(self.settings, client_id=f"{self.id}-log", known_log=known)
+        self._reader = reader
         self._fold(reader.read_to_end())
         log.info(
             "%s: replayed %d events; state digest %s",
@@ -179,20 +188,27 @@ class Coordinator:
             self.state.offset + 1,
             self.state.digest()[:12],
         )
-        election = LeaderElection(self.settings, self.id, self.stop)
-        election.start()
+        election = Candidacy(self.settings, self.id)
         try:
             while not self.stop.is_set():
                 try:
-                    self._fold(reader.poll(0.05))
+                    events = reader.poll(0.05)
                 except ControlLogError as exc:
                     # The reader keeps the events it read before the error (see poll).
                     log.warning("%s: %s (retrying)", self.id, exc)
                     self.stop.wait(1)
                     continue
-                if election.leading.is_set() and not self.leading:
+                if reader.take_restart():  # a restore of the lost log: a new history
+                    with self._lock:
+                        self.state = ControlState()
+                self._fold(events)
+                # A lost log or one of a newer SRM: keep the last state, never lead it.
+                if reader.problem is not None and self.leading:
+                    self._step_down(reader.problem.message)
+                election.allow(reader.problem is None)
+                if election.leading and not self.leading:
                     self._lead()
-                elif self.leading and not election.leading.is_set():
+                elif self.leading and not election.leading:
                     self._step_down("lost the election")
                 if self.leading:
                     self._round()
@@ -202,7 +218,7 @@ class Coordinator:
         finally:
             if self.leading:
                 self._step_down("stopping")
-            election.join(10)
+            election.close()
             reader.close()
             if self.projector is not None:
                 self.projector.close()
@@ -225,9 +241,7 @@ class Coordinator:
         try:
             writer.fence()
             # The old leader's open transaction is aborted now: the log's end is final.
-            # A fresh reader is sure to report that end (librdkafka signals the end of a
-            # partition once per reader, and the tailing reader may have had it already).
-            self._fold(read_log(self.settings))
+            self._catch_up()
             now_ms = int(time.time() * 1000)
             beats = BeatReader(
                 self.settings,
@@ -259,6 +273,23 @@ class Coordinator:
                 time.monotonic() - started,
                 self.state.digest()[:12],
             )
+
+    def _catch_up(self, timeout: float = 30.0) -> None:
+        """Fold the log up to where it ends now, of the topic the reader knows; else
+        :class:`ControlLogError` (a problem the reader reports then, or a slow log)."""
+        reader = self._reader
+        assert reader is not None
+        end = EventLogEnd(self.settings)
+        target = end.query()
+        if end.topic_id() != reader.topic_id:
+            raise ControlLogError("the event log topic changed under this coordinator")
+        deadline = time.monotonic() + timeout
+        while 0 < target and reader.position < target and reader.problem is None:
+            if time.monotonic() > deadline:
+                raise ControlLogError(f"could not read the event log to offset {target}")
+            self._fold(reader.poll(0.1))
+        if reader.problem is not None:
+            raise ControlLogError(reader.problem.message)
 
     def _step_down(self, why: str) -> None:
         log.warning("%s: no longer leading: %s", self.id, why)

@@ -12,6 +12,17 @@ has removed a driver, that driver's lease ends at most ``lease.ms`` later, whate
 clock, pauses or network do; the leader waits that out (and the write timeout) before it
 gives the tasks to anyone else (docs/design.md, fencing).
 
+**A log that cannot be followed.** When the event log is lost (deleted, recreated,
+another log in its place) or holds an event of a newer SRM, the reader folds nothing
+more: the driver keeps the state it had, so its last assignment. It cannot see decisions
+made after that point, so it renews its lease only while *no coordinator leads* (no
+member holds the election partition; coordinators leave the election when they cannot
+follow the log, and nothing but a leader moves tasks). So replication goes on while the
+control plane is stuck, and stops within ``lease.ms`` once anybody leads again, a leader
+of another log included. A restored log (``srm-control restore``) is read from its start:
+the driver is in no group of it, so it rejoins as a new instance, holding no lease until
+the new leader counts it in (and that leader waits out the lost log's drivers first).
+
 **Incarnations.** Each process beats with a random ``instance``. When the log shows this
 driver id held by another instance, another process took the id over: this one stops
 (:attr:`ControlLink.replaced`) and never runs the same tasks beside it. When the leader
@@ -49,7 +60,17 @@ def new_instance() -> str:
 class ControlLink:
     """The folded state (``state``), membership beats and the lease."""
 
-    def __init__(self, settings: ControlSettings, driver: str, url: str, report: Report) -> None:
+    def __init__(
+        self,
+        settings: ControlSettings,
+        driver: str,
+        url: str,
+        report: Report,
+        *,
+        reader: EventLogReader | None = None,
+        end: EventLogEnd | None = None,
+        writer: BeatWriter | None = None,
+    ) -> None:
         self.settings = settings
         self.driver = driver
         self.instance = new_instance()
@@ -68,9 +89,9 @@ class ControlLink:
         # The log position up to which ``state`` is folded: set after ``state``, so a
         # reader that sees it reach an offset sees a state holding every event before.
         self._folded = -1
-        self._reader = EventLogReader(settings, client_id=f"{driver}-log")
-        self._end = EventLogEnd(settings)
-        self._writer = BeatWriter(settings, client_id=f"{driver}-beats")
+        self._reader = reader or EventLogReader(settings, client_id=f"{driver}-log")
+        self._end = end or EventLogEnd(settings)
+        self._writer = writer or BeatWriter(settings, client_id=f"{driver}-beats")
         self._threads = [
             threading.Thread(target=self._follow, name="control-log", daemon=True),
             threading.Thread(target=self._beat, name="control-beat", daemon=True),
@@ -94,11 +115,24 @@ class ControlLink:
         left = self._confirmed_at + self.settings.lease_ms / 1000 - time.monotonic()
         return max(0, int(left * 1000))
 
+    def log_status(self) -> dict[str, object]:
+        """The event log as this driver reads it (for ``GET /v1/driver``)."""
+        return self._reader.status()
+
     def _confirm(self) -> None:
         """Read the log up to where it ends now; if still a member, renew the lease."""
         started = time.monotonic()
+        timeout = self.settings.heartbeat_interval_ms / 1000
+        if self._reader.problem is not None:
+            # Nothing after the last event folded can be seen; nothing moves a task while
+            # no coordinator leads (see the module docstring).
+            if self.is_member() and not self._end.someone_leads(timeout):
+                self._renew(started)
+            return
         try:
-            end = self._end.query(timeout=self.settings.heartbeat_interval_ms / 1000)
+            end = self._end.query(timeout=timeout)
+            if self._end.topic_id(timeout) != self._reader.topic_id:
+                return  # another topic than the one folded: no renewal (the reader says why)
         except ControlLogError as exc:
             log.warning("cannot confirm membership: %s", exc)
             return
@@ -109,8 +143,11 @@ class ControlLink:
         if self._folded < end:
             return  # the log is slow to read: no renewal this time
         if self.is_member():
-            previous = self._confirmed_at
-            self._confirmed_at = started if previous is None else max(previous, started)
+            self._renew(started)
+
+    def _renew(self, started: float) -> None:
+        previous = self._confirmed_at
+        self._confirmed_at = started if previous is None else max(previous, started)
 
     def _check_identity(self, state: ControlState) -> None:
         info = state.drivers.get(self.driver)
@@ -142,29 +179,37 @@ class ControlLink:
 
     def _follow(self) -> None:
         while not self.stop.is_set():
-            try:
-                events = self._reader.poll(0.2)
-            except ControlLogError as exc:
-                log.error("cannot follow the event log: %s", exc)
-                self.stop.wait(1)
-                continue
-            except Exception as exc:  # noqa: BLE001 - e.g. an event of a newer SRM
-                # The state can no longer be trusted: hold no lease rather than run on a
-                # stale assignment.
-                log.error("cannot follow the event log any more: %s; stopping all tasks", exc)
-                self.broken = str(exc)
-                self.changed.set()
-                self.stop.wait(5)
-                continue
-            if events:
-                state = self.state
-                for envelope in events:
-                    state = apply(state, envelope)
-                self._check_identity(state)
-                self.state = state
-                self.changed.set()
-            self._folded = self._reader.position
+            self._follow_once(0.2)
         self._reader.close()
+
+    def _follow_once(self, timeout: float) -> None:
+        try:
+            events = self._reader.poll(timeout)
+        except ControlLogError as exc:
+            log.error("cannot follow the event log: %s", exc)
+            self.stop.wait(1)
+            return
+        except Exception as exc:  # noqa: BLE001 - a fault of ours, not of a record
+            # (the reader skips records that are not events and stops at a newer SRM's):
+            # the state can no longer be trusted, so hold no lease.
+            log.error("cannot follow the event log any more: %s; stopping all tasks", exc)
+            self.broken = str(exc)
+            self.changed.set()
+            self.stop.wait(5)
+            return
+        if self._reader.take_restart():
+            # A restore of the lost log: a new history, in which this driver is no member
+            # yet (it rejoins; see _check_identity).
+            self.state = ControlState()
+            self.changed.set()
+        if events:
+            state = self.state
+            for envelope in events:
+                state = apply(state, envelope)
+            self._check_identity(state)
+            self.state = state
+            self.changed.set()
+        self._folded = self._reader.position
 
     def _beat(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000

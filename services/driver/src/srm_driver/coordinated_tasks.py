@@ -14,6 +14,11 @@ import time
 from collections.abc import Callable
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
+from srm_common.adapters.kafka_log import (
+    ControlLogError,
+    ControlTopicRefused,
+    check_control_topics,
+)
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import SrmConfig
 from srm_common.control.refresh import Due, RefreshSchedule
@@ -52,6 +57,12 @@ class CoordinatedTaskSource:
         self.changed = threading.Event()
 
     def start(self, url: str, report: Report) -> None:
+        try:  # a control topic of the wrong shape is refused with the fix...
+            check_control_topics(self._settings, timeout=10)
+        except ControlTopicRefused:
+            raise
+        except ControlLogError as exc:  # ...an unreachable control cluster is waited for
+            log.warning("cannot check the control topics now: %s", exc)
         self.link = ControlLink(self._settings, self.driver_id, url, report)
         self.changed = self.link.changed
         self.link.start()
@@ -111,6 +122,10 @@ class CoordinatedTaskSource:
 
     def lease_ms(self) -> int:
         return self.link.lease_ms() if self.link else 0
+
+    def log_status(self) -> dict[str, object] | None:
+        """The event log as this driver reads it: identity, problem, skipped records."""
+        return self.link.log_status() if self.link else None
 
     def publish(self, event: CopyEvent) -> None:
         source, target = event.flow.split("->")

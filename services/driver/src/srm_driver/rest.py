@@ -80,6 +80,9 @@ def create_app(driver: Driver) -> FastAPI:
             "generation": generation,
             "running": sorted(running),
             "lease_ms": driver.source.lease_ms(),
+            "control_log": driver.source.log_status()
+            if isinstance(driver.source, CoordinatedTaskSource)
+            else None,
         }
 
     @app.get("/v1/flows")

@@ -14,26 +14,33 @@ KIP-848-era brokers completely, and the drivers already use it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    ConsumerGroupState,
     IsolationLevel,
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
-from srm_common.control.events import Envelope, decode, encode, event_key
+from srm_common.control.events import Envelope, encode, event_key
+from srm_common.control.integrity import RESTORE_HINT, LogGuard, LogProblem
 from srm_common.errors import SrmError
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 
@@ -46,8 +53,19 @@ class Fenced(ControlLogError):
     """Another coordinator has become leader since this one started writing."""
 
 
-def ensure_control_topics(settings: ControlSettings, *, timeout: float = TIMEOUT_S) -> None:
-    """Create the event log (kept forever), heartbeats (an hour) and election topics."""
+class ControlTopicRefused(ControlLogError):
+    """A control topic exists in a shape the control path cannot work with; the message
+    says how to fix it."""
+
+
+def ensure_control_topics(
+    settings: ControlSettings, *, create_events: bool = True, timeout: float = TIMEOUT_S
+) -> list[str]:
+    """Create the event log (kept forever), heartbeats (an hour) and election topics that
+    are missing, then check all three (:func:`check_control_topics`); its warnings.
+
+    ``create_events=False``: a missing event log is left missing (a coordinator that knew
+    a log must report it lost, never start an empty one in its place)."""
     admin = AdminClient(dict(settings.client))
     wanted = {
         settings.events_topic: {"retention.ms": "-1", "retention.bytes": "-1"},
@@ -61,29 +79,121 @@ def ensure_control_topics(settings: ControlSettings, *, timeout: float = TIMEOUT
             f"cannot reach the control cluster {settings.cluster!r}"
             f" ({settings.client.get('bootstrap.servers')}): {exc}; is it running?"
         ) from exc
+    if not create_events and settings.events_topic not in existing:
+        del wanted[settings.events_topic]
     new = [
         NewTopic(name, 1, settings.replication_factor, config=config)
         for name, config in wanted.items()
         if name not in existing
     ]
-    if not new:
-        return
-    for name, future in admin.create_topics(new, request_timeout=timeout).items():
+    for name, future in (admin.create_topics(new, request_timeout=timeout) if new else {}).items():
         try:
             future.result(timeout)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ControlLogError(f"cannot create control topic {name}: {exc}") from exc
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while new and time.monotonic() < deadline:
         topics = admin.list_topics(timeout=timeout).topics
         if all(
             name in topics and topics[name].partitions and topics[name].partitions[0].leader >= 0
             for name in wanted
         ):
-            return
+            break
         time.sleep(0.1)
-    raise ControlLogError(f"control topics on {settings.cluster!r} have no leader yet")
+    else:
+        if new:
+            raise ControlLogError(f"control topics on {settings.cluster!r} have no leader yet")
+    return check_control_topics(settings, admin=admin, timeout=timeout)
+
+
+def check_control_topics(
+    settings: ControlSettings, *, admin: AdminClient | None = None, timeout: float = TIMEOUT_S
+) -> list[str]:
+    """Refuse control topics that exist in a shape the control path cannot work with,
+    with :class:`ControlTopicRefused` saying how to fix it (:class:`ControlLogError` when
+    the control cluster does not answer); return warnings (a replication
+    factor below ``srm.control.replication.factor``). Missing topics pass (a coordinator
+    creates them).
+
+    * every one must have one partition: the election's second partition elects a second
+      leader; events and heartbeats are read from partition 0 only.
+    * the event log must be ``cleanup.policy=delete`` with ``retention.ms`` and
+      ``retention.bytes`` -1 (as created): compaction or retention deletes history that
+      every state is folded from.
+    """
+    admin = admin or AdminClient(dict(settings.client))
+    servers = settings.client.get("bootstrap.servers", "HOST:PORT")
+    names = [settings.events_topic, settings.drivers_topic, settings.election_topic]
+    found = {}
+    for name, future in admin.describe_topics(
+        TopicCollection(names), request_timeout=timeout
+    ).items():
+        try:
+            found[name] = future.result(timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise ControlLogError(f"cannot describe control topic {name}: {exc}") from exc
+    delete = f"kafka-topics.sh --bootstrap-server {servers} --delete --topic"
+    why = {
+        settings.events_topic: "events of one log are read in order from partition 0 only;"
+        " this topic cannot be shrunk: rebuild it with one partition by"
+        " `srm-control restore --from-db URL --replace` (a coordinator's --projection"
+        " database) or use a new srm.control.topic.prefix",
+        settings.drivers_topic: "heartbeats are read from partition 0 only, so drivers"
+        " beating to another one would be removed as silent; it holds only the last hour"
+        f" of heartbeats: delete it ({delete} {settings.drivers_topic}) and start a"
+        " coordinator, which creates it with one partition",
+        settings.election_topic: "each partition elects a coordinator, so two partitions"
+        f" make two leaders; it holds no data: delete it ({delete}"
+        f" {settings.election_topic}) and start a coordinator, which creates it with one"
+        " partition",
+    }
+    warnings = []
+    for name, description in found.items():
+        partitions = len(description.partitions)
+        if partitions != 1:
+            raise ControlTopicRefused(
+                f"control topic {name} has {partitions} partitions, not 1: {why[name]}"
+            )
+        replicas = len(description.partitions[0].replicas)
+        if 0 < replicas < settings.replication_factor:
+            warnings.append(
+                f"control topic {name} has replication factor {replicas}, below"
+                f" srm.control.replication.factor = {settings.replication_factor}: losing one"
+                " broker may lose it; raise it with kafka-reassign-partitions.sh"
+            )
+    if settings.events_topic in found:
+        _check_log_configs(admin, settings.events_topic, servers, timeout)
+    for line in warnings:
+        log.warning("%s", line)
+    return warnings
+
+
+def _check_log_configs(admin: AdminClient, topic: str, servers: str, timeout: float) -> None:
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        configs = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
+            timeout
+        )
+    except KafkaException as exc:
+        raise ControlLogError(f"cannot read the configs of control topic {topic}: {exc}") from exc
+    wanted = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    wrong = {
+        key: configs[key].value
+        for key, value in wanted.items()
+        if key in configs and configs[key].value != value
+    }
+    if wrong:
+        now = ", ".join(f"{key}={value}" for key, value in wrong.items())
+        fix = ",".join(f"{key}={wanted[key]}" for key in wrong)
+        raise ControlTopicRefused(
+            f"the event log topic {topic} has {now}: compaction or retention would delete"
+            " events every state is folded from; set them as SRM creates them:"
+            f" kafka-configs.sh --bootstrap-server {servers} --alter --entity-type topics"
+            f" --entity-name {topic} --add-config {fix} (if records were deleted already, the"
+            f" log is lost: {RESTORE_HINT})"
+        )
 
 
 class EventLogWriter:
@@ -96,6 +206,9 @@ class EventLogWriter:
                 **settings.client,
                 "client.id": client_id,
                 "transactional.id": settings.transactional_id,
+                # A deleted event log must stay deleted (reported lost), not come back
+                # empty because the leader wrote to it.
+                "allow.auto.create.topics": "false",
                 "enable.idempotence": "true",
                 "acks": "all",
                 "transaction.timeout.ms": "30000",
@@ -170,12 +283,38 @@ def _is_fenced(error: KafkaError) -> bool:
     ) or (error.fatal() and "fenced" in error.str().lower())
 
 
-class EventLogReader:
-    """Reads the event log from the beginning, committed events only."""
+_UNKNOWN = "?"  # a topic id that could not be learnt this time (no answer)
 
-    def __init__(self, settings: ControlSettings, *, client_id: str) -> None:
+
+class EventLogReader:
+    """Reads the event log from the beginning, committed events only, through a
+    :class:`LogGuard` (:mod:`srm_common.control.integrity`).
+
+    A record that is not an event is skipped and logged with its offset. When the guard
+    finds the log lost or an event of a newer SRM, :attr:`problem` says so and nothing
+    more is returned. A lost log is looked at again (when the topic id changes, else every
+    ``PROBE_S``): a log that restores the lost one is read from its start, ``restarted``
+    is set (the caller starts from an empty state) and :attr:`problem` clears.
+
+    ``known_log``: the identity the log must show before anything is returned (the module
+    docstring of integrity). ``consumer``/``admin``: for tests; built from ``settings``
+    otherwise.
+    """
+
+    CHECK_S = 1.0  # how often the topic id is looked at
+    PROBE_S = 5.0  # how often a lost log is read again to see whether it was restored
+
+    def __init__(
+        self,
+        settings: ControlSettings,
+        *,
+        client_id: str,
+        known_log: str | None = None,
+        consumer: Consumer | None = None,
+        admin: AdminClient | None = None,
+    ) -> None:
         self.topic = settings.events_topic
-        self._consumer = Consumer(
+        self._consumer = consumer or Consumer(
             {
                 **settings.client,
                 "client.id": client_id,
@@ -183,14 +322,56 @@ class EventLogReader:
                 "enable.auto.commit": "false",
                 "isolation.level": "read_committed",
                 "enable.partition.eof": "true",
-                "auto.offset.reset": "earliest",
+                # A position beyond the end (the topic was recreated or truncated) is an
+                # error to report, not a silent jump to another place in the log.
+                "auto.offset.reset": "error",
             }
         )
-        self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        self._admin = admin or AdminClient(dict(settings.client))
+        self.guard = LogGuard(self.topic, known_log=known_log)
+        self.problem: LogProblem | None = None
+        self.restarted = False
         self.at_end = False
         # The next offset this reader will read (-1 before it has read anything).
         self.position = -1
         self._carried: list[Envelope] = []
+        self._held: list[Envelope] = []
+        self._described: Future[object] | None = None
+        self._next_check = 0.0
+        self._missing = 0
+        self._probing = False
+        self._lost_known: str | None = None
+        self._probed: tuple[str | None, float] = (None, 0.0)
+        self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+
+    @property
+    def topic_id(self) -> str | None:
+        return self.guard.topic_id
+
+    @property
+    def log_id(self) -> str | None:
+        return self.guard.log_id
+
+    def take_restart(self) -> bool:
+        """True once after a restored log was taken up: fold its events onto an empty
+        state (they are returned from its first one)."""
+        restarted, self.restarted = self.restarted, False
+        return restarted
+
+    def status(self) -> dict[str, object]:
+        """For REST: the log's identity, any problem, records skipped (with offsets)."""
+        guard = self.guard
+        return {
+            "topic": self.topic,
+            "topic_id": guard.topic_id,
+            "log_id": guard.log_id,
+            "problem": None if self.problem is None else self.problem.message,
+            "problem_kind": None if self.problem is None else self.problem.kind,
+            "skipped": guard.skipped_count,
+            "skipped_recent": [
+                {"at": guard.where(s.offset), "reason": s.reason} for s in guard.skipped
+            ],
+        }
 
     def poll(self, timeout: float = 0.2, *, max_events: int = 1000) -> list[Envelope]:
         """New committed events (maybe none); sets ``at_end`` when caught up.
@@ -198,27 +379,142 @@ class EventLogReader:
         A read error is raised after the whole batch is decoded, and the batch's events
         are returned by the next call: the consumer's position is already past them, so
         dropping them would leave a gap in every state folded from this reader."""
+        self._watch_topic()
+        if self.problem is not None and not self._probing:
+            time.sleep(timeout)  # nothing is read until the log comes back
+            return []
         events, self._carried = self._carried, []
         failure: ControlLogError | None = None
         for message in self._consumer.consume(max_events, timeout):
             error = message.error()
             if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
+                code = error.code()
+                if code == KafkaError._PARTITION_EOF:  # noqa: SLF001
                     self.at_end = True
+                    self.guard.reached_end()
+                elif code == KafkaError._AUTO_OFFSET_RESET and self._probing:  # noqa: SLF001
+                    pass  # of the position before the probe, which reads from the start
+                elif code == KafkaError._AUTO_OFFSET_RESET:  # noqa: SLF001
+                    self.guard.lose(
+                        "the reader's position is past the end of the log (the topic was"
+                        " recreated or truncated)"
+                    )
                 elif failure is None:
                     failure = ControlLogError(f"cannot read the event log {self.topic}: {error}")
                 continue
             self.at_end = False
-            try:
-                events.append(decode(message.value(), offset=message.offset()))
-            except SrmError:
-                self._carried = events  # nothing after an undecodable event is folded
-                raise
+            skipped = self.guard.skipped_count
+            envelope = self.guard.record(message.offset(), message.value())
+            if envelope is not None:
+                events.append(envelope)
+            elif self.guard.skipped_count != skipped:
+                last = self.guard.skipped[-1]
+                log.warning(
+                    "skipped the record at %s: %s", self.guard.where(last.offset), last.reason
+                )
+        events = self._settle(events)
         if failure is not None:
             self._carried = events
             raise failure
         self._update_position()
         return events
+
+    def _settle(self, events: list[Envelope]) -> list[Envelope]:
+        """What of ``events`` may be folded, given the guard's verdicts so far."""
+        guard = self.guard
+        if guard.problem is None and not guard.confirmed:
+            self._held.extend(events)  # the identity is not shown yet
+            return []
+        if guard.confirmed:
+            events, self._held = self._held + events, []
+        if guard.problem is not None:
+            self._held = []
+            if self._probing:
+                self._probing = False
+                kind = self.problem.kind if self.problem else "lost"
+                self.problem = LogProblem(kind, guard.problem.message, guard.problem.offset)
+                log.warning("%s (looked again: not restored)", guard.problem.message)
+                return []
+            if self.problem is None:
+                self.problem = guard.problem
+                if guard.problem.kind == "lost":
+                    self._lost_known = guard.log_id or ("" if guard.events else None)
+                log.error("%s", guard.problem.message)
+            # Events before the problem are of the log the reader knew.
+            return events if guard.confirmed else []
+        if self._probing:
+            self._probing = False
+            self.problem = None
+            self.restarted = True
+            log.warning(
+                "event log %s on topic %s restores the lost one: reading it from its start",
+                guard.log_id,
+                guard.topic_id,
+            )
+        return events
+
+    def _watch_topic(self) -> None:
+        """Look at the topic id every CHECK_S without blocking (the answer is taken up
+        on a later call); a lost log is read again when it may have been restored."""
+        now = time.monotonic()
+        pending = self._described
+        if pending is not None:
+            if not pending.done():
+                return
+            self._described = None
+            self._seen(_topic_id_of(pending), now)
+        if now >= self._next_check:
+            self._next_check = now + self.CHECK_S
+            try:
+                futures = self._admin.describe_topics(
+                    TopicCollection([self.topic]), request_timeout=5
+                )
+                self._described = futures[self.topic]
+            except KafkaException:
+                self._described = None
+
+    def _seen(self, topic_id: str | None, now: float) -> None:
+        if topic_id == _UNKNOWN:
+            return
+        if topic_id is None:
+            # Twice, a few seconds apart: a broker that has just created the topic may
+            # not know it yet.
+            self._missing += 1
+            if self._missing < 2 or (self.problem is not None and not self._probing):
+                return
+        else:
+            self._missing = 0
+        last_topic, last_time = self._probed
+        if self._probing and now - last_time > 3 * self.PROBE_S:
+            self._probing = False  # that probe never reached the end: look again
+        if self.problem is not None and self.problem.kind == "lost" and not self._probing:
+            if topic_id is not None and (topic_id != last_topic or now - last_time > self.PROBE_S):
+                self._probe(topic_id, now)
+            return
+        self.guard.topic_seen(topic_id)
+        self._settle([])
+
+    def _probe(self, topic_id: str, now: float) -> None:
+        """Read the topic from its start again: does it hold a restore of the lost log?"""
+        self._probed = (topic_id, now)
+        self._probing = True
+        self.guard = LogGuard(self.topic, known_log=self._lost_known)
+        self.guard.topic_seen(topic_id)
+        self._held, self._carried = [], []
+        self.at_end = False
+        self.position = -1
+        self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+
+    def check_topic(self, timeout: float) -> bool:
+        """Look at the topic now (blocking); False when it does not exist and this reader
+        knows no log yet (nothing to read; a coordinator creates it)."""
+        topic_id = _describe(self._admin, self.topic, timeout)
+        if topic_id is None and self.guard.known_log is None and self.guard.topic_id is None:
+            return False
+        if topic_id != _UNKNOWN:
+            self.guard.topic_seen(topic_id)
+            self._settle([])
+        return True
 
     def _update_position(self) -> None:
         try:
@@ -230,13 +526,22 @@ class EventLogReader:
 
     def read_to_end(self, timeout: float = TIMEOUT_S) -> list[Envelope]:
         """Everything committed so far; :class:`ControlLogError` if the end is not reached.
+        Stops early, returning what may be folded, when :attr:`problem` is set.
 
         Only on a new reader: librdkafka signals a partition's end once per arrival
         there, so a reader already at the end would wait for news forever."""
         deadline = time.monotonic() + timeout
         events: list[Envelope] = []
         self.at_end = False
-        while not self.at_end:
+        while not self.check_topic(min(timeout, 10.0)):
+            if time.monotonic() > deadline:
+                raise ControlLogError(
+                    f"the event log {self.topic} does not exist: no coordinator has started"
+                    " with this srm.control.topic.prefix yet (start srm-coordinator), or it"
+                    f" was deleted ({RESTORE_HINT})"
+                )
+            time.sleep(0.2)
+        while not self.at_end and self.problem is None:
             if time.monotonic() > deadline:
                 raise ControlLogError(
                     f"could not read the event log {self.topic} to its end within"
@@ -249,12 +554,39 @@ class EventLogReader:
         self._consumer.close()
 
 
+def _describe(admin: AdminClient, topic: str, timeout: float) -> str | None:
+    """The topic id of ``topic`` now (blocking); see :func:`_topic_id_of`."""
+    try:
+        future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
+        future.exception(timeout)
+    except (KafkaException, FutureTimeout):
+        return _UNKNOWN
+    return _topic_id_of(future)
+
+
+def _topic_id_of(future: Future[object]) -> str | None:
+    """The topic id a describe_topics future holds; None: no such topic; _UNKNOWN: no
+    answer that says either."""
+    try:
+        description = future.result(0)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        return _UNKNOWN
+    except Exception:  # noqa: BLE001 - a timeout or a cancelled request: no answer
+        return _UNKNOWN
+    return str(description.topic_id)  # type: ignore[attr-defined]
+
+
 class EventLogEnd:
-    """Where the committed event log ends now (its last stable offset), for a driver
+    """Where the committed event log ends now (its last stable offset), which topic holds
+    it (its topic id), and whether a coordinator holds the election: for a driver
     confirming that it has read every decision made before a moment."""
 
     def __init__(self, settings: ControlSettings) -> None:
         self.topic = settings.events_topic
+        self.election_topic = settings.election_topic
+        self.election_group = settings.election_group
         self._admin = AdminClient(dict(settings.client))
 
     def query(self, timeout: float = 5.0) -> int:
@@ -268,12 +600,50 @@ class EventLogEnd:
         except (KafkaException, FutureTimeout) as exc:
             raise ControlLogError(f"cannot read where the event log ends: {exc}") from exc
 
+    def topic_id(self, timeout: float = 5.0) -> str | None:
+        """The events topic's id now; None when it does not exist; ControlLogError when
+        the control cluster did not say."""
+        topic_id = _describe(self._admin, self.topic, timeout)
+        if topic_id == _UNKNOWN:
+            raise ControlLogError("cannot describe the event log topic")
+        return topic_id
 
-def read_log(settings: ControlSettings, *, timeout: float = TIMEOUT_S) -> list[Envelope]:
-    """The whole committed event log (for srm-control and tests)."""
-    reader = EventLogReader(settings, client_id=f"srm-log-reader-{time.time_ns()}")
+    def someone_leads(self, timeout: float = 5.0) -> bool:
+        """Whether a coordinator may lead now: a member of the election group holds the
+        election partition, or the group is between assignments (True when unsure)."""
+        try:
+            group = (
+                self._admin.describe_consumer_groups(
+                    [self.election_group], request_timeout=timeout
+                )[self.election_group]
+            ).result(timeout)
+        except (KafkaException, FutureTimeout):
+            return True
+        if group.state in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
+            return False
+        if group.state != ConsumerGroupState.STABLE:
+            return True
+        return any(
+            tp.topic == self.election_topic
+            for member in group.members
+            for tp in (member.assignment.topic_partitions if member.assignment else [])
+        )
+
+
+def read_log(
+    settings: ControlSettings, *, timeout: float = TIMEOUT_S, known_log: str | None = None
+) -> list[Envelope]:
+    """The whole committed event log (for srm-control and tests); records that are not
+    events are skipped (and logged). :class:`ControlLogError` with the reason when the
+    log is not the ``known_log`` or holds an event of a newer SRM."""
+    reader = EventLogReader(
+        settings, client_id=f"srm-log-reader-{time.time_ns()}", known_log=known_log
+    )
     try:
-        return reader.read_to_end(timeout)
+        events = reader.read_to_end(timeout)
+        if reader.problem is not None:
+            raise ControlLogError(reader.problem.message)
+        return events
     finally:
         reader.close()
 

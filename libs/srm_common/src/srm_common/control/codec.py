@@ -33,6 +33,9 @@ from srm_common.control.schema import (
     EventDecodeError,
     FlowDisabled,
     FlowEnabled,
+    LogStarted,
+    NewerEvent,
+    NotAnEvent,
     PartitionHalted,
     PartitionResumeRequested,
     PatternEvent,
@@ -70,33 +73,43 @@ def _to_json(value: object) -> object:
 
 def decode(value: bytes, *, offset: int = -1) -> Envelope:
     """The envelope stored as ``value`` at log position ``offset``, upcast to the event's
-    current version. :class:`EventDecodeError` (one line, naming the offset) when the bytes
-    are not an event record or name a type or version this release does not know."""
+    current version. One line naming the offset otherwise: :class:`NotAnEvent` when the
+    bytes are not an event record (a reader skips it), :class:`NewerEvent` when they are
+    one of a type or version this release does not know (a reader stops there)."""
     where = f"control event at offset {offset}" if offset >= 0 else "control event"
     try:
         record = json.loads(value)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EventDecodeError(f"{where} is not JSON: {exc}") from exc
+        raise NotAnEvent(f"{where} is not JSON: {exc}") from exc
     if not isinstance(record, dict):
-        raise EventDecodeError(f"{where} is not a JSON object but {_actual(record)}")
+        raise NotAnEvent(f"{where} is not a JSON object but {_actual(record)}")
     fields_ = cast(dict[str, object], record)
-    type_ = cast(str, _required(fields_, "type", str, where))
+    try:
+        # The envelope first: only a well-formed record can be a newer SRM's event.
+        type_ = cast(str, _required(fields_, "type", str, where))
+        version = cast(int, _required(fields_, "version", int, where))
+        if version < 1:
+            raise EventDecodeError(
+                f"{where} ({type_} v{version}): field 'version' must be 1 or more"
+            )
+        at = cast(int, _required(fields_, "at", int, where))
+        by = cast(str | None, _read(fields_.get("by"), str | None, where, "by"))
+        command = cast(str | None, _read(fields_.get("command"), str | None, where, "command"))
+        data = cast(Data, _required(fields_, "data", dict, where))
+    except EventDecodeError as exc:
+        raise NotAnEvent(str(exc)) from None
     cls = EVENT_TYPES.get(type_)
     if cls is None:
-        raise EventDecodeError(f"{where}: unknown event type {type_!r}; {_UPGRADE}")
-    version = cast(int, _required(fields_, "version", int, where))
+        raise NewerEvent(f"{where}: unknown event type {type_!r}; {_UPGRADE}")
     where = f"{where} ({type_} v{version})"
     if version > cls.VERSION:
-        raise EventDecodeError(f"{where}: this release reads up to v{cls.VERSION}; {_UPGRADE}")
-    if version < 1:
-        raise EventDecodeError(f"{where}: field 'version' must be 1 or more")
-    at = cast(int, _required(fields_, "at", int, where))
-    by = cast(str | None, _read(fields_.get("by"), str | None, where, "by"))
-    command = cast(str | None, _read(fields_.get("command"), str | None, where, "command"))
-    data = cast(Data, _required(fields_, "data", dict, where))
-    for step in range(version, cls.VERSION):
-        data = UPCASTERS[(type_, step)](data)
-    event = cast(Event, _read_dataclass(cls, data, where, ""))
+        raise NewerEvent(f"{where}: this release reads up to v{cls.VERSION}; {_UPGRADE}")
+    try:
+        for step in range(version, cls.VERSION):
+            data = UPCASTERS[(type_, step)](data)
+        event = cast(Event, _read_dataclass(cls, data, where, ""))
+    except EventDecodeError as exc:
+        raise NotAnEvent(str(exc)) from None
     return Envelope(event, at, by, command, offset)
 
 
@@ -198,6 +211,11 @@ def event_key(event: Event) -> bytes:
 def describe(envelope: Envelope) -> str:
     """One human line for audit output, e.g. ``topics allowlist of a->b: + orders.*``."""
     event = envelope.event
+    if isinstance(event, LogStarted):
+        if event.restored_from is None:
+            return f"event log {event.log_id} started"
+        lost = event.restored_from
+        return f"event log {event.log_id} restored from lost log {lost} ({event.source})"
     if isinstance(event, CoordinatorElected):
         return f"coordinator {event.coordinator} leads (epoch {event.epoch}, {event.url})"
     if isinstance(event, ConfigApplied):

@@ -25,6 +25,16 @@ class EventDecodeError(SrmError):
     """Bytes of the event log that do not decode to an event this release knows."""
 
 
+class NotAnEvent(EventDecodeError):
+    """Bytes that are not an event record at all (not JSON, not an envelope, or fields of
+    the wrong type): readers skip and report them (:mod:`srm_common.control.integrity`)."""
+
+
+class NewerEvent(EventDecodeError):
+    """A well-formed event record of a type or version this release does not know: it was
+    written by a newer SRM, so nothing after it can be folded by this one."""
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """Base of every control event: ``TYPE`` is its stable wire name, ``VERSION`` the
@@ -32,6 +42,20 @@ class Event:
 
     TYPE: ClassVar[str]
     VERSION: ClassVar[int] = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogStarted(Event):
+    """The log's identity, its first event: ``log_id`` is random, so a log recreated
+    under the same topic name is told apart from the one a reader knew. A log written by
+    ``srm-control restore`` names the lost log in ``restored_from`` and what it was
+    rebuilt from in ``source`` (a SQL projection or an audit export; "" otherwise). A log
+    older than log ids gets one from the first leader that reads it (not first then)."""
+
+    TYPE = "log.started"
+    log_id: str
+    restored_from: str | None
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +306,7 @@ class Envelope:
 EVENT_TYPES: Mapping[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
+        LogStarted,
         CoordinatorElected,
         ConfigApplied,
         FlowEnabled,

@@ -23,6 +23,7 @@ from srm_common.control.schema import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    LogStarted,
     PartitionHalted,
     PartitionResumeRequested,
     PatternEvent,
@@ -193,6 +194,8 @@ class ControlState:
 
     offset: int = -1
     at_ms: int = 0
+    # The log's identity (its log.started event; None in a log older than log ids).
+    log_id: str | None = None
     leader: Leader | None = None
     config_path: str | None = None
     baseline: Mapping[str, FlowBaseline] = field(default_factory=dict[str, FlowBaseline])
@@ -259,6 +262,7 @@ class ControlState:
 
     def _content(self) -> dict[str, object]:
         return {
+            "log_id": self.log_id,
             "leader": None if self.leader is None else _plain(self.leader),
             "config_path": self.config_path,
             "baseline": {name: _plain(flow) for name, flow in sorted(self.baseline.items())},
@@ -307,6 +311,11 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
     state = replace(state, offset=envelope.offset, at_ms=envelope.at_ms)
     if envelope.command_id is not None:
         state = _remember(state, envelope.command_id, envelope)
+    if isinstance(event, LogStarted):
+        # A restored log is a new history: nothing folded before its first event counts
+        # (a SQL projection replays the lost log and then the restored one).
+        base = state if event.restored_from is None else ControlState(state.offset, state.at_ms)
+        return replace(base, log_id=event.log_id)
     if isinstance(event, CoordinatorElected):
         leader = Leader(event.coordinator, event.url, event.epoch, envelope.at_ms)
         return replace(state, leader=leader)

@@ -43,8 +43,11 @@ class ProjectedEvent:
     """One control event as the read model stores it.
 
     ``offset`` is the record's position in ``srm.control.events`` (unique, increasing;
-    gaps are normal). ``value`` is the exact stored record value, so the log can be
-    replayed from SQL; ``summary`` is a human line for audit screens.
+    gaps are normal); after a log was restored (``srm-control restore``), the restored
+    log's events follow the lost log's, each at the restored log's first row plus its
+    offset there, so the table stays one history in order. ``value`` is the exact stored
+    record value, so the log can be replayed from SQL; ``summary`` is a human line for
+    audit screens.
     """
 
     offset: int
@@ -191,6 +194,16 @@ class SqlProjection:
         query = select(_events.c.log_offset, _events.c.value).order_by(_events.c.log_offset)
         if until_ms is not None:
             query = query.where(_events.c.at_ms <= until_ms)
+        with self._translated("read values"), self._engine.connect() as connection:
+            return [(offset, bytes(value)) for offset, value in connection.execute(query)]
+
+    def values_of_type(self, type_: str) -> list[tuple[int, bytes]]:
+        """``(offset, value)`` of every event of wire type ``type_``, by offset."""
+        query = (
+            select(_events.c.log_offset, _events.c.value)
+            .where(_events.c.type == type_)
+            .order_by(_events.c.log_offset)
+        )
         with self._translated("read values"), self._engine.connect() as connection:
             return [(offset, bytes(value)) for offset, value in connection.execute(query)]
 

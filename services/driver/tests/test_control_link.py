@@ -1,0 +1,157 @@
+"""A driver's lease when the event log cannot be followed (fake topic, no Kafka): junk
+changes nothing, a lost or newer log keeps the last assignment and renews the lease only
+while no coordinator leads, a restore makes the driver rejoin."""
+
+from __future__ import annotations
+
+import json
+
+from srm_common.adapters.kafka_log import EventLogReader
+from srm_common.config.control import ControlSettings
+from srm_common.control.events import (
+    AssignmentChanged,
+    DriverJoined,
+    Envelope,
+    Event,
+    LogStarted,
+    TaskConfigsGenerated,
+)
+from srm_common.testing import FakeEventTopic
+from srm_driver.control import ControlLink
+
+SETTINGS = ControlSettings(
+    cluster="primary",
+    client={"bootstrap.servers": "127.0.0.1:9"},
+    prefix="srm-control",
+    session_timeout_ms=10_000,
+    heartbeat_interval_ms=1000,
+    replication_factor=-1,
+)
+FLOW = "primary->backup"
+TASK = f"{FLOW}|MirrorSourceConnector-0"
+
+
+class FakeEnd:
+    """EventLogEnd of the fake topic; ``leader`` says whether a coordinator leads."""
+
+    def __init__(self, topic: FakeEventTopic) -> None:
+        self.topic = topic
+        self.leader = True
+
+    def query(self, timeout: float = 5.0) -> int:
+        return self.topic.end()
+
+    def topic_id(self, timeout: float = 5.0) -> str | None:
+        return self.topic.topic_id
+
+    def someone_leads(self, timeout: float = 5.0) -> bool:
+        return self.leader
+
+
+class NoBeats:
+    def send(self, _beat: object, timeout: float) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def put(topic: FakeEventTopic, *events: Event) -> None:
+    topic.append(*(Envelope(event, 1, "test") for event in events))
+
+
+def link_on(topic: FakeEventTopic) -> tuple[ControlLink, FakeEnd]:
+    reader = EventLogReader(
+        SETTINGS,
+        client_id="d1",
+        consumer=topic.consumer(),  # type: ignore[arg-type]
+        admin=topic.admin(),  # type: ignore[arg-type]
+    )
+    reader.CHECK_S = 0.0
+    end = FakeEnd(topic)
+    link = ControlLink(
+        SETTINGS,
+        "d1",
+        "http://d1:1",
+        lambda: (0, frozenset()),
+        reader=reader,
+        end=end,  # type: ignore[arg-type]
+        writer=NoBeats(),  # type: ignore[arg-type]
+    )
+    return link, end
+
+
+def follow(link: ControlLink, turns: int = 4) -> None:
+    for _ in range(turns):
+        link._follow_once(0)
+
+
+def running_log(topic: FakeEventTopic, link: ControlLink) -> None:
+    """Log L1 in which d1 (this incarnation) holds one source task."""
+    put(
+        topic,
+        LogStarted("L1", None, ""),
+        DriverJoined("d1", "http://d1:1", "h", link.instance),
+        TaskConfigsGenerated(FLOW, 1, ((("orders", 0),),), (), False),
+        AssignmentChanged(1, {TASK: "d1"}, ()),
+    )
+
+
+def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:
+    topic = FakeEventTopic()
+    link, _end = link_on(topic)
+    running_log(topic, link)
+    topic.append(b"junk\n")
+    follow(link)
+    link._confirm()
+    assert link.lease_ms() > 0 and link.state.tasks_of("d1") == (TASK,)
+    assert link.log_status()["skipped"] == 1
+
+
+def test_a_lost_log_keeps_the_assignment_and_the_lease_only_while_nobody_leads() -> None:
+    topic = FakeEventTopic()
+    link, end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    link._confirm()
+    assert link.lease_ms() > 0
+    link._confirmed_at = None  # the lease ran out meanwhile
+
+    topic.delete()
+    follow(link)
+    assert link.log_status()["problem_kind"] == "lost"
+    assert link.state.tasks_of("d1") == (TASK,), "the last assignment is kept"
+    end.leader = True  # e.g. a coordinator without memory leading a new, empty log
+    link._confirm()
+    assert link.lease_ms() == 0
+    end.leader = False  # every coordinator left the election: nothing moves tasks
+    link._confirm()
+    assert link.lease_ms() > 0
+
+
+def test_an_event_of_a_newer_srm_is_treated_as_the_lease_rule_says() -> None:
+    topic = FakeEventTopic()
+    link, end = link_on(topic)
+    running_log(topic, link)
+    newer = {"type": "assignment.changed", "version": 2, "at": 1, "data": {}}
+    topic.append(json.dumps(newer).encode())
+    follow(link)
+    assert link.log_status()["problem_kind"] == "newer"
+    end.leader = True  # the newer SRM's leader may move tasks in ways not seen here
+    link._confirm()
+    assert link.lease_ms() == 0 and link.state.tasks_of("d1") == (TASK,)
+
+
+def test_a_restored_log_is_taken_up_and_the_driver_rejoins_without_a_lease() -> None:
+    topic = FakeEventTopic()
+    link, end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    link._confirm()
+    first = link.instance
+    topic.recreate()
+    put(topic, LogStarted("L2", "L1", "audit export"))
+    follow(link, 8)
+    assert link.state.log_id == "L2" and link.state.tasks_of("d1") == ()
+    assert link.instance != first, "rejoins the restored log as a new incarnation"
+    assert link.lease_ms() == 0
