@@ -119,3 +119,40 @@ def test_a_driver_never_watches_a_half_whose_refresh_is_switched_off(
         clock.at_ms = at_ms
         source._watch(state, FLOW)
     assert set(notices) == {"2 groups match, 1 planned"}
+
+
+def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
+    discovery: FakeDiscovery,
+) -> None:
+    """The driver's REST resume forwards to the coordinator's POST /v1/commands/resume
+    with the flow and the request id (a retry then applies once)."""
+    from srm_driver.copying.state import ResumeRequest
+
+    config = config_with()
+    source = CoordinatedTaskSource(
+        config,
+        control_settings(config),
+        "d1",
+        discovery,  # type: ignore[arg-type]
+    )
+    sent: list[tuple[str, dict[str, object]]] = []
+
+    class Client:
+        def post(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+            sent.append((path, body))
+            return 200, {"outcome": "applied"}
+
+    source.client = Client()  # type: ignore[assignment]
+    said = source.resume(FLOW, ("orders", 1), ResumeRequest("r-1", "source-start", by="ops@h"))
+    assert said == "requested (recorded in the event log)"
+    ((path, body),) = sent
+    assert path == "/v1/commands/resume"
+    assert body == {
+        "flow": FLOW,
+        "topic": "orders",
+        "partition": 1,
+        "mode": "source-start",
+        "offset": None,
+        "by": "ops@h",
+        "request_id": "r-1",
+    }

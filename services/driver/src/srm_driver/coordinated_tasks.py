@@ -147,18 +147,17 @@ class CoordinatedTaskSource:
             self.client.report(f"/v1/flows/{source}/{target}/partitions/lost", body)
 
     def resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> str:
-        source, target = flow.split("->")
         body = {
+            "flow": flow,
             "topic": key[0],
             "partition": key[1],
             "mode": request.mode,
             "offset": request.offset,
             "by": request.by,
+            "request_id": request.request_id,
         }
         try:
-            status, answer = self.client.post(
-                f"/v1/flows/{source}/{target}/partitions/resume", body
-            )
+            status, answer = self.client.post("/v1/commands/resume", body)
         except CoordinatorUnavailable as exc:
             return f"not applied: {exc}"
         if status >= 300:
