@@ -36,6 +36,9 @@ class FakeReader:
         out, self.pending = self.pending, []
         return out
 
+    def take_restart(self) -> bool:
+        return False  # no restored log in these tests
+
     def close(self) -> None:
         pass
 
