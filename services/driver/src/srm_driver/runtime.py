@@ -192,9 +192,16 @@ class DriverRuntime:
         """Let the copy slots finish and record what they sent, stop the heartbeats."""
         self.stop.set()
         self.copy.stop(timeout)
-        deadline = time.monotonic() + 10  # one deadline for all: some may hang on a write
+        # One deadline for all (at most 10 s): some may hang on a write.
+        deadline = time.monotonic() + min(10.0, timeout)
         runners = [runner for _task, runner in self.checkpoint_runners.values()]
         for thread in [*self._emitters.values(), *runners, *self._halted]:
             thread.join(max(0.0, deadline - time.monotonic()))
+        # The goodbye beat lists what still runs: a thread stuck in a write stays listed
+        # (its task is waited out), one that ended is not.
+        self._emitters = {n: e for n, e in self._emitters.items() if e.is_alive()}
+        self.checkpoint_runners = {
+            i: (t, r) for i, (t, r) in self.checkpoint_runners.items() if r.is_alive()
+        }
         self.source.close()
         log.info("driver stopped")
