@@ -483,3 +483,48 @@ def test_a_wall_clock_step_neither_hastens_nor_stalls_refreshes(config: SrmConfi
     round_ = leader.round(state)
     assert discovery.asked == [FLOW]
     assert round_.now_ms == wall.at_ms  # events keep the wall time
+
+
+def _other_file(tmp_path: Path) -> SrmConfig:
+    """The same clusters with another allowlist and the reverse flow switched on."""
+    path = tmp_path / "other" / "srm.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        CONFIG.replace("topics: [orders, payments]", "topics: [orders]").replace(
+            "  backup->primary:\n    enabled: false", "  backup->primary:\n    enabled: true"
+        )
+    )
+    return load_config(path)
+
+
+def test_a_take_over_never_applies_a_different_file_by_itself(
+    config: SrmConfig, tmp_path: Path
+) -> None:
+    state = commit(
+        ControlState(), make_leader(config, FakeDiscovery({}), Clock(1)).take_over(ControlState())
+    )
+    other = make_leader(_other_file(tmp_path), FakeDiscovery({}), Clock(2), "c2")
+    round_ = other.take_over(state)
+    assert [e.event for e in round_.envelopes] == [CoordinatorElected("c2", "http://c2:1", 2)]
+    assert other.config_drift is not None
+    assert "differs from the log's baseline" in other.config_drift
+    assert "--apply-config" in other.config_drift
+    # ...and the first file's leader, taking over again, finds nothing to change either.
+    back = make_leader(config, FakeDiscovery({}), Clock(3), "c1")
+    assert [e.event for e in back.take_over(commit(state, round_)).envelopes] == [
+        CoordinatorElected("c1", "http://c1:1", 3)
+    ]
+    assert back.config_drift is None
+
+
+def test_a_coordinator_told_to_applies_its_file_as_the_new_baseline(
+    config: SrmConfig, tmp_path: Path
+) -> None:
+    state = commit(
+        ControlState(), make_leader(config, FakeDiscovery({}), Clock(1)).take_over(ControlState())
+    )
+    told = make_leader(_other_file(tmp_path), FakeDiscovery({}), Clock(2), "c2")
+    told.apply_config = True
+    state = commit(state, told.take_over(state))
+    assert told.config_drift is None
+    assert state.flow(REVERSE).enabled and state.flow(FLOW).topics == ("orders",)

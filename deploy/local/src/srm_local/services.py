@@ -90,10 +90,14 @@ def _config_args(config_path: Path, overrides: dict[str, str]) -> list[str]:
 def coordinator_service(
     name: str, port: int, config_path: Path, overrides: dict[str, str]
 ) -> ServiceProcess:
-    """``srm-coordinator`` named ``name`` on ``port``; its SQL projection in the run dir."""
+    """``srm-coordinator`` named ``name`` on ``port``; its SQL projection in the run dir.
+    Every coordinator of the local stack runs the one file, and an edit of it is meant to
+    take effect at the next ``make up``: so they apply it (``--apply-config``)."""
     projection = f"sqlite:///{run_dir() / 'services' / f'{name}-projection.db'}"
     args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
-    return ServiceProcess(name, "srm_coordinator", [*args, "--projection", projection])
+    return ServiceProcess(
+        name, "srm_coordinator", [*args, "--projection", projection, "--apply-config"]
+    )
 
 
 def driver_service(

@@ -298,3 +298,18 @@ def test_a_new_path_alone_is_recorded() -> None:
     assert config_diff(state, baseline, "new.properties") == [
         ConfigApplied("new.properties", baseline)
     ]
+
+
+def test_config_drift_only_when_the_log_has_another_baseline() -> None:
+    from srm_common.control.commands import baseline_digest, config_drift
+
+    baseline = {AB: flow()}
+    assert config_drift(ControlState(), baseline, "a.yaml") is None, "a fresh log takes it"
+    state = then(ControlState(), config_diff(ControlState(), baseline, "a.yaml"))
+    assert config_drift(state, baseline, "b.yaml") is None, "same contents, other path"
+    other = {AB: flow(topics=("orders", "b"))}
+    drift = config_drift(state, other, "b.yaml")
+    assert drift is not None and baseline_digest(other) in drift
+    assert baseline_digest(baseline) in drift and baseline_digest(other) != baseline_digest(
+        baseline
+    )

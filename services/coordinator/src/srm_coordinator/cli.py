@@ -58,7 +58,13 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.projection != "none":
             url = args.projection or f"sqlite:///srm-projection-{args.id or 'coordinator'}.db"
             projector = Projector(url)
-        coordinator = Coordinator(config, settings, coordinator_id=args.id, projector=projector)
+        coordinator = Coordinator(
+            config,
+            settings,
+            coordinator_id=args.id,
+            projector=projector,
+            apply_config=args.apply_config,
+        )
         server = HttpServer(
             create_app(coordinator), host=args.host, port=args.port, name="srm-coordinator http"
         )
@@ -101,6 +107,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="SQLAlchemy URL of the SQL projection (default: sqlite:///srm-projection-<id>.db"
         " in the working directory; 'none' to skip)",
+    )
+    parser.add_argument(
+        "--apply-config",
+        action="store_true",
+        help="when leading, make this file the log's configuration baseline even if it"
+        " differs from the one applied before (default: a differing file is reported on"
+        " /v1/leader and not applied, so coordinators with different files never flip"
+        " the configuration at each take-over)",
     )
     parser.add_argument(
         "--set",

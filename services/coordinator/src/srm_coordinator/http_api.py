@@ -211,6 +211,8 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             # The event log as read here: its identity, why it is not followed ("event
             # log lost", a newer SRM's event), records skipped as not events.
             "log": coordinator.log_status(),
+            # Leading with a file that differs from the log's baseline: not applied, why.
+            "config_drift": coordinator.config_drift(),
         }
 
     @app.get("/v1/state")
@@ -221,6 +223,8 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             "digest": snapshot.digest(),
             "state": snapshot.to_json(),
             "log": coordinator.log_status(),
+            # Leading with a file that differs from the log's baseline: not applied, why.
+            "config_drift": coordinator.config_drift(),
         }
 
     @app.get("/v1/drivers")

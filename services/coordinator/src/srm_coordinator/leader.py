@@ -17,7 +17,7 @@ from srm_common.adapters.discovery import Discovery, DiscoveryPending
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
-from srm_common.control.commands import config_diff
+from srm_common.control.commands import config_diff, config_drift
 from srm_common.control.events import (
     CoordinatorElected,
     Envelope,
@@ -84,8 +84,13 @@ class Leader:
         control: ControlSettings,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        apply_config: bool = False,
     ) -> None:
         self.config = config
+        self.apply_config = apply_config
+        # Why this coordinator's file was not applied at its take-over (None: it was,
+        # or it equals the log's baseline).
+        self.config_drift: str | None = None
         self.coordinator = coordinator
         self.url = url
         self.membership = membership
@@ -151,10 +156,16 @@ class Leader:
             round_.add([LogStarted(uuid.uuid4().hex, None, "")])
         epoch = (state.leader.epoch if state.leader else 0) + 1
         round_.add([CoordinatorElected(self.coordinator, self.url, epoch)])
-        round_.add(
-            config_diff(round_.state, baseline_of(self.config), self.config.source),
-            by=f"config file {self.config.source}",
-        )
+        baseline = baseline_of(self.config)
+        drift = config_drift(round_.state, baseline, self.config.source)
+        self.config_drift = None if self.apply_config else drift
+        if self.config_drift is not None:
+            log.warning("%s: %s", self.coordinator, self.config_drift)
+        else:
+            round_.add(
+                config_diff(round_.state, baseline, self.config.source),
+                by=f"config file {self.config.source}",
+            )
         self.membership.adopt(round_.state, self.tick_ms())
         self._due = {name: RefreshSchedule() for name in self.flows}
         # A previous leader may have freed tasks a moment ago: every task without a

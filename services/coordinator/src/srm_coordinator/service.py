@@ -89,8 +89,10 @@ class Coordinator:
         *,
         coordinator_id: str | None = None,
         projector: Projector | None = None,
+        apply_config: bool = False,
     ) -> None:
         self.config = config
+        self.apply_config = apply_config
         self.settings = settings
         self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
         self.url = ""
@@ -162,6 +164,11 @@ class Coordinator:
             # A copy: the main loop adds and removes reports while this thread reads.
             for driver, report in list(membership.reports.items())
         }
+
+    def config_drift(self) -> str | None:
+        """Why this coordinator, leading, did not apply its configuration file."""
+        leader = self._leader
+        return leader.config_drift if self.leading and leader is not None else None
 
     def log_status(self) -> dict[str, object]:
         """The event log as this coordinator reads it: identity, problem, skipped records."""
@@ -262,6 +269,7 @@ class Coordinator:
             membership=self._membership,
             discovery=Discovery(),
             control=self.settings,
+            apply_config=self.apply_config,
         )
         self.leading = True
         if self._commit(self._leader.take_over(self.state)):

@@ -12,6 +12,8 @@ Input is bounded: at most ``MAX_PATTERNS`` patterns per command, each at most
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -272,6 +274,34 @@ def _check_compiles(pattern: str, key: str, where: str) -> None:
         compile_patterns([pattern], key=key)
     except ConfigError as exc:
         raise CommandRejected(f"{where}: {exc.message}; nothing was changed") from exc
+
+
+def baseline_digest(baseline: Mapping[str, FlowBaseline]) -> str:
+    """A short digest of a configuration baseline (each flow's switch and lists), to
+    tell two files apart in messages; the log holds the baseline itself."""
+    plain = {
+        name: [flow.enabled, *map(list, (flow.topics, flow.topics_exclude))]
+        + [list(flow.groups), list(flow.groups_exclude)]
+        for name, flow in sorted(baseline.items())
+    }
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def config_drift(
+    state: ControlState, baseline: Mapping[str, FlowBaseline], path: str
+) -> str | None:
+    """Why a take-over must not apply this file by itself, or None when it may: a log
+    that has a baseline from a file with other contents. (A log with none takes the
+    first file; the same contents under another path are only recorded.)"""
+    if state.config_path is None or dict(baseline) == dict(state.baseline):
+        return None
+    return (
+        f"the configuration file {path} (digest {baseline_digest(baseline)}) differs from"
+        f" the log's baseline, applied from {state.config_path} (digest"
+        f" {baseline_digest(state.baseline)}); not applied. Changes made with srm-control"
+        " stay as they are. To make this file the baseline, restart this coordinator with"
+        " --apply-config (its changes since the baseline are then applied, audited)"
+    )
 
 
 def config_diff(
