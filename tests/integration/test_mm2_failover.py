@@ -71,8 +71,9 @@ SETTLE = 10  # seconds without a new checkpoint before the failover uses them
 # the topic ends in `.replica` and the groups start with `__`: the default excludes skip
 # them; MM2 here gets the excludes without those two patterns. The shared internal
 # topics (checkpoints, offset syncs) are keyed by topic and group, so records of others
-# do not matter. MM2 always copies `heartbeats` (any topic filter): while it runs, the
-# shared `primary.heartbeats`/`backup.heartbeats` get its copies too.
+# do not matter. MM2 copies `heartbeats` whatever the topic filter unless
+# `heartbeats.replication.enabled=false`, which it gets here: the shared remote
+# heartbeat topics are the other tests' drivers' (the test checks MM2 left them alone).
 CHECKPOINTS_ON_BACKUP = "primary.checkpoints.internal"
 CHECKPOINTS_ON_PRIMARY = "backup.checkpoints.internal"
 
@@ -118,6 +119,10 @@ def mm2_properties(
         "backup.group.id": f"connect-mm2-{token}-from-primary",
         "primary.group.id": f"connect-mm2-{token}-from-backup",
         "emit.heartbeats.enabled": "false",
+        # ...nor copies of them: `primary.heartbeats` on backup (and `backup.heartbeats`
+        # on primary) are what the other tests' drivers write; a second writer there
+        # halts their copies as conflicts (rightly).
+        "heartbeats.replication.enabled": "false",
         "sync.topic.acls.enabled": "false",  # the brokers have no authorizer
     }
 
@@ -196,6 +201,7 @@ def test_mm2_consumer_group_failover_and_failback(kafka, unique_name, tmp_path) 
     mm2 = MirrorMaker2(
         tmp_path / "mm2", mm2_properties(kafka.bootstrap, topic, list(groups.values()), token)
     )
+    shared_heartbeats = _heartbeat_ends(kafka.bootstrap)
     started = time.monotonic()
     mm2.start()
     report: list[str] = [
@@ -338,6 +344,9 @@ def test_mm2_consumer_group_failover_and_failback(kafka, unique_name, tmp_path) 
             report.append(f"--- {variant} ({groups[variant]})\n{ledger}")
         print("\n" + "\n".join(report))
 
+    assert _heartbeat_ends(kafka.bootstrap) == shared_heartbeats, (
+        "MirrorMaker 2 wrote into the heartbeat topics the other tests' drivers write"
+    )
     for variant in groups:
         # MM2's guarantee: a failover never skips (its translation stays behind).
         assert failover[variant].skipped == (), f"{variant}: {failover[variant]}"
@@ -346,6 +355,15 @@ def test_mm2_consumer_group_failover_and_failback(kafka, unique_name, tmp_path) 
         # everything read there since is read again.
         assert failback[variant].skipped == (), f"{variant}: {failback[variant]}"
         assert ledgers[variant].tally().not_reached == 0
+
+
+def _heartbeat_ends(bootstrap: Mapping[str, str]) -> dict[str, dict[int, int]]:
+    """End offsets of the shared remote heartbeat topics (absent: empty)."""
+    ends = {}
+    for alias, topic in (("backup", "primary.heartbeats"), ("primary", "backup.heartbeats")):
+        present = topic in testing.list_topics(bootstrap[alias])
+        ends[topic] = testing.end_offsets(bootstrap[alias], topic) if present else {}
+    return ends
 
 
 def wait_copied(backup: str, remote: str, source: NumberedTopic, detail: Callable[[], str]) -> None:
