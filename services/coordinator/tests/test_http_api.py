@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 from srm_common.adapters.http_server import HttpServer
-from srm_common.config import load_config
-from srm_common.config.control import control_settings
-from srm_common.control.events import Envelope, TopicsAllowRemoved
+from srm_common.control.events import TopicsAllowRemoved
 from srm_coordinator.cli import main
 from srm_coordinator.http_api import create_app
 from srm_coordinator.service import Coordinator
+from srm_coordinator.testing import Fakes
 
 CONFIG = """\
 clusters:
@@ -60,11 +59,9 @@ def _post(url: str, body: object) -> tuple[int, dict[str, object]]:
     ],
 )
 def test_a_bad_command_body_is_one_line_naming_the_field(
-    config_path: Path, body: object, field: str
+    standby: Coordinator, body: object, field: str
 ) -> None:
-    config = load_config(config_path)
-    coordinator = Coordinator(config, control_settings(config), coordinator_id="c-test")
-    server = HttpServer(create_app(coordinator), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(standby), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         status, answer = _post(f"{server.url}/v1/commands/patterns", body)
@@ -75,10 +72,8 @@ def test_a_bad_command_body_is_one_line_naming_the_field(
     assert error.startswith("bad request: ") and field in error and "\n" not in error
 
 
-def test_a_standby_answers_commands_with_503(config_path: Path) -> None:
-    config = load_config(config_path)
-    coordinator = Coordinator(config, control_settings(config), coordinator_id="c-test")
-    server = HttpServer(create_app(coordinator), host="127.0.0.1", port=0, name="test")
+def test_a_standby_answers_commands_with_503(standby: Coordinator) -> None:
+    server = HttpServer(create_app(standby), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": ["x"]}
@@ -90,15 +85,13 @@ def test_a_standby_answers_commands_with_503(config_path: Path) -> None:
 
 
 def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
-    config_path: Path, monkeypatch: pytest.MonkeyPatch
+    leading: Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = load_config(config_path)
-    coordinator = Coordinator(config, control_settings(config), coordinator_id="c-test")
-    coordinator.leading = True  # no loop runs: the command is never reached
-    server = HttpServer(create_app(coordinator), host="127.0.0.1", port=0, name="test")
+    # No loop runs: the command is never reached.
+    server = HttpServer(create_app(leading), host="127.0.0.1", port=0, name="test")
     server.start()
-    submit = coordinator.submit
-    monkeypatch.setattr(coordinator, "submit", lambda command, by: submit(command, by, timeout=0.1))
+    submit = leading.submit
+    monkeypatch.setattr(leading, "submit", lambda command, by: submit(command, by, timeout=0.1))
     try:
         body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": ["x"]}
         status, answer = _post(f"{server.url}/v1/commands/patterns", body)
@@ -128,7 +121,7 @@ def test_bad_flags_are_one_message_and_exit_2(
     assert message in err[-1] and not any("Traceback" in line for line in err), err
 
 
-# -- a leading coordinator behind the API (fakes from conftest.py) -----------------------
+# -- a leading coordinator behind the API (fixtures of conftest.py) ---------------------
 
 
 @pytest.fixture
@@ -163,12 +156,8 @@ def _patterns(action: str, *patterns: str, **extra: object) -> dict[str, object]
     }
 
 
-def _appended(coordinator: Coordinator) -> list[Envelope]:
-    return list(coordinator._writer.appended)  # type: ignore[union-attr]
-
-
 def test_a_body_over_1_mib_is_413_before_parsing_and_the_leader_goes_on(
-    leading: Coordinator, served: str
+    leading: Coordinator, fakes: Fakes, served: str
 ) -> None:
     epoch = leading.state.leader.epoch if leading.state.leader else None
     body = _patterns("add", *(f"t{i}-" + "x" * 1000 for i in range(1100)))
@@ -191,13 +180,13 @@ def test_a_body_over_1_mib_is_413_before_parsing_and_the_leader_goes_on(
     # The leader did not notice: same term, nothing of the body in the log, still deciding.
     assert leading.leading and leading.state.leader is not None
     assert leading.state.leader.epoch == epoch
-    assert not [e for e in _appended(leading) if e.command_id is not None]
+    assert not [e for e in fakes.writer.appended if e.command_id is not None]
     status, answer = _post(f"{served}/v1/commands/patterns", _patterns("add", "payments"))
     assert (status, answer["outcome"]) == (200, "applied")
 
 
 def test_a_retry_after_the_command_was_applied_is_answered_already_applied(
-    leading: Coordinator, served: str
+    leading: Coordinator, fakes: Fakes, served: str
 ) -> None:
     """A removal sent twice under one id (its first answer was lost): applied once, and
     the retry is not refused for removing what is no longer there."""
@@ -209,7 +198,7 @@ def test_a_retry_after_the_command_was_applied_is_answered_already_applied(
     assert again[0] == 200 and again[1]["outcome"] == "already applied"
     assert again[1]["changes"] == []
     assert again[1]["applied"]["by"] == "alice@h via srm-control"  # type: ignore[index]
-    recorded = [e for e in _appended(leading) if e.command_id == "r-1"]
+    recorded = [e for e in fakes.writer.appended if e.command_id == "r-1"]
     assert [type(e.event) for e in recorded] == [TopicsAllowRemoved]
     # Without the id the same removal is decided again, and refused.
     status, answer = _post(f"{served}/v1/commands/patterns", _patterns("remove", "orders"))
@@ -232,9 +221,14 @@ def test_a_retry_after_the_command_was_applied_is_answered_already_applied(
     ids=["101 patterns", "long pattern", "long by", "long request_id", "bad request_id"],
 )
 def test_input_over_a_limit_is_refused_naming_it_and_the_leader_goes_on(
-    leading: Coordinator, served: str, body: dict[str, object], status: int, message: str
+    leading: Coordinator,
+    fakes: Fakes,
+    served: str,
+    body: dict[str, object],
+    status: int,
+    message: str,
 ) -> None:
     answer = _post(f"{served}/v1/commands/patterns", body)
     assert answer[0] == status and message in str(answer[1]["error"]), answer
     assert answer[1]["outcome"] == "not applied"
-    assert leading.leading and not [e for e in _appended(leading) if e.command_id]
+    assert leading.leading and not [e for e in fakes.writer.appended if e.command_id]

@@ -6,86 +6,17 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from pathlib import Path
 
 import pytest
 from srm_common.adapters.kafka_log import ControlLogError, Fenced
-from srm_common.config import load_config
-from srm_common.config.control import control_settings
-from srm_common.config.model import FlowConfig
 from srm_common.control.commands import ChangePatterns
-from srm_common.control.events import Envelope
-from srm_coordinator.leader import Leader
-from srm_coordinator.membership import Membership
 from srm_coordinator.service import CommandResult, CommandTimedOut, Coordinator, NotLeader
-
-CONFIG = """\
-clusters:
-  primary: {bootstrap.servers: "127.0.0.1:9"}
-  backup: {bootstrap.servers: "127.0.0.1:9"}
-flows:
-  primary->backup: {enabled: true, topics: [orders]}
-"""
-
-
-class NoDiscovery:
-    def discover(self, _flow: FlowConfig, _after: int) -> tuple[list[tuple[str, int]], list[str]]:
-        return [], []
-
-    def close(self) -> None:
-        pass
-
-
-class FakeWriter:
-    def __init__(self, error: Exception | None = None) -> None:
-        self.error = error
-        self.closed = False
-        self.next_offset = 0
-
-    def append(self, envelopes: list[Envelope]) -> list[Envelope]:
-        if self.error is not None:
-            raise self.error
-        written = []
-        for e in envelopes:
-            written.append(Envelope(e.event, e.at_ms, e.by, e.command_id, self.next_offset))
-            self.next_offset += 1
-        return written
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class FakeBeats:
-    closed = False
-
-    def poll(self, _timeout: float = 0) -> list[object]:
-        return []
-
-    def close(self) -> None:
-        self.closed = True
+from srm_coordinator.testing import Fakes
 
 
 @pytest.fixture
-def coordinator(tmp_path: Path) -> Coordinator:
-    path = tmp_path / "srm.yaml"
-    path.write_text(CONFIG)
-    config = load_config(path)
-    service = Coordinator(config, control_settings(config), coordinator_id="c1")
-    membership = Membership(10_000)
-    service._membership = membership
-    service._leader = Leader(
-        config,
-        coordinator="c1",
-        url="http://c1:1",
-        membership=membership,
-        discovery=NoDiscovery(),  # type: ignore[arg-type]
-        control=control_settings(config),
-    )
-    service._beats = FakeBeats()  # type: ignore[assignment]
-    service._writer = FakeWriter()  # type: ignore[assignment]
-    service.leading = True
-    assert service._commit(service._leader.take_over(service.state))
-    return service
+def coordinator(leading: Coordinator) -> Coordinator:
+    return leading
 
 
 def queue(service: Coordinator) -> Future[CommandResult]:
@@ -110,30 +41,30 @@ def test_a_round_appends_and_folds_its_events(coordinator: Coordinator) -> None:
     ids=["fenced", "append failed"],
 )
 def test_a_failed_command_append_steps_down_without_crashing_the_round(
-    coordinator: Coordinator, error: Exception
+    coordinator: Coordinator, fakes: Fakes, error: Exception
 ) -> None:
-    writer = FakeWriter(error)
-    coordinator._writer = writer  # type: ignore[assignment]
+    fakes.writer.error = error
     before = coordinator.state
     future = queue(coordinator)
     coordinator._round()
     assert not coordinator.leading
-    assert coordinator._leader is None and writer.closed
+    assert coordinator.config_drift() is None and fakes.writer.closed and fakes.beats.closed
     with pytest.raises(NotLeader):
         future.result(0)
     assert coordinator.state is before
 
 
 def test_a_failed_round_append_steps_down_so_the_next_loop_takes_over_again(
-    coordinator: Coordinator,
+    coordinator: Coordinator, fakes: Fakes
 ) -> None:
-    coordinator._writer = FakeWriter(ControlLogError("commit timed out"))  # type: ignore[assignment]
+    fakes.writer.error = ControlLogError("commit timed out")
     coordinator._round()
-    assert not coordinator.leading and coordinator._writer is None
+    assert not coordinator.leading and fakes.writer.closed
 
 
-def test_members_is_empty_when_not_leading(coordinator: Coordinator) -> None:
-    coordinator.leading = False
+def test_members_is_empty_when_not_leading(coordinator: Coordinator, fakes: Fakes) -> None:
+    fakes.writer.error = ControlLogError("commit timed out")
+    coordinator._round()  # steps down, its membership left behind
     assert coordinator.members() == {}
 
 
@@ -148,17 +79,12 @@ def test_a_command_not_reached_in_time_is_withdrawn_and_never_applied(
     assert coordinator._commands.empty()
 
 
-def test_a_command_the_loop_has_started_is_waited_for(coordinator: Coordinator) -> None:
+def test_a_command_the_loop_has_started_is_waited_for(
+    coordinator: Coordinator, fakes: Fakes
+) -> None:
     """Past the timeout but already being written: not withdrawn, its outcome is told."""
     entered, go = threading.Event(), threading.Event()
-
-    class SlowWriter(FakeWriter):
-        def append(self, envelopes: list[Envelope]) -> list[Envelope]:
-            entered.set()
-            go.wait(30)
-            return super().append(envelopes)
-
-    coordinator._writer = SlowWriter()  # type: ignore[assignment]
+    fakes.writer.before_append = lambda: (entered.set(), go.wait(30))
     command = ChangePatterns("primary->backup", "topics", "add", ("payments",))
     outcome: list[object] = []
     started = time.monotonic()

@@ -9,6 +9,8 @@
      +-- TransientError           worth retrying, bounded, with backoff
      +-- PoisonRecordError        a record that can never be applied (goes to a DLQ)
      +-- RecordFormatError        bytes that are not an MM2 record; a value MM2 cannot encode
+     +-- ControlLogError          the control cluster cannot be reached or refused an operation
+          +-- Fenced              another coordinator leads: this one may no longer write
 
 Every message is written for an operator: what is wrong, where, and how to fix it.
 """
@@ -104,3 +106,11 @@ class RecordFormatError(SrmError):
     position, for example ``heartbeat value: field 'timestamp' (INT64) at byte 2 needs
     8 bytes, 3 remain``.
     """
+
+
+class ControlLogError(SrmError):
+    """The control cluster cannot be reached or refused an operation."""
+
+
+class Fenced(ControlLogError):
+    """Another coordinator has become leader since this one started writing."""

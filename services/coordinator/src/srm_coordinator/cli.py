@@ -49,16 +49,16 @@ def _run(argv: Sequence[str] | None) -> int:
         settings = control_settings(config)
     except ConfigError as exc:
         fail("srm-coordinator", str(exc))
+    from srm_coordinator.bootstrap import build
     from srm_coordinator.http_api import create_app
     from srm_coordinator.projector import Projector
-    from srm_coordinator.service import Coordinator
 
     projector = None
     try:
         if args.projection != "none":
             url = args.projection or f"sqlite:///srm-projection-{args.id or 'coordinator'}.db"
             projector = Projector(url)
-        coordinator = Coordinator(
+        coordinator = build(
             config,
             settings,
             coordinator_id=args.id,

@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from srm_common.adapters.discovery import Discovery, DiscoveryPending
 from srm_common.config.control import ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
@@ -26,7 +25,7 @@ from srm_common.control.events import (
     LogStarted,
 )
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
-from srm_common.control.refresh import Due, RefreshSchedule, refreshed
+from srm_common.control.refresh import Discoverer, DiscoveryPending, Due, RefreshSchedule, refreshed
 from srm_common.control.state import ControlState, apply
 from srm_common.errors import SrmError
 
@@ -80,7 +79,7 @@ class Leader:
         coordinator: str,
         url: str,
         membership: Membership,
-        discovery: Discovery,
+        discovery: Discoverer,
         control: ControlSettings,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,

@@ -3,7 +3,8 @@
 Every instance folds the log (read_committed) into the same state. The elected one also
 fences the transactional id, decides rounds (membership, task configs, assignment) and
 carries out commands; a standby answers commands with the leader's URL. The log is the
-only store: a restarted coordinator replays it.
+only store: a restarted coordinator replays it. Its Kafka clients, election, discovery
+and clocks are ports it receives (:mod:`srm_coordinator.bootstrap` builds them).
 """
 
 from __future__ import annotations
@@ -11,22 +12,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 import uuid
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from srm_common.adapters.discovery import Discovery
-from srm_common.adapters.kafka_log import (
-    BeatReader,
-    ControlLogError,
-    EventLogEnd,
-    EventLogReader,
-    EventLogWriter,
-    Fenced,
-    ensure_control_topics,
-)
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
 from srm_common.control.commands import (
@@ -39,10 +29,11 @@ from srm_common.control.commands import (
 )
 from srm_common.control.events import Envelope, describe
 from srm_common.control.state import AppliedCommand, ControlState, apply
+from srm_common.errors import ControlLogError, Fenced, SrmError
 
-from srm_coordinator.election import Candidacy
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
+from srm_coordinator.ports import Adapters, Beats, LogReader, LogWriter
 from srm_coordinator.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -50,7 +41,7 @@ log = logging.getLogger(__name__)
 ROUND_SECONDS = 0.2
 
 
-class NotLeader(Exception):
+class NotLeader(SrmError):
     """This instance does not lead; ``leader_url`` is where the leader answers, if known.
     ``maybe_applied``: it stopped leading while appending the command, which may be in
     the log (a retry under the command's id tells)."""
@@ -61,7 +52,7 @@ class NotLeader(Exception):
         self.maybe_applied = maybe_applied
 
 
-class CommandTimedOut(Exception):
+class CommandTimedOut(SrmError):
     """The leader did not carry out a command in time; the message says whether it may
     still have been applied (``maybe_applied``)."""
 
@@ -86,6 +77,7 @@ class Coordinator:
         self,
         config: SrmConfig,
         settings: ControlSettings,
+        adapters: Adapters,
         *,
         coordinator_id: str | None = None,
         projector: Projector | None = None,
@@ -94,6 +86,7 @@ class Coordinator:
         self.config = config
         self.apply_config = apply_config
         self.settings = settings
+        self.adapters = adapters
         self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
         self.url = ""
         self.stop = threading.Event()
@@ -104,11 +97,11 @@ class Coordinator:
         self._lock = threading.Lock()
         self._commands: queue.Queue[tuple[Command, str, Future[CommandResult]]] = queue.Queue()
         self._notices: queue.Queue[str] = queue.Queue()
-        self._writer: EventLogWriter | None = None
-        self._beats: BeatReader | None = None
+        self._writer: LogWriter | None = None
+        self._beats: Beats | None = None
         self._leader: Leader | None = None
         self._membership: Membership | None = None
-        self._reader: EventLogReader | None = None
+        self._reader: LogReader | None = None
 
     # -- for the HTTP API (other threads) ---------------------------------------------
 
@@ -181,12 +174,13 @@ class Coordinator:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self, url: str) -> None:
+    def replay(self, url: str) -> LogReader:
+        """Open the event log and fold it to its end; ``url`` is this instance's API."""
         self.url = url
         # The projection remembers the last log: if it is gone, say so, never start anew.
         known = self.projector.known_log() if self.projector is not None else None
-        ensure_control_topics(self.settings, create_events=known is None)
-        reader = EventLogReader(self.settings, client_id=f"{self.id}-log", known_log=known)
+        self.adapters.prepare(known is None)
+        reader = self.adapters.reader(f"{self.id}-log", known)
         self._reader = reader
         self._fold(reader.read_to_end())
         log.info(
@@ -195,7 +189,11 @@ class Coordinator:
             self.state.offset + 1,
             self.state.digest()[:12],
         )
-        election = Candidacy(self.settings, self.id)
+        return reader
+
+    def run(self, url: str) -> None:
+        reader = self.replay(url)
+        election = self.adapters.election(self.id)
         try:
             while not self.stop.is_set():
                 try:
@@ -214,7 +212,7 @@ class Coordinator:
                     self._step_down(reader.problem.message)
                 election.allow(reader.problem is None)
                 if election.leading and not self.leading:
-                    self._lead()
+                    self.lead()
                 elif self.leading and not election.leading:
                     self._step_down("lost the election")
                 if self.leading:
@@ -242,18 +240,18 @@ class Coordinator:
         if self.projector is not None:
             self.projector.project(fresh)
 
-    def _lead(self) -> None:
-        started = time.monotonic()
-        writer = EventLogWriter(self.settings, client_id=f"{self.id}-writer")
+    def lead(self) -> None:
+        """Take over (after :meth:`replay`): fence the writer, read the log to its end,
+        append the take-over round; the loop calls it when this instance is elected."""
+        started = self.adapters.monotonic()
+        writer = self.adapters.writer(f"{self.id}-writer")
         try:
             writer.fence()
             # The old leader's open transaction is aborted now: the log's end is final.
             self._catch_up()
-            now_ms = int(time.time() * 1000)
-            beats = BeatReader(
-                self.settings,
-                client_id=f"{self.id}-beats",
-                since_ms=now_ms - self.settings.session_timeout_ms,
+            now_ms = int(self.adapters.clock() * 1000)
+            beats = self.adapters.beats(
+                f"{self.id}-beats", now_ms - self.settings.session_timeout_ms
             )
         except ControlLogError as exc:
             log.error("%s: cannot take over: %s", self.id, exc)
@@ -267,18 +265,20 @@ class Coordinator:
             coordinator=self.id,
             url=self.url,
             membership=self._membership,
-            discovery=Discovery(),
+            discovery=self.adapters.discovery(),
             control=self.settings,
+            clock=self.adapters.clock,
+            monotonic=self.adapters.monotonic,
             apply_config=self.apply_config,
         )
         self.leading = True
         if self._commit(self._leader.take_over(self.state)):
-            self.took_over_at = time.time()
+            self.took_over_at = self.adapters.clock()
             log.info(
                 "%s: leading (epoch %d) after %.1f s; replayed state digest %s",
                 self.id,
                 self.state.leader.epoch if self.state.leader else 0,
-                time.monotonic() - started,
+                self.adapters.monotonic() - started,
                 self.state.digest()[:12],
             )
 
@@ -287,13 +287,13 @@ class Coordinator:
         :class:`ControlLogError` (a problem the reader reports then, or a slow log)."""
         reader = self._reader
         assert reader is not None
-        end = EventLogEnd(self.settings)
+        end = self.adapters.log_end()
         target = end.query()
         if end.topic_id() != reader.topic_id:
             raise ControlLogError("the event log topic changed under this coordinator")
-        deadline = time.monotonic() + timeout
+        deadline = self.adapters.monotonic() + timeout
         while 0 < target and reader.position < target and reader.problem is None:
-            if time.monotonic() > deadline:
+            if self.adapters.monotonic() > deadline:
                 raise ControlLogError(f"could not read the event log to offset {target}")
             self._fold(reader.poll(0.1))
         if reader.problem is not None:
@@ -351,7 +351,7 @@ class Coordinator:
             if before is not None:  # a retry of a command in the log: applied once
                 future.set_result(CommandResult(self.state.offset, (), before))
                 continue
-            round_ = Round(self.state, by, int(time.time() * 1000))
+            round_ = Round(self.state, by, int(self.adapters.clock() * 1000))
             try:
                 round_.add(
                     decide(self.state, command, aliases=self.config.aliases),

@@ -27,6 +27,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from srm_common.config.model import FlowConfig
+from srm_common.control.refresh import DiscoveryPending
 from srm_common.domain.tasks import TopicPartition
 from srm_common.errors import SrmError
 from srm_common.replication_plan import replicated_partitions
@@ -38,10 +39,6 @@ TIMEOUT_S = 15.0
 
 class DiscoveryError(SrmError):
     """The source cluster of a flow could not be listed."""
-
-
-class DiscoveryPending(Exception):
-    """No listing recent enough yet; one is being taken. Ask again next round."""
 
 
 @dataclass(frozen=True)

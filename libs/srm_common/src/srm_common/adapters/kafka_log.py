@@ -38,19 +38,11 @@ from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, encode, event_key
 from srm_common.control.integrity import RESTORE_HINT, LogGuard, LogProblem
-from srm_common.errors import SrmError
+from srm_common.errors import ControlLogError, Fenced
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
-
-
-class ControlLogError(SrmError):
-    """The control cluster cannot be reached or refused an operation."""
-
-
-class Fenced(ControlLogError):
-    """Another coordinator has become leader since this one started writing."""
 
 
 class ControlTopicRefused(ControlLogError):

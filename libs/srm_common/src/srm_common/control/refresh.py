@@ -24,10 +24,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.state import FlowTasks
 from srm_common.domain.tasks import TopicPartition
+
+
+class DiscoveryPending(Exception):
+    """No listing recent enough yet; one is being taken. Ask again next round."""
+
+
+class Discoverer(Protocol):
+    """What the leader lists sources with (:class:`srm_common.adapters.discovery.Discovery`)."""
+
+    def discover(
+        self, flow: FlowConfig, fresh_after_ms: int
+    ) -> tuple[list[TopicPartition], list[str]]:
+        """The flow's partitions and groups, from a listing started at or after
+        ``fresh_after_ms``; :class:`DiscoveryPending` while there is none."""
+        ...
+
+    def close(self) -> None: ...
+
 
 NEVER_MS = 2**63 - 1
 """Due time of a refresh whose switch is off: never, unless asked."""
