@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from srm_common.adapters.kafka_reader import KafkaReadError, TopicTail, read_partitions
+from srm_common.adapters.kafka_reader import FirstRecords, KafkaReadError, TopicTail
 from srm_common.config.model import FlowConfig
 from srm_common.domain.connect_offsets import decode_source_offset
 from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
@@ -41,6 +41,8 @@ class FlowOffsets:
         self._progress = TopicTail(
             flow.target_consumer, mm2_offsets_topic(flow.source), timeout=timeout
         )
+        self._source = FirstRecords(flow.source_consumer)
+        self._first: dict[tuple[str, int, int], int] = {}
         self.histories: dict[Key, SyncHistory] = {}
         self.positions: dict[Key, Progress] = {}
 
@@ -126,20 +128,21 @@ class FlowOffsets:
         largest offset when there is none (a group, which commits only what it read, is
         then at most at the end, past only markers and aborted records); None when the
         source cannot be read."""
+        key = (topic, partition, start)
+        known = self._first.get(key)
+        if known is not None:
+            return known  # records do not move: an answer found stays true
         try:
-            for message in read_partitions(
-                self.flow.source_consumer,
-                {(topic, partition): start},
-                what=f"looking at {topic}-{partition} on {self.flow.source}",
-                isolation="read_committed",
-                limit=1,
-                timeout=10.0,
-            ):
-                return message.offset()
+            found = self._source.at_or_after(topic, partition, start)
         except KafkaReadError as exc:
-            log.info("cannot look at the source: %s", exc)
+            log.info("cannot look at %s: %s", self.flow.source, exc)
             return None
-        return 2**63 - 1
+        if found is None:
+            return 2**63 - 1  # asked again next time: a record may come
+        if len(self._first) > 10_000:
+            self._first.clear()
+        self._first[key] = found
+        return found
 
     def backward(self, topic: str, partition: int, remote_offset: int) -> Translation:
         """A group offset on the remote partition translated back to the source topic
@@ -152,3 +155,4 @@ class FlowOffsets:
     def close(self) -> None:
         self._syncs.close()
         self._progress.close()
+        self._source.close()

@@ -39,7 +39,17 @@ def read_partitions(
     ``limit`` per partition. ``what`` names the read in errors
     (:class:`KafkaReadError`, also when the end is not reached within ``timeout``).
     """
-    consumer = Consumer(
+    consumer = _reader(config, isolation)
+    try:
+        yield from _read(consumer, starts, what, limit, timeout)
+    except KafkaException as exc:
+        raise KafkaReadError(f"{what}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def _reader(config: Mapping[str, str], isolation: str = "read_uncommitted") -> Consumer:
+    return Consumer(
         {
             **config,
             "group.id": "srm-reader",  # librdkafka wants one; nothing is committed
@@ -48,12 +58,19 @@ def read_partitions(
             "isolation.level": isolation,
         }
     )
+
+
+def _read_again(
+    consumer: Consumer, starts: Mapping[Key, int], what: str, limit: int | None, timeout: float
+) -> Iterator[Message]:
+    """:func:`_read` on a consumer kept for the next read: what it paused is resumed and
+    everything unassigned afterwards (a pause outlives unassign() in librdkafka, and the
+    next read would wait on a paused partition)."""
     try:
         yield from _read(consumer, starts, what, limit, timeout)
-    except KafkaException as exc:
-        raise KafkaReadError(f"{what}: {exc}") from exc
     finally:
-        consumer.close()
+        consumer.resume([TopicPartition(t, p) for t, p in starts])
+        consumer.unassign()
 
 
 def _read(
@@ -114,14 +131,7 @@ class TopicTail:
         what = f"reading {self.topic}"
         try:
             if self._consumer is None:
-                self._consumer = Consumer(
-                    {
-                        **self._config,
-                        "group.id": "srm-reader",
-                        "enable.auto.commit": False,
-                        "enable.partition.eof": True,
-                    }
-                )
+                self._consumer = _reader(self._config)
             return list(self._read(self._consumer, what))
         except KafkaException as exc:
             raise KafkaReadError(f"{what}: {exc}") from exc
@@ -143,15 +153,39 @@ class TopicTail:
                 self._next[partition] = max(begin, high)
         if not starts:
             return
+        for message in _read_again(consumer, starts, what, None, self._timeout):
+            self._next[message.partition()] = message.offset() + 1
+            yield message
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+class FirstRecords:
+    """Where the first committed record at or after an offset is, on one cluster, with
+    one consumer kept for every question (translation asks each round)."""
+
+    def __init__(self, config: Mapping[str, str], *, timeout: float = 10.0) -> None:
+        self._config = dict(config)
+        self._timeout = timeout
+        self._consumer: Consumer | None = None
+
+    def at_or_after(self, topic: str, partition: int, start: int) -> int | None:
+        """Its offset, or None when the partition has no committed record from ``start``
+        to its end. :class:`KafkaReadError` when the cluster does not answer in time."""
+        what = f"looking at {topic}-{partition}"
         try:
-            for message in _read(consumer, starts, what, None, self._timeout):
-                self._next[message.partition()] = message.offset() + 1
-                yield message
-        finally:
-            # _read pauses each partition it finished; a pause outlives unassign() in
-            # librdkafka, and the next catch_up would wait on a paused partition.
-            consumer.resume([TopicPartition(t, p) for t, p in starts])
-            consumer.unassign()
+            if self._consumer is None:
+                self._consumer = _reader(self._config, "read_committed")
+            for message in _read_again(
+                self._consumer, {(topic, partition): start}, what, 1, self._timeout
+            ):
+                return message.offset()
+        except KafkaException as exc:
+            raise KafkaReadError(f"{what}: {exc}") from exc
+        return None
 
     def close(self) -> None:
         if self._consumer is not None:
