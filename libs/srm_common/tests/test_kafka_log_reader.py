@@ -9,18 +9,10 @@ import json
 import pytest
 from confluent_kafka import KafkaError
 from srm_common.adapters.kafka_log import ControlLogError, EventLogReader
-from srm_common.config.control import ControlSettings
 from srm_common.control.events import Envelope, FlowEnabled, LogStarted, encode
-from srm_common.testing import FakeEventTopic, _Message
+from srm_common.testing import FAKE_CONTROL, FakeEventTopic, _Message
 
-SETTINGS = ControlSettings(
-    cluster="primary",
-    client={"bootstrap.servers": "127.0.0.1:9"},
-    prefix="srm-control",
-    session_timeout_ms=10_000,
-    heartbeat_interval_ms=1000,
-    replication_factor=-1,
-)
+SETTINGS = FAKE_CONTROL
 
 
 def envelope(event: object) -> Envelope:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 from srm_common.adapters.kafka_log import EventLogReader
-from srm_common.config.control import ControlSettings
 from srm_common.control.events import (
     AssignmentChanged,
     DriverJoined,
@@ -16,17 +15,10 @@ from srm_common.control.events import (
     LogStarted,
     TaskConfigsGenerated,
 )
-from srm_common.testing import FakeEventTopic
+from srm_common.testing import FAKE_CONTROL, FakeEventTopic
 from srm_driver.control import ControlLink
 
-SETTINGS = ControlSettings(
-    cluster="primary",
-    client={"bootstrap.servers": "127.0.0.1:9"},
-    prefix="srm-control",
-    session_timeout_ms=10_000,
-    heartbeat_interval_ms=1000,
-    replication_factor=-1,
-)
+SETTINGS = FAKE_CONTROL
 FLOW = "primary->backup"
 TASK = f"{FLOW}|MirrorSourceConnector-0"
 

@@ -9,9 +9,20 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
+from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
 from srm_common.control.events import Envelope, encode
 from srm_common.domain.tasks import TopicPartition
+
+# Control settings for tests whose Kafka is faked: nothing listens on port 9.
+FAKE_CONTROL = ControlSettings(
+    cluster="primary",
+    client={"bootstrap.servers": "127.0.0.1:9"},
+    prefix="srm-control",
+    session_timeout_ms=10_000,
+    heartbeat_interval_ms=1000,
+    replication_factor=-1,
+)
 
 
 class FakeDiscovery:
