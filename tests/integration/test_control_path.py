@@ -379,8 +379,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
     producer = testing.SteadyProducer(kafka["primary"], topic, 2)
     processes = [*coordinators, driver]
 
-    def logs() -> str:
-        return "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-2500:]}" for p in processes)
+    logs = testing.log_tails(processes)
 
     def lists() -> str:
         code, out, err = _control(

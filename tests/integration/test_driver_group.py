@@ -68,12 +68,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
     }
     producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
 
-    def logs() -> str:
-        return "\n".join(
-            f"--- {p.log_path.name}\n{p.log_text()[-1500:]}"
-            for p in (coordinator, *drivers.values())
-            if p.log_path.exists()
-        )
+    logs = testing.log_tails(lambda: (coordinator, *drivers.values()), 1500)
 
     try:
         coordinator.start()

@@ -74,12 +74,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
     }
     producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
 
-    def logs() -> str:
-        return "\n".join(
-            f"--- {p.log_path.name}\n{p.log_text()[-2000:]}"
-            for p in (coordinator, *drivers.values())
-            if p.log_path.exists()
-        )
+    logs = testing.log_tails(lambda: (coordinator, *drivers.values()), 2000)
 
     def source_tasks(state, driver: str) -> int:  # type: ignore[no-untyped-def]
         return sum("MirrorSourceConnector" in t for t in state.tasks_of(driver))
@@ -163,12 +158,7 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
     )
     producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
 
-    def logs() -> str:
-        return "\n".join(
-            f"--- {p.log_path.name}\n{p.log_text()[-2000:]}"
-            for p in (coordinator, first, second)
-            if p.log_path.exists()
-        )
+    logs = testing.log_tails((coordinator, first, second), 2000)
 
     try:
         coordinator.start()

@@ -279,8 +279,7 @@ def test_under_a_coordinator_a_groups_commits_appear_translated_on_backup(
         config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
     )
 
-    def logs() -> str:
-        return "\n".join(p.log_text()[-2500:] for p in (coordinator, driver) if p.log_path.exists())
+    logs = testing.log_tails((coordinator, driver))
 
     try:
         coordinator.start()

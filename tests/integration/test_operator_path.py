@@ -61,8 +61,7 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
         config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
     )
 
-    def logs() -> str:
-        return "\n".join(p.log_text()[-2500:] for p in (coordinator, driver) if p.log_path.exists())
+    logs = testing.log_tails((coordinator, driver))
 
     try:
         coordinator.start()

@@ -369,6 +369,23 @@ class DriverProcess(ChildProcess):
         self.config = config
 
 
+def log_tails(
+    processes: Iterable[ChildProcess] | Callable[[], Iterable[ChildProcess]], chars: int = 2500
+) -> Callable[[], str]:
+    """A ``detail=`` for :func:`wait_until`: the end of each process's log, named (a
+    callable ``processes`` is asked each time, for groups that change)."""
+
+    def tails() -> str:
+        current = processes() if callable(processes) else processes
+        return "\n".join(
+            f"--- {p.log_path.name}\n{p.log_text()[-chars:]}"
+            for p in current
+            if p.log_path.exists()
+        )
+
+    return tails
+
+
 class CoordinatorProcess(ChildProcess):
     """``srm-coordinator --config FILE --id ID``."""
 
