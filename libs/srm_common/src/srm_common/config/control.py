@@ -2,14 +2,16 @@
 ``srm.driver.*`` keys, read once from a loaded configuration.
 
 The event log, the driver heartbeats and the coordinator election are three topics in
-one *control cluster* (any configured alias; the first by default). Their names share a
+one *control cluster* (any configured alias; the first by default); every cluster a flow
+writes into also holds a fence topic, from which drivers renew their leases into it
+while the control cluster cannot be reached (:mod:`srm_common.control.fences`). Their names share a
 prefix and end in ``.internal``, so MM2's default topic filter never replicates them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from srm_common.config.model import FlowConfig, SrmConfig
@@ -33,6 +35,9 @@ class ControlSettings:
     replication_factor: int
     lease_ms: int = 5000
     write_timeout_ms: int = 10000
+    # Client settings of every cluster some flow writes into: each holds the fence
+    # topic that leases into it are renewed from (srm_common.control.fences).
+    targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def wait_out_ms(self) -> int:
@@ -64,6 +69,11 @@ class ControlSettings:
     def drivers_topic(self) -> str:
         """Driver heartbeats: membership and what each driver runs (short retention)."""
         return f"{self.prefix}.drivers.internal"
+
+    @property
+    def fences_topic(self) -> str:
+        """On every target cluster: the members that may hold a lease into it."""
+        return f"{self.prefix}.fences.internal"
 
     @property
     def election_topic(self) -> str:
@@ -120,6 +130,10 @@ def control_settings(config: SrmConfig) -> ControlSettings:
         replication_factor=factor,
         lease_ms=lease,
         write_timeout_ms=write_timeout,
+        targets={
+            alias: config.cluster(alias).client_config("admin")
+            for alias in sorted({flow.target for flow in config.flows.values()})
+        },
     )
 
 
