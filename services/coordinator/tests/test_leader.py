@@ -344,6 +344,8 @@ def test_tasks_of_a_driver_that_went_silent_wait_out_its_writes_before_they_move
     held_by_d1 = set(state.tasks_of("d1"))
     assert held_by_d1
     # d1 goes silent (paused, cut off); d2 keeps beating past d1's session.
+    for at_ms in range(2_000, 1_000 + SESSION_MS + 101, 1_000):
+        beats(leader, ["d2"], at_ms, generation=1)
     clock.at_ms = 1_000 + SESSION_MS + 100
     beats(leader, ["d2"], clock.at_ms, generation=1)
     round_ = leader.round(state)
@@ -353,7 +355,7 @@ def test_tasks_of_a_driver_that_went_silent_wait_out_its_writes_before_they_move
         held_by_d1 & set(events_of(round_, AssignmentChanged)[0].assigned)
     ), "d1's tasks are not given to d2 in the round that removed d1"
     state = commit(state, round_)
-    leader.committed(round_)
+    leader.committed(round_, round_.state)
     wait_ms = control_settings(config).wait_out_ms
     assert wait_ms > SESSION_MS / 2, "the lease and the write timeout are waited out"
     clock.at_ms += wait_ms - 500
@@ -379,7 +381,7 @@ def test_a_new_leader_waits_out_every_task_it_finds_without_a_driver(config: Srm
     take_over = second.take_over(state)
     assert set(take_over.freed) == set(state.all_task_ids())
     state = commit(state, take_over)
-    second.committed(take_over)
+    second.committed(take_over, take_over.state)
     beats(second, ["d1"], clock.at_ms)
     round_ = second.round(state)
     assert not events_of(round_, AssignmentChanged), "a previous leader may have freed them"
@@ -528,3 +530,69 @@ def test_a_coordinator_told_to_applies_its_file_as_the_new_baseline(
     state = commit(state, told.take_over(state))
     assert told.config_drift is None
     assert state.flow(REVERSE).enabled and state.flow(FLOW).topics == ("orders",)
+
+
+class FakeFencer:
+    """The fences the leader wants; ``acks`` says what each cluster acknowledged."""
+
+    def __init__(self) -> None:
+        self.wanted: list[object] = []
+        self.acks: dict[str, tuple[int, float]] = {}
+
+    def want(self, fence: object) -> None:
+        self.wanted.append(fence)
+
+    def acked(self, cluster: str) -> tuple[int, float] | None:
+        return self.acks.get(cluster)
+
+
+def test_a_silent_drivers_tasks_move_only_after_its_target_cluster_has_the_fence(
+    config: SrmConfig,
+) -> None:
+    """The departed driver may renew its lease from the fence topic on the target until
+    a fence without it is there: the wait-out counts from that acknowledgement."""
+    clock = Clock(1_000)
+    fencer = FakeFencer()
+    leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock)
+    leader.fencer = fencer  # type: ignore[assignment]
+    take_over = leader.take_over(ControlState())
+    state = commit(ControlState(), take_over)
+    leader.committed(take_over, state)
+    beats(leader, ["d1", "d2"], 1_000)
+    round_ = leader.round(state)
+    state = commit(state, round_)
+    leader.committed(round_, state)
+    fence = fencer.wanted[-1]
+    assert fence.members == {("d1", ""), ("d2", "")} and fence.position == state.offset
+    held_by_d1 = set(state.tasks_of("d1"))
+    for at_ms in range(2_000, 1_000 + SESSION_MS + 101, 1_000):
+        beats(leader, ["d2"], at_ms, generation=state.generation)
+    clock.at_ms = 1_000 + SESSION_MS + 100
+    round_ = leader.round(state)
+    assert [e.driver for e in events_of(round_, DriverLeft)] == ["d1"]
+    state = commit(state, round_)
+    leader.committed(round_, state)
+    assert fencer.wanted[-1].members == {("d2", "")}
+    wait_ms = control_settings(config).wait_out_ms
+
+    def moved_after(at_ms: int) -> set[str]:
+        nonlocal state
+        clock.at_ms = at_ms
+        beats(leader, ["d2"], at_ms, generation=state.generation)
+        round_ = leader.round(state)
+        state = commit(state, round_)
+        return set().union(*(e.assigned for e in events_of(round_, AssignmentChanged)))
+
+    # Long past the wait-out from the commit, but backup has not acknowledged the fence.
+    late = clock.at_ms + 2 * wait_ms
+    for at_ms in range(clock.at_ms + 1_000, late, 1_000):
+        assert not (held_by_d1 & moved_after(at_ms)), "no task moves before the fence"
+    fencer.acks["backup"] = (fencer.wanted[-1].position, late / 1000)
+    assert not (held_by_d1 & moved_after(late + wait_ms - 500))
+    into_backup = {t for t in held_by_d1 if t.startswith(FLOW)}
+    into_primary = held_by_d1 - into_backup
+    assert into_backup and into_primary
+    moved = moved_after(late + wait_ms + 500)
+    assert into_backup <= moved and not (into_primary & moved), "primary has no fence yet"
+    fencer.acks["primary"] = (fencer.wanted[-1].position, (late + wait_ms) / 1000)
+    assert into_primary <= moved_after(late + 2 * wait_ms + 500)

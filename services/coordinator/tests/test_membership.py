@@ -41,6 +41,11 @@ def joined(membership: Membership, *drivers: str, at_ms: int = 1_000) -> Control
     return fold(ControlState(), membership.changes(ControlState(), at_ms), at_ms)
 
 
+def keep_beating(membership: Membership, driver: str, start_ms: int, end_ms: int) -> None:
+    for at_ms in range(start_ms, end_ms + 1, 1_000):
+        membership.observe([beat(driver, at_ms)], at_ms)
+
+
 def test_first_beat_of_an_unknown_driver_makes_it_join() -> None:
     membership = Membership(SESSION_MS)
     membership.observe([beat("d1", 1_000)], 1_000)
@@ -64,10 +69,32 @@ def test_member_is_not_judged_before_the_session_timeout() -> None:
 
 def test_silent_member_leaves_after_the_session_timeout_with_a_readable_reason() -> None:
     membership = Membership(SESSION_MS)
-    state = joined(membership, "d1", at_ms=1_000)
+    state = joined(membership, "d1", "d2", at_ms=1_000)
+    keep_beating(membership, "d2", 2_000, 1_000 + SESSION_MS + 500)
     events = membership.changes(state, 1_000 + SESSION_MS + 500)
     assert events == [DriverLeft("d1", "no heartbeat for 10.5 s (session timeout 10.0 s)")]
     assert "d1" not in membership.reports
+
+
+def test_while_no_beat_arrives_at_all_nobody_is_removed_for_silence() -> None:
+    # The control cluster (or the way to it) is down: the leader reads no beats, and
+    # there would be no live driver to give the tasks to anyway.
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", "d2", at_ms=1_000)
+    assert membership.changes(state, 1_000 + 3 * SESSION_MS) == []
+
+
+def test_when_beats_come_back_after_a_gap_every_member_gets_a_new_session() -> None:
+    membership = Membership(SESSION_MS)
+    state = joined(membership, "d1", "d2", at_ms=1_000)
+    back = 1_000 + 3 * SESSION_MS
+    # d2's beats are read first; d1's next one is a moment behind: nobody is removed.
+    membership.observe([beat("d2", back)], back)
+    assert membership.changes(state, back + 500) == []
+    keep_beating(membership, "d2", back + 1_000, back + SESSION_MS + 500)
+    # d1 stays silent for a whole session after the beats came back: now it leaves.
+    [left] = membership.changes(state, back + SESSION_MS + 500)
+    assert left.driver == "d1"
 
 
 def test_leaving_beat_makes_the_driver_leave_at_once() -> None:
@@ -85,8 +112,9 @@ def test_leaving_beat_of_an_unknown_driver_does_not_make_it_join() -> None:
 
 def test_departed_driver_never_rejoins_under_its_old_id() -> None:
     membership = Membership(SESSION_MS)
-    state = joined(membership, "d1", at_ms=1_000)
+    state = joined(membership, "d1", "w", at_ms=1_000)
     now = 1_000 + SESSION_MS + 1
+    keep_beating(membership, "w", 2_000, now)
     state = fold(state, membership.changes(state, now), now)
     assert "d1" not in state.drivers
     membership.observe([beat("d1", now + 10)], now + 10)
@@ -101,7 +129,9 @@ def test_stale_beat_does_not_move_the_clock_back() -> None:
     assert membership.changes(state, 7_000) == []
     assert membership.last_seen["d1"] == 5_000
     assert membership.reports["d1"].generation == 0
-    assert membership.changes(state, 5_000 + SESSION_MS + 1) != []
+    keep_beating(membership, "w", 8_000, 5_000 + SESSION_MS + 1)
+    left = [e for e in membership.changes(state, 5_000 + SESSION_MS + 1) if e.driver == "d1"]
+    assert left and isinstance(left[0], DriverLeft)
 
 
 def test_beat_from_the_future_counts_as_now() -> None:
@@ -137,6 +167,7 @@ def test_a_departed_member_takes_its_tasks_and_running_ones_to_the_departure() -
     running = Beat("d1", "u", "h", 1_500, 1, frozenset({"t0", "t9"}), instance="a")
     membership.observe([running], 1_500)
     membership.changes(state, 1_500)
+    keep_beating(membership, "w", 2_500, 1_500 + SESSION_MS + 1)  # another driver beats
     membership.changes(state, 1_500 + SESSION_MS + 1)
     (departure,) = membership.departures
     assert departure.tasks == {"t0", "t9"}, "assigned and still reported running"
@@ -151,7 +182,7 @@ def test_adopt_gives_inherited_members_a_full_session() -> None:
     membership.adopt(inherited, 50_000)
     assert membership.changes(inherited, 50_000 + SESSION_MS) == []
     # d2 keeps beating; d1 was never heard from by this leader.
-    membership.observe([beat("d2", 55_000)], 55_000)
+    keep_beating(membership, "d2", 51_000, 50_000 + SESSION_MS + 1)
     events = membership.changes(inherited, 50_000 + SESSION_MS + 1)
     assert [e.driver for e in events if isinstance(e, DriverLeft)] == ["d1"]
     assert not [e for e in events if isinstance(e, DriverJoined)]

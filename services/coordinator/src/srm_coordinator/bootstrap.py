@@ -8,6 +8,7 @@ same way, through its constructor.
 from __future__ import annotations
 
 from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.fence_topic import FenceWriter
 from srm_common.adapters.kafka_log import (
     BeatReader,
     EventLogEnd,
@@ -39,6 +40,9 @@ def real_adapters(settings: ControlSettings) -> Adapters:
         ),
         election=lambda member: Candidacy(settings, member),
         discovery=Discovery,
+        fence_writer=lambda cluster: FenceWriter(
+            settings, cluster, client_id=f"{settings.prefix}-fencer-{cluster}"
+        ),
     )
 
 

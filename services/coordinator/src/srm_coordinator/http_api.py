@@ -213,6 +213,8 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             "log": coordinator.log_status(),
             # Leading with a file that differs from the log's baseline: not applied, why.
             "config_drift": coordinator.config_drift(),
+            # Leading: the members fence on each target cluster (position, write errors).
+            "fences": coordinator.fences(),
         }
 
     @app.get("/v1/state")

@@ -24,11 +24,13 @@ from srm_common.control.events import (
     FlowBaseline,
     LogStarted,
 )
+from srm_common.control.fences import Fence
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
 from srm_common.control.refresh import Discoverer, DiscoveryPending, Due, RefreshSchedule, refreshed
-from srm_common.control.state import ControlState, apply
+from srm_common.control.state import ControlState, apply, parse_task_id
 from srm_common.errors import SrmError
 
+from srm_coordinator.fencing import Fencer
 from srm_coordinator.membership import Membership
 
 log = logging.getLogger(__name__)
@@ -84,8 +86,13 @@ class Leader:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         apply_config: bool = False,
+        fencer: Fencer | None = None,
     ) -> None:
         self.config = config
+        # Writes the members to every target cluster; without one (unit tests of other
+        # things), a freed task waits from the commit, as if fenced at once.
+        self.fencer = fencer
+        self._fenced: tuple[str | None, frozenset[tuple[str, str]]] | None = None
         self.apply_config = apply_config
         # Why this coordinator's file was not applied at its take-over (None: it was,
         # or it equals the log's baseline).
@@ -103,6 +110,9 @@ class Leader:
         # Task -> monotonic time (s) before which it must not run anywhere: its last
         # driver left without its word and may still write until then.
         self.waiting: dict[str, float] = {}
+        # Task -> (its target cluster, log position, wait ms): freed, and waiting for a
+        # fence of that position on that cluster before its wait-out starts.
+        self.pending: dict[str, tuple[str, int, int]] = {}
         # Monotonic time (s) before which no task runs anywhere: a log just restored
         # knows nothing of what drivers of the lost log may still write.
         self.hold_until = 0.0
@@ -115,23 +125,54 @@ class Leader:
         """Monotonic clock, for every timeout and liveness decision."""
         return int(self.monotonic() * 1000)
 
-    def committed(self, round_: Round) -> None:
-        """The round is in the log: start waiting out the writes of the tasks it freed."""
+    def committed(self, round_: Round, state: ControlState) -> None:
+        """The round is in the log (``state`` folds it): fence the departed on their
+        target clusters, and start waiting out the writes of the tasks it freed."""
         now = self.monotonic()
+        self._fence(state, force=bool(round_.freed))
         for task, wait_ms in round_.freed.items():
-            self.waiting[task] = max(self.waiting.get(task, 0.0), now + wait_ms / 1000)
+            cluster = self._target_of(task)
+            if self.fencer is None or cluster is None:
+                self.waiting[task] = max(self.waiting.get(task, 0.0), now + wait_ms / 1000)
+            else:
+                self.pending[task] = (cluster, state.offset, wait_ms)
         if round_.freed:
             longest = max(round_.freed.values()) / 1000
             log.info(
-                "%d tasks wait %.1f s before they move: their driver may still write until then",
+                "%d tasks wait %.1f s (after their target cluster acknowledged the fence)"
+                " before they move: their driver may still write until then",
                 len(round_.freed),
                 longest,
             )
 
+    def _fence(self, state: ControlState, *, force: bool) -> None:
+        """Want a fence of ``state``'s members if they changed (or ``force``)."""
+        if self.fencer is None or state.log_id is None:
+            return
+        members = frozenset((name, info.instance) for name, info in state.drivers.items())
+        if not force and self._fenced == (state.log_id, members):
+            return
+        self._fenced = (state.log_id, members)
+        epoch = state.leader.epoch if state.leader else 0
+        self.fencer.want(Fence(state.log_id, state.offset, epoch, members, self.now_ms()))
+
+    def _target_of(self, task: str) -> str | None:
+        try:
+            flow = self.flows.get(parse_task_id(task)[0])
+        except ValueError:
+            return None
+        return flow.target if flow is not None else None
+
     def _waiting_now(self) -> set[str]:
         now = self.monotonic()
+        for task, (cluster, position, wait_ms) in list(self.pending.items()):
+            acked = self.fencer.acked(cluster) if self.fencer is not None else None
+            if acked is not None and acked[0] >= position:
+                until = acked[1] + wait_ms / 1000
+                self.waiting[task] = max(self.waiting.get(task, 0.0), until)
+                del self.pending[task]
         self.waiting = {task: until for task, until in self.waiting.items() if until > now}
-        return set(self.waiting)
+        return set(self.waiting) | set(self.pending)
 
     def _held(self, state: ControlState) -> set[str]:
         return set(state.all_task_ids()) if self.monotonic() < self.hold_until else set()

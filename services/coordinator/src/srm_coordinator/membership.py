@@ -10,6 +10,12 @@ out. A driver is an incarnation: its id plus the ``instance`` it beats with.
   under the same id, or a second process started with it. The member is removed and the
   new incarnation joins; the old one sees its id taken and stops, so two processes never
   run the same tasks.
+* **Nobody beats, nobody is removed for silence.** While no beat at all arrives, the
+  likelier cause is this coordinator's view (the control cluster, or the path to it, is
+  down) and there is no live driver to move tasks to anyway; when beats arrive again
+  after such a gap (a third of the session timeout), every member starts a new session
+  from then, so the drivers that kept copying through an outage of the control cluster
+  are not removed in the moment before their next beats are read.
 * A removed incarnation never comes back (its beats are ignored); the driver rejoins as a
   new instance, and the leader waits out the old one's lease before its tasks move.
 """
@@ -53,6 +59,9 @@ class Membership:
         self._leaving: set[Incarnation] = set()
         self._departed: set[Incarnation] = set()
         self._timings: dict[str, tuple[int, int]] = {}
+        # When the last beat of anyone arrived, and when beats came back after a gap.
+        self._last_any: int | None = None
+        self._resumed_at: int | None = None
 
     def adopt(self, state: ControlState, now_ms: int) -> None:
         """Start the clock of every member in the log at ``now_ms`` (leader take-over)."""
@@ -60,6 +69,11 @@ class Membership:
             self.last_seen.setdefault(driver, now_ms)
 
     def observe(self, beats: Iterable[Beat], now_ms: int) -> None:
+        beats = list(beats)
+        if beats:
+            if self._last_any is not None and now_ms - self._last_any > self._gap_ms:
+                self._resumed_at = now_ms
+            self._last_any = now_ms
         for beat in beats:
             key = (beat.driver, beat.instance)
             if key in self._departed:
@@ -79,10 +93,17 @@ class Membership:
                 max(write, beat.write_timeout_ms),
             )
 
+    @property
+    def _gap_ms(self) -> int:
+        return self.session_timeout_ms // 3
+
     def changes(self, state: ControlState, now_ms: int) -> list[Event]:
         """Leaves of silent, leaving or replaced members, then joins of new incarnations."""
         events: list[Event] = []
         expiry = now_ms - self.session_timeout_ms
+        # Silence counts only while beats arrive, and from when they came back.
+        anyone = self._last_any is not None and now_ms - self._last_any <= self._gap_ms
+        silence_since = self._resumed_at if self._resumed_at is not None else -(2**62)
         for driver in sorted(state.drivers):
             instance = state.drivers[driver].instance
             member = self._member_key(driver, instance)
@@ -107,7 +128,7 @@ class Membership:
                         " restart under the same id, or a second process with it)",
                     )
                 )
-            elif self.last_seen.get(driver, now_ms) < expiry:
+            elif anyone and max(self.last_seen.get(driver, now_ms), silence_since) < expiry:
                 silent = (now_ms - self.last_seen[driver]) / 1000
                 events.append(
                     self._leave(

@@ -17,6 +17,8 @@ from srm_common.control.events import Envelope
 from srm_common.control.integrity import LogProblem
 from srm_common.control.refresh import Discoverer
 
+from srm_coordinator.fencing import FenceWriterPort
+
 
 class LogReader(Protocol):
     """The event log, read_committed (:class:`~srm_common.adapters.kafka_log.EventLogReader`)."""
@@ -71,7 +73,8 @@ class Adapters:
 
     ``prepare(create_events)`` makes sure the control topics exist (the events topic is
     created only when ``create_events``); ``reader(client_id, known_log)``,
-    ``writer(client_id)``, ``beats(client_id, since_ms)``, ``election(member)``."""
+    ``writer(client_id)``, ``beats(client_id, since_ms)``, ``election(member)``,
+    ``fence_writer(cluster)``."""
 
     prepare: Callable[[bool], None]
     reader: Callable[[str, str | None], LogReader]
@@ -80,5 +83,8 @@ class Adapters:
     beats: Callable[[str, int], Beats]
     election: Callable[[str], Election]
     discovery: Callable[[], Discoverer]
+    # A writer of fences to a target cluster (srm_coordinator.fencing); None: no fences
+    # are written and freed tasks wait from their commit (unit tests of other things).
+    fence_writer: Callable[[str], FenceWriterPort] | None = None
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic

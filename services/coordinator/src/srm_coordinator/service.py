@@ -31,6 +31,7 @@ from srm_common.control.events import Envelope, describe
 from srm_common.control.state import AppliedCommand, ControlState, apply
 from srm_common.errors import ControlLogError, Fenced, SrmError
 
+from srm_coordinator.fencing import Fencer
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.membership import Membership
 from srm_coordinator.ports import Adapters, Beats, LogReader, LogWriter
@@ -158,6 +159,13 @@ class Coordinator:
             for driver, report in list(membership.reports.items())
         }
 
+    def fences(self) -> dict[str, dict[str, object]] | None:
+        """Leading: per target cluster, the fence in force and the last write error."""
+        leader = self._leader
+        if not self.leading or leader is None or leader.fencer is None:
+            return None
+        return leader.fencer.status()
+
     def config_drift(self) -> str | None:
         """Why this coordinator, leading, did not apply its configuration file."""
         leader = self._leader
@@ -260,6 +268,13 @@ class Coordinator:
         self._writer = writer
         self._beats = beats
         self._membership = Membership(self.settings.session_timeout_ms)
+        fencer = None
+        if self.adapters.fence_writer is not None:
+            fencer = Fencer(
+                self.settings.targets,
+                self.adapters.fence_writer,
+                monotonic=self.adapters.monotonic,
+            )
         self._leader = Leader(
             self.config,
             coordinator=self.id,
@@ -270,6 +285,7 @@ class Coordinator:
             clock=self.adapters.clock,
             monotonic=self.adapters.monotonic,
             apply_config=self.apply_config,
+            fencer=fencer,
         )
         self.leading = True
         if self._commit(self._leader.take_over(self.state)):
@@ -311,6 +327,8 @@ class Coordinator:
         self._writer = self._beats = None
         if self._leader is not None:
             self._leader.discovery.close()
+            if self._leader.fencer is not None:
+                self._leader.fencer.close()
         self._leader = None
         self._refuse_queued()
 
@@ -395,5 +413,5 @@ class Coordinator:
             log.info("%s: %s", self.id, describe(envelope))
         self._fold(written)
         if self._leader is not None:
-            self._leader.committed(round_)
+            self._leader.committed(round_, self.state)
         return True
