@@ -15,6 +15,7 @@ from srm_common.control.events import (
     LogStarted,
     TaskConfigsGenerated,
 )
+from srm_common.control.fences import Fence, FenceHistory
 from srm_common.testing import FAKE_CONTROL, FakeEventTopic
 from srm_driver.control import ControlLink
 
@@ -147,3 +148,66 @@ def test_a_restored_log_is_taken_up_and_the_driver_rejoins_without_a_lease() -> 
     assert link.state.log_id == "L2" and link.state.tasks_of("d1") == ()
     assert link.instance != first, "rejoins the restored log as a new incarnation"
     assert link.lease_ms() == 0
+
+
+class FakeWatch:
+    """A cluster's fence topic: ``up`` says whether it answers."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.history = FenceHistory()
+        self.up = True
+
+    def read_to_end(self, timeout: float) -> bool:
+        return self.up
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_fences_of_a_target_cluster_renew_the_lease_of_the_flows_into_it_only() -> None:
+    """The control cluster is unreachable (no log renewal): backup's fence admits this
+    driver, so the flow into backup may write; the flow into primary may not."""
+    topic = FakeEventTopic()
+    reverse = "backup->primary"
+    watches = {"backup": FakeWatch("backup"), "primary": FakeWatch("primary")}
+    reader = EventLogReader(
+        SETTINGS,
+        client_id="d1",
+        consumer=topic.consumer(),  # type: ignore[arg-type]
+        admin=topic.admin(),  # type: ignore[arg-type]
+    )
+    link = ControlLink(
+        SETTINGS,
+        "d1",
+        "http://d1:1",
+        lambda: (0, frozenset()),
+        reader=reader,
+        end=FakeEnd(topic),  # type: ignore[arg-type]
+        writer=NoBeats(),  # type: ignore[arg-type]
+        flow_targets={FLOW: "backup", reverse: "primary"},
+        fences=watches,  # type: ignore[arg-type]
+    )
+    running_log(topic, link)
+    follow(link)
+    assert link.lease_ms(FLOW) == 0, "no renewal yet"
+    watches["backup"].history.add([Fence("L1", 3, 1, frozenset({("d1", link.instance)}))])
+    for watch in watches.values():
+        link._confirm_fence(watch, timeout=1)  # type: ignore[arg-type]
+    assert link.lease_ms(FLOW) > 0
+    assert link.lease_ms(reverse) == 0 and link.lease_ms() == 0
+    assert link.fence_status()["backup"]["admits_this_driver"] is True
+
+    # The leader removed d1 and fenced it on backup: no renewal from there any more.
+    renewed = link._fence_confirmed["backup"]
+    watches["backup"].history.add([Fence("L1", 9, 1, frozenset({("d2", "x")}))])
+    link._confirm_fence(watches["backup"], timeout=1)  # type: ignore[arg-type]
+    assert link._fence_confirmed["backup"] == renewed
+    # A cluster that does not answer renews nothing either.
+    watches["primary"].up = False
+    watches["primary"].history.add([Fence("L1", 9, 1, frozenset({("d1", link.instance)}))])
+    link._confirm_fence(watches["primary"], timeout=1)  # type: ignore[arg-type]
+    assert link.lease_ms(reverse) == 0
+    # A renewal of one incarnation is not the next one's (a rejoin starts without).
+    link.instance = "another"
+    assert link.lease_ms(FLOW) == 0

@@ -23,6 +23,14 @@ of another log included. A restored log (``srm-control restore``) is read from i
 the driver is in no group of it, so it rejoins as a new instance, holding no lease until
 the new leader counts it in (and that leader waits out the lost log's drivers first).
 
+**Leases into a cluster, from that cluster.** The log is not the only place a lease is
+renewed: for every cluster a flow writes into, a thread reads that cluster's fence topic
+to its end (which the leader writes after each membership change) and, while the fence
+in force admits this incarnation, renews the lease *of the flows into that cluster*. So
+an unreachable control cluster stops nothing but changes: the flows whose clusters are
+up keep copying (static stability), and the leader, before moving a departed driver's
+tasks into a cluster, fences it there first (:mod:`srm_common.control.fences`).
+
 **Incarnations.** Each process beats with a random ``instance``. When the log shows this
 driver id held by another instance, another process took the id over: this one stops
 (:attr:`ControlLink.replaced`) and never runs the same tasks beside it. When the leader
@@ -36,8 +44,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.kafka_log import (
     BeatWriter,
     ControlLogError,
@@ -70,6 +79,8 @@ class ControlLink:
         reader: EventLogReader | None = None,
         end: EventLogEnd | None = None,
         writer: BeatWriter | None = None,
+        flow_targets: Mapping[str, str] | None = None,
+        fences: Mapping[str, FenceWatch] | None = None,
     ) -> None:
         self.settings = settings
         self.driver = driver
@@ -92,9 +103,27 @@ class ControlLink:
         self._reader = reader or EventLogReader(settings, client_id=f"{driver}-log")
         self._end = end or EventLogEnd(settings)
         self._writer = writer or BeatWriter(settings, client_id=f"{driver}-beats")
+        # Flow name -> the cluster it writes into, and a fence watch per such cluster.
+        self._flow_targets = dict(flow_targets or {})
+        self._fences = (
+            dict(fences)
+            if fences is not None
+            else {
+                cluster: FenceWatch(settings, cluster, client_id=f"{driver}-fences-{cluster}")
+                for cluster in sorted(set(self._flow_targets.values()))
+                if cluster in settings.targets
+            }
+        )
+        # Cluster -> (instance, monotonic time) its fence topic last admitted this driver.
+        self._fence_confirmed: dict[str, tuple[str, float]] = {}
         self._threads = [
             threading.Thread(target=self._follow, name="control-log", daemon=True),
             threading.Thread(target=self._beat, name="control-beat", daemon=True),
+        ] + [
+            threading.Thread(
+                target=self._watch_fences, args=(watch,), name=f"fences-{name}", daemon=True
+            )
+            for name, watch in self._fences.items()
         ]
 
     def start(self) -> None:
@@ -108,12 +137,35 @@ class ControlLink:
         info = (state or self.state).drivers.get(self.driver)
         return info is not None and info.instance in ("", self.instance)
 
-    def lease_ms(self) -> int:
-        """Milliseconds this driver may still write; 0 when it holds no lease."""
-        if self.broken or self.replaced or self._confirmed_at is None:
+    def lease_ms(self, flow: str | None = None) -> int:
+        """Milliseconds this driver may still write (for ``flow``: into its target
+        cluster, renewed from the log or from that cluster's fences); 0 without a lease."""
+        if self.broken or self.replaced:
             return 0
-        left = self._confirmed_at + self.settings.lease_ms / 1000 - time.monotonic()
+        confirmed = [self._confirmed_at]
+        target = self._flow_targets.get(flow) if flow is not None else None
+        fenced = self._fence_confirmed.get(target) if target is not None else None
+        if fenced is not None and fenced[0] == self.instance:
+            confirmed.append(fenced[1])
+        latest = max((at for at in confirmed if at is not None), default=None)
+        if latest is None:
+            return 0
+        left = latest + self.settings.lease_ms / 1000 - time.monotonic()
         return max(0, int(left * 1000))
+
+    def fence_status(self) -> dict[str, object]:
+        """Per target cluster: the fence in force there, and whether it admits this
+        driver (for ``GET /v1/driver``)."""
+        status: dict[str, object] = {}
+        for cluster, watch in self._fences.items():
+            fence = watch.history.current()
+            confirmed = self._fence_confirmed.get(cluster)
+            status[cluster] = {
+                "fence_position": fence.position if fence else None,
+                "admits_this_driver": bool(fence and fence.admits(self.driver, self.instance)),
+                "renewed_s_ago": (round(time.monotonic() - confirmed[1], 1) if confirmed else None),
+            }
+        return status
 
     def log_status(self) -> dict[str, object]:
         """The event log as this driver reads it (for ``GET /v1/driver``)."""
@@ -176,6 +228,29 @@ class ControlLink:
             )
 
     # -- threads ------------------------------------------------------------------------
+
+    def _watch_fences(self, watch: FenceWatch) -> None:
+        """Renew the lease into ``watch.cluster`` from its fence topic, every beat."""
+        interval = self.settings.heartbeat_interval_ms / 1000
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                self._confirm_fence(watch, timeout=interval)
+            except Exception as exc:  # noqa: BLE001 - keep watching; the lease tells
+                log.warning("cannot read the fences on %s: %s", watch.cluster, exc)
+            self.stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        watch.close()
+
+    def _confirm_fence(self, watch: FenceWatch, timeout: float) -> None:
+        """Read the fence topic to where it ends now; renew if it admits this driver."""
+        started = time.monotonic()
+        instance = self.instance
+        if not watch.read_to_end(timeout=timeout):
+            return
+        if watch.history.admits(self._reader.log_id, self.driver, instance):
+            previous = self._fence_confirmed.get(watch.cluster)
+            if previous is None or previous[0] != instance or previous[1] < started:
+                self._fence_confirmed[watch.cluster] = (instance, started)
 
     def _follow(self) -> None:
         while not self.stop.is_set():
