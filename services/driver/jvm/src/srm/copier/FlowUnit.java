@@ -77,6 +77,11 @@ final class FlowUnit implements Runnable {
         desired = plan;
     }
 
+    /** This unit's own lease: its flow's, granted by the slot from each answer. */
+    Lease lease() {
+        return lease;
+    }
+
     /** Stop sending, let what was sent be acknowledged, close the clients, exit. */
     void requestStop() {
         stopRequested = true;
@@ -124,8 +129,8 @@ final class FlowUnit implements Runnable {
             applyPlans(plan);
             if (!lease.valid()) {
                 if (!partitions.isEmpty() && anyNotStopped()) {
-                    breakUnit("lease", null, -1, "the lease of this slot ran out (no answer from the"
-                            + " driver, or the driver lost its own)", null);
+                    breakUnit("lease", null, -1, "the lease of " + flow + " ran out in this slot (no"
+                            + " answer from the driver, or the driver holds none for this flow now)", null);
                 }
                 sleep(50);
                 continue;
@@ -181,7 +186,8 @@ final class FlowUnit implements Runnable {
                     // The rest of this poll is not sent: the consumer is now ahead of what
                     // was sent. Break the unit (if not broken already): every partition is
                     // re-planned and sought to an exact position before it sends again.
-                    breakUnit("lease", null, -1, "the lease of this slot ran out while copying", null);
+                    breakUnit("lease", null, -1, "the lease of " + flow + " ran out in this slot while copying",
+                            null);
                     return;
                 }
                 if (!send(plan, p, record)) {
@@ -458,6 +464,7 @@ final class FlowUnit implements Runnable {
         entry.put("broken_epoch", brokenEpoch);
         entry.put("poll_error", pollError);
         entry.put("exited", exited);
+        entry.put("lease_ms", lease.remainingMillis());
         List<Map<String, Object>> items = new ArrayList<>();
         for (PartitionCopy p : partitions.values()) {
             Map<String, Object> item = p.report(boundary);

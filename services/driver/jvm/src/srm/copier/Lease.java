@@ -1,10 +1,11 @@
 package srm.copier;
 
 /**
- * Until when this slot may hand records to a producer, on this JVM's monotonic clock.
+ * Until when one flow unit of a slot may hand records to its producer, on this JVM's
+ * monotonic clock.
  *
- * <p>The driver answers each control request with the lease it still holds, in
- * milliseconds. The slot counts that from the moment it <em>sent</em> the request, so
+ * <p>The driver answers each control request with the lease it still holds for each flow,
+ * in milliseconds. The slot counts that from the moment it <em>sent</em> the request, so
  * however long the answer took, the deadline here is never later than the driver's own:
  * the driver's lease ends when the coordinator may have given the work to someone else,
  * and nothing reaches a producer here after that (docs/design.md, fencing).

@@ -27,10 +27,15 @@ import org.slf4j.LoggerFactory;
  * partition, a reservation reached) the slot POSTs a report to the driver's control
  * endpoint: per flow unit, per partition plan, what was acknowledged, the offset syncs
  * since the last answered report, counters and errors. The answer is the whole desired
- * state of the slot (level triggered: a lost answer is repaired by the next one) and the
- * lease: how many milliseconds the driver may still let records be written, counted here
- * from when the request was sent. An answer 410 means the driver no longer knows this job:
- * the slot stops everything and ends.
+ * state of the slot (level triggered: a lost answer is repaired by the next one) and,
+ * per flow unit, its lease: how many milliseconds the driver may still let records of that
+ * flow be written, counted here from when the request was sent. Each unit has its own
+ * {@link Lease}: a flow whose lease runs out stops while the others go on. A unit the
+ * answer leaves out is stopped and given nothing; a driver that does not answer lets
+ * every lease run out by itself. The answer also lists the flows whose part of the report
+ * the driver did not take in ({@code refused}): their syncs, stops and exits are kept and
+ * reported again. An answer 410 means the driver no longer knows this job: the slot
+ * revokes every lease, stops everything and ends.
  */
 public final class SlotRunner {
     private static final Logger LOG = LoggerFactory.getLogger(SlotRunner.class);
@@ -39,7 +44,6 @@ public final class SlotRunner {
     private final String url;
     private final String jobId;
     private final int slot;
-    private final Lease lease = new Lease();
     private final Map<String, FlowUnit> units = new HashMap<>();
     private final Map<String, Thread> threads = new HashMap<>();
     private final ObjectMapper json = new ObjectMapper();
@@ -72,6 +76,7 @@ public final class SlotRunner {
         long reportMs = 200;
         boolean stop;
         Map<String, Object> units = new HashMap<>();
+        Set<String> refused = new HashSet<>();
     }
 
     void run() {
@@ -102,25 +107,28 @@ public final class SlotRunner {
             long sentAt = System.nanoTime();
             Answer answer = exchange(snapshot);
             if (answer != null && answer.gone) {
-                lease.revoke();
+                for (FlowUnit unit : units.values()) {
+                    unit.lease().revoke();
+                }
                 if (!stopping) {
                     stopping = true;
                     stopUnits();
                 }
             } else if (answer != null) {
-                lease.grant(sentAt, answer.leaseMs);
-                confirm(snapshot);
+                grant(answer, sentAt);
+                confirm(snapshot, answer.refused);
                 interval = Math.max(20, answer.reportMs);
                 if (answer.stop && !stopping) {
                     stopping = true;
                     stopUnits();
                 }
                 if (!stopping) {
-                    apply(answer.units, answer.version);
+                    apply(answer, sentAt);
                     answered = answer.version;
                 }
             }
-            if (exiting && (answer != null || ++finalAttempts >= 3)) {
+            boolean taken = answer != null && answer.refused.isEmpty();
+            if (exiting && (taken || ++finalAttempts >= 3)) {
                 return;
             }
             await(stopping ? 50 : interval);
@@ -130,11 +138,13 @@ public final class SlotRunner {
     private Snapshot snapshot(boolean exiting) {
         Snapshot snapshot = new Snapshot();
         List<Map<String, Object>> reports = new ArrayList<>();
+        long longestLease = 0;
         for (Map.Entry<String, FlowUnit> entry : units.entrySet()) {
             Map<String, Integer> counts = new HashMap<>();
             Set<String> stopped = new HashSet<>();
             FlowUnit unit = entry.getValue();
             boolean exited = unit.exited();
+            longestLease = Math.max(longestLease, unit.lease().remainingMillis());
             reports.add(unit.report(true, counts, stopped));
             snapshot.syncCounts.put(entry.getKey(), counts);
             snapshot.stopped.put(entry.getKey(), stopped);
@@ -146,7 +156,7 @@ public final class SlotRunner {
         snapshot.body.put("slot", slot);
         snapshot.body.put("seq", seq++);
         snapshot.body.put("answered", answered);
-        snapshot.body.put("lease_ms", lease.remainingMillis());
+        snapshot.body.put("lease_ms", longestLease);
         snapshot.body.put("exiting", exiting);
         snapshot.body.put("units", reports);
         return snapshot;
@@ -178,6 +188,12 @@ public final class SlotRunner {
             @SuppressWarnings("unchecked")
             Map<String, Object> wanted = (Map<String, Object>) body.get("units");
             answer.units = wanted;
+            Object refused = body.get("refused");
+            if (refused instanceof List) {
+                for (Object flow : (List<?>) refused) {
+                    answer.refused.add(String.valueOf(flow));
+                }
+            }
             return answer;
         } catch (IOException e) {
             return null; // the driver is unreachable: the lease runs out by itself
@@ -190,14 +206,38 @@ public final class SlotRunner {
         }
     }
 
-    private void confirm(Snapshot snapshot) {
+    /**
+     * Give each unit the lease its entry in the answer carries (the slot-level one if the
+     * entry has none), counted from {@code sentAt}; a unit the answer leaves out gets
+     * nothing (it is being stopped; its lease runs out by itself).
+     */
+    @SuppressWarnings("unchecked")
+    private void grant(Answer answer, long sentAt) {
+        for (Map.Entry<String, FlowUnit> entry : units.entrySet()) {
+            Object wanted = answer.units.get(entry.getKey());
+            if (wanted instanceof Map) {
+                entry.getValue().lease().grant(sentAt, leaseOf((Map<String, Object>) wanted, answer.leaseMs));
+            }
+        }
+    }
+
+    private static long leaseOf(Map<String, Object> unit, long slotLeaseMs) {
+        Object value = unit.get("lease_ms");
+        return value instanceof Number ? ((Number) value).longValue() : slotLeaseMs;
+    }
+
+    /** The driver took the report in, but for the {@code refused} flows: those keep it all. */
+    private void confirm(Snapshot snapshot, Set<String> refused) {
         for (Map.Entry<String, Map<String, Integer>> entry : snapshot.syncCounts.entrySet()) {
             FlowUnit unit = units.get(entry.getKey());
-            if (unit != null) {
+            if (unit != null && !refused.contains(entry.getKey())) {
                 unit.confirm(entry.getValue(), snapshot.stopped.get(entry.getKey()));
             }
         }
         for (String flow : snapshot.exited) {
+            if (refused.contains(flow)) {
+                continue; // reported again, so that the driver sees it ended
+            }
             units.remove(flow);
             Thread thread = threads.remove(flow);
             join(thread, 1000);
@@ -205,18 +245,23 @@ public final class SlotRunner {
     }
 
     @SuppressWarnings("unchecked")
-    private void apply(Map<String, Object> wanted, long version) {
+    private void apply(Answer answer, long sentAt) {
+        Map<String, Object> wanted = answer.units;
         for (Map.Entry<String, Object> entry : wanted.entrySet()) {
             String flow = entry.getKey();
+            Map<String, Object> body;
             UnitPlan plan;
             try {
-                plan = UnitPlan.parse(flow, version, (Map<String, Object>) entry.getValue());
+                body = (Map<String, Object>) entry.getValue();
+                plan = UnitPlan.parse(flow, answer.version, body);
             } catch (RuntimeException e) {
                 LOG.error("srm copy slot {}: bad plan for {}: {}", slot, flow, e.toString());
                 continue;
             }
             FlowUnit unit = units.get(flow);
             if (unit == null) {
+                Lease lease = new Lease();
+                lease.grant(sentAt, leaseOf(body, answer.leaseMs));
                 unit = new FlowUnit(plan, lease, this::nudge);
                 Thread thread = new Thread(unit, "srm-copy " + flow + " slot " + slot);
                 thread.setDaemon(true);
