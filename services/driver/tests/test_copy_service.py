@@ -3,7 +3,7 @@ and syncs in order, unit breaks, poison records, halts, releases, leases."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -12,19 +12,22 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_driver.copying.clients import unit_settings
-from srm_driver.copying.ports import CopyEvent, FlowAdapters
+from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CopyService
 from srm_driver.copying.state import ResumeRequest
 
 FLOW = "primary->backup"
+OTHER = "primary->dr"  # a second flow, into another target cluster
 TP = ("orders", 0)
 REMOTE = "primary.orders"
 CONFIG = """\
 clusters:
   primary: {bootstrap.servers: "127.0.0.1:9"}
   backup: {bootstrap.servers: "127.0.0.1:8"}
+  dr: {bootstrap.servers: "127.0.0.1:7"}
 flows:
   primary->backup: {enabled: true, srm.batch.max.records: 100, srm.poison.max.tries: 2}
+  primary->dr: {enabled: true, srm.batch.max.records: 100}
 """
 
 
@@ -125,27 +128,44 @@ def flow(tmp_path: Path) -> FlowConfig:
     return load_config(path).flow("primary", "backup")
 
 
+@pytest.fixture
+def other(tmp_path: Path) -> FlowConfig:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG)
+    return load_config(path).flow("primary", "dr")
+
+
 class Harness:
-    def __init__(self, flow: FlowConfig, loaded: Mapping[tuple[str, int], Progress] = {}) -> None:  # noqa: B006
+    def __init__(
+        self,
+        flow: FlowConfig,
+        loaded: Mapping[tuple[str, int], Progress] = {},  # noqa: B006
+        others: Sequence[FlowConfig] = (),
+    ) -> None:
         self.journal = Journal()
+        self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
         self.clock = Clock()
         self.lease = 5000
+        self.leases: dict[str, int] = {}  # per flow, where it differs from ``lease``
         self.events: list[CopyEvent] = []
         self.job = FakeJob()
-        adapters = FlowAdapters(
-            flow=flow,
-            store=FakeStore(self.journal, loaded),
-            syncs=FakeSyncs(self.journal),
-            facts=self.facts,  # type: ignore[arg-type]
-            settings=unit_settings(flow, write_timeout_ms=10_000),
-            shared=False,
-        )
+        adapters = {
+            f.name: FlowAdapters(
+                flow=f,
+                store=FakeStore(self.journals[f.name], loaded if f is flow else {}),
+                syncs=FakeSyncs(self.journals[f.name]),
+                facts=self.facts,  # type: ignore[arg-type]
+                settings=unit_settings(f, write_timeout_ms=10_000),
+                shared=False,
+            )
+            for f in (flow, *others)
+        }
         self.service = CopyService(
-            adapters=lambda _flow: adapters,
-            flows={FLOW: flow},
+            adapters=lambda f: adapters[f.name],
+            flows={f.name: f for f in (flow, *others)},
             job=self.job,
-            lease_ms=lambda: self.lease,
+            lease_ms=lambda name: self.leases.get(name, self.lease),
             publish=self.events.append,
             write_timeout_ms=10_000,
             clock=self.clock,
@@ -162,6 +182,15 @@ class Harness:
         epoch: int = 0,
         applied: int = -1,
     ) -> tuple[int, dict]:  # type: ignore[type-arg]
+        return self.report_units(
+            unit(FLOW, *partitions, broken=broken, epoch=epoch, applied=applied),
+            slot=slot,
+            applied=applied,
+        )
+
+    def report_units(
+        self, *units: dict[str, object], slot: int = 0, applied: int = -1
+    ) -> tuple[int, dict]:  # type: ignore[type-arg]
         Harness.seq += 1
         body = {
             "job": "job-1",
@@ -169,18 +198,7 @@ class Harness:
             "seq": Harness.seq,
             "answered": applied,
             "exiting": False,
-            "units": [
-                {
-                    "flow": FLOW,
-                    "epoch": epoch,
-                    "applied": applied,
-                    "broken": broken,
-                    "broken_epoch": epoch,
-                    "poll_error": None,
-                    "exited": False,
-                    "partitions": list(partitions),
-                }
-            ],
+            "units": list(units),
         }
         return self.service.on_report("job-1", slot, body)
 
@@ -195,6 +213,25 @@ class Harness:
         if unit is None or not unit["partitions"]:
             return None
         return unit["partitions"][0]
+
+
+def unit(
+    flow: str,
+    *partitions: dict[str, object],
+    broken: dict[str, object] | None = None,
+    epoch: int = 0,
+    applied: int = -1,
+) -> dict[str, object]:
+    return {
+        "flow": flow,
+        "epoch": epoch,
+        "applied": applied,
+        "broken": broken,
+        "broken_epoch": epoch,
+        "poll_error": None,
+        "exited": False,
+        "partitions": list(partitions),
+    }
 
 
 def part(
@@ -391,12 +428,14 @@ def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
     h.service._flow_adapters("primary->backup").store = store  # type: ignore[misc]
     store.fail = True
     h.clock.now += 2
-    status, _ = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
-    assert status == 503
+    status, answer = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
+    assert status == 200 and answer["refused"] == [FLOW], "the slot keeps this flow's part"
     assert h.service.status(FLOW)["records"] == 0, "counters wait for the report to be recorded"
+    assert "cannot record progress" in h.service.status(FLOW)["errors"][0]
     store.fail = False
     status, answer = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
     assert status == 200 and h.service.status(FLOW)["records"] == 40
+    assert answer["refused"] == [] and not h.service.status(FLOW)["errors"]
     assert answer["units"][FLOW]["partitions"][0]["reserve"] == 140
     kinds = [kind for kind, _ in h.journal.entries[1:]]
     assert kinds == ["sync", "sync", "progress"], "the syncs were written again, then progress"
@@ -495,3 +534,105 @@ def test_a_job_that_ended_in_error_keeps_its_partitions_held_at_stop(flow: FlowC
     h.job.error = "the executor was lost"
     h.service.stop(1)
     assert TP in h.service.held(FLOW), "a slot cut off may still have sends in flight"
+
+
+# -- leases per flow ------------------------------------------------------------------
+
+
+def both_started(h: Harness) -> dict[str, int]:
+    """FLOW and OTHER copy TP in slot 0; their plan ids."""
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.service.set_owned(OTHER, {TP: REMOTE})
+    h.tick()
+    _status, answer = h.report()
+    plans = {name: u["partitions"][0]["plan"] for name, u in answer["units"].items()}
+    assert set(plans) == {FLOW, OTHER}
+    return plans
+
+
+def test_a_flow_without_a_lease_is_not_planned_while_the_others_are(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    h = Harness(flow, others=[other])
+    h.leases[OTHER] = 0
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.service.set_owned(OTHER, {TP: REMOTE})
+    h.tick()
+    assert h.plan() is not None, "the flow with a lease is planned"
+    assert h.journals[OTHER].entries == [], "no claim without the flow's lease"
+    assert h.service.status(OTHER)["by_status"] == {"pending": 1}
+    assert "no lease for this flow" in h.service.status(OTHER)["errors"][0]
+    h.leases.clear()
+    h.tick()
+    _status, answer = h.report()
+    assert answer["units"][OTHER]["partitions"], "planned once its lease is back"
+    assert not h.service.status(OTHER)["errors"]
+
+
+def test_a_report_is_taken_in_for_flows_with_a_lease_and_kept_for_the_others(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    h = Harness(flow, others=[other])
+    plans = both_started(h)
+    h.leases[OTHER] = 0
+    h.clock.now += 2  # past the commit interval
+    status, answer = h.report_units(
+        unit(FLOW, part(plans[FLOW], 40, 40, syncs=[[39, 39]], records=40)),
+        unit(OTHER, part(plans[OTHER], 30, 30, syncs=[[29, 29]], records=30)),
+    )
+    assert status == 200 and answer["refused"] == [OTHER], "the slot keeps OTHER's part"
+    assert h.journals[FLOW].progress()[-1] == (TP, Progress(40, 40, 140, "S1", "T1"))
+    assert [kind for kind, _ in h.journals[OTHER].entries] == ["progress"], "its claim only"
+    assert (h.service.status(FLOW)["records"], h.service.status(OTHER)["records"]) == (40, 0)
+    assert "no lease" in h.service.status(OTHER)["errors"][0]
+    units = answer["units"]
+    assert (units[FLOW]["lease_ms"], units[OTHER]["lease_ms"], answer["lease_ms"]) == (
+        5000,
+        0,
+        5000,
+    )
+    assert units[OTHER]["partitions"][0]["plan"] == plans[OTHER], "nothing of it was acted on"
+    h.leases.clear()
+    status, answer = h.report_units(  # the slot sends OTHER's part again, with its syncs
+        unit(FLOW, part(plans[FLOW], 40, 40, records=40)),
+        unit(OTHER, part(plans[OTHER], 30, 30, syncs=[[29, 29]], records=30)),
+    )
+    assert status == 200 and answer["refused"] == []
+    assert [kind for kind, _ in h.journals[OTHER].entries] == ["progress", "sync", "progress"]
+    assert h.journals[OTHER].progress()[-1] == (TP, Progress(30, 30, 130, "S1", "T1"))
+    assert h.service.status(OTHER)["records"] == 30 and not h.service.status(OTHER)["errors"]
+
+
+def test_a_flow_without_a_lease_whose_part_needs_no_write_is_taken_in(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    h = Harness(flow, others=[other])
+    plans = both_started(h)
+    h.leases[OTHER] = 0
+    lease = {"kind": "lease", "message": "the lease ran out", "topic": None, "partition": None,
+             "offset": -1, "class": None}  # fmt: skip
+    _status, answer = h.report_units(
+        unit(FLOW, part(plans[FLOW], 0, 0)),
+        unit(OTHER, part(plans[OTHER], 10, 10, state="stopped"), broken=lease),
+    )
+    assert answer["refused"] == []
+    assert answer["units"][OTHER]["epoch"] == 1 and answer["units"][OTHER]["partitions"] == []
+    assert answer["units"][FLOW]["partitions"][0]["plan"] == plans[FLOW], "FLOW copies on"
+    h.clock.now += 2
+    h.tick()
+    assert h.service.status(OTHER)["by_status"] == {"pending": 1}
+    assert "no lease for this flow" in h.service.status(OTHER)["errors"][0]
+
+
+def test_each_unit_is_told_its_flows_lease_and_the_slot_the_longest(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    h = Harness(flow, others=[other])
+    h.leases = {FLOW: 10 * LEASE_CAP_MS, OTHER: 2000}
+    both_started(h)
+    _status, answer = h.report()
+    units = answer["units"]
+    assert (units[FLOW]["lease_ms"], units[OTHER]["lease_ms"]) == (LEASE_CAP_MS, 2000), "capped"
+    assert answer["lease_ms"] == LEASE_CAP_MS
+    _status, answer = h.report(slot=1)
+    assert answer["units"] == {} and answer["lease_ms"] == LEASE_CAP_MS, "no unit: the cap"

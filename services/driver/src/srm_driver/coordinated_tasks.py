@@ -120,8 +120,8 @@ class CoordinatedTaskSource:
             resumes=resumes,
         )
 
-    def lease_ms(self) -> int:
-        return self.link.lease_ms() if self.link else 0
+    def lease_ms(self, flow: str) -> int:
+        return self.link.lease_ms(flow) if self.link else 0
 
     def log_status(self) -> dict[str, object] | None:
         """The event log as this driver reads it: identity, problem, skipped records."""

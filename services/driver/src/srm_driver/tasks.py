@@ -53,8 +53,10 @@ class TaskSource(Protocol):
     def assignment(self) -> Assignment | None:
         """The current assignment; None until there is one."""
 
-    def lease_ms(self) -> int:
-        """How long records may still be written on this driver's behalf (0: not now)."""
+    def lease_ms(self, flow: str) -> int:
+        """How long records of ``flow`` may still be written on this driver's behalf, in
+        milliseconds (0: not now). Held per flow: a driver may keep writing into one target
+        cluster while it cannot confirm its right to write into another."""
 
     def publish(self, event: CopyEvent) -> None:
         """Tell the operators' side about a halt or a loss (never blocks for long)."""

@@ -2,7 +2,10 @@
 or halted; running partitions whose topics were deleted or recreated sent back.
 
 Reads happen outside the ledger's lock; a claim (progress with the reservation, and the
-syncs of verified records) is written before the plan is handed out."""
+syncs of verified records) is written before the plan is handed out.
+
+Leases are held per flow: a flow this driver holds no lease for now is neither reconciled
+nor checked; its pending partitions wait (saying why) while other flows go on."""
 
 from __future__ import annotations
 
@@ -27,6 +30,10 @@ TopicPartition = tuple[str, int]
 IDENTITY_CHECK_S = 2.0
 # A slot that has not reported for this long is not given new plans.
 SLOT_SILENT_S = 5.0
+NO_LEASE = (
+    "no lease for this flow: this driver cannot confirm now that it may write into the"
+    " target cluster (its control is unreachable, or this driver is not a member there yet)"
+)
 
 
 class Planner:
@@ -36,7 +43,7 @@ class Planner:
         self,
         ledger: Ledger,
         adapters: Callable[[str], FlowAdapters],
-        lease_ms: Callable[[], int],
+        lease_ms: Callable[[str], int],
         clock: Callable[[], float],
     ) -> None:
         self._ledger = ledger
@@ -48,6 +55,8 @@ class Planner:
     def plan_due(self, now: float) -> None:
         """Reconcile every pending partition whose last plan stopped and whose retry is due."""
         due: dict[str, list[PartitionState]] = {}
+        # Asked before taking the ledger's lock: a task source may take locks of its own.
+        leased = {flow: self._lease_ms(flow) > 0 for flow in self._ledger.flows}
         with self._ledger.lock:
             live = [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
             for (flow, key), state in list(self._ledger.parts.items()):
@@ -55,6 +64,9 @@ class Planner:
                     del self._ledger.parts[(flow, key)]
                     continue
                 if state.status != "pending" or not state.stopped or now < state.retry_at:
+                    continue
+                if not leased.get(flow, False):
+                    state.error = NO_LEASE
                     continue
                 if state.slot not in live:
                     # A slot that never reported (Spark has fewer slots than it said) or
@@ -130,8 +142,8 @@ class Planner:
             resume_id = state.progress.resume_id if state.progress else None
         progress = resume.progress(facts, resume_id).reserved(resume.start + window)
         records = sync_records(state.key[0], state.key[1], syncs)
-        if self._lease_ms() <= 0:
-            raise SrmError("this driver holds no lease now; the partition waits for one")
+        if self._lease_ms(state.flow) <= 0:
+            raise SrmError(NO_LEASE)
         if records:
             adapters.syncs.write(records)
         adapters.store.write([(state.key, progress)])
@@ -169,7 +181,7 @@ class Planner:
                 if state.status == "running" and state.progress is not None:
                     running.setdefault(flow, {})[key] = state
         for flow, states in running.items():
-            if now < self._identity_due.get(flow, 0.0):
+            if now < self._identity_due.get(flow, 0.0) or self._lease_ms(flow) <= 0:
                 continue
             self._identity_due[flow] = now + IDENTITY_CHECK_S
             try:

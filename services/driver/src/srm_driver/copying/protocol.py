@@ -2,15 +2,16 @@
 
 A slot (``srm.copier.SlotRunner`` in the JVM) POSTs a :class:`SlotReport` to
 ``/internal/v1/copy/{job}/slots/{slot}`` every ``report_ms`` or when something happened;
-the answer (:func:`answer`) is the whole desired state of the slot plus its lease. Both
-sides are level triggered: a lost request or answer is repaired by the next one.
+the answer (built by :class:`srm_driver.copying.reports.ReportDesk`) is the whole desired
+state of the slot plus the leases of its units. Both sides are level triggered: a lost
+request or answer is repaired by the next one.
 
 Report (slot -> driver)::
 
     {"job": "3f2a", "slot": 0, "seq": 41, "answered": 40, "lease_ms": 3870,
      "exiting": false,
      "units": [{"flow": "primary->backup", "epoch": 2, "applied": 40, "broken": null,
-                "broken_epoch": -1, "poll_error": null, "exited": false,
+                "broken_epoch": -1, "poll_error": null, "exited": false, "lease_ms": 3870,
                 "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                 "state": "sending", "acked_up": 1200, "acked_down": 1180,
                                 "next_send": 1212,
@@ -20,11 +21,25 @@ Report (slot -> driver)::
 
 Answer (driver -> slot)::
 
-    {"version": 41, "lease_ms": 4000, "report_ms": 200, "stop": false,
-     "units": {"primary->backup": {"epoch": 2, "settings": {...},
+    {"version": 41, "lease_ms": 4000, "report_ms": 200, "stop": false, "refused": [],
+     "units": {"primary->backup": {"epoch": 2, "lease_ms": 4000, "settings": {...},
                "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                "remote": "primary.orders", "start": 250, "down": 230,
                                "reserve": 50250}]}}}
+
+Leases are per flow: a unit's ``lease_ms`` is how long its flow's records may still be
+handed to its producer, counted by the slot from when it sent the report (at most
+``LEASE_CAP_MS``; 0 revokes it at once). A unit with no entry in the answer is stopped and
+given nothing: its lease runs out by itself, as every lease does when the driver does not
+answer. The slot-level ``lease_ms`` is the longest unit lease (``LEASE_CAP_MS`` when the
+answer has no unit); a slot uses it only for a unit entry without a ``lease_ms`` of its
+own (a driver of an older version), and reports the longest lease it holds. A unit's
+report also carries what its lease has left (``lease_ms``), for the logs.
+
+``refused`` lists the flows whose part of the report the driver did not take in (no
+lease for a write that part needed, or the write failed): the slot keeps that part (syncs,
+partitions it saw stopped, a unit that exited) and reports it again; every other part is
+taken in (:mod:`srm_driver.copying.reports`).
 
 Counters are cumulative per plan; syncs are those not yet in an answered report. An
 answer's ``version`` is the ``seq`` of the report it answers; a report says which answer

@@ -6,7 +6,16 @@ first: progress never covers a copy whose sync is not written), and only then ta
 report in (counters, acknowledgements, plans that stopped, a unit that broke). So
 nothing the report tells is acted on unless what it needs is durable: a partition is
 never reconciled, and never released, before its syncs and progress are written; a
-report that could not be written is answered 503 and sent again, whole.
+report that could not be written is sent again, whole.
+
+Leases are held per flow, and so is that rule: a flow whose part of a report needs a write
+(syncs, progress) that cannot be made now, because this driver holds no lease for the
+flow or because the write failed, is *refused*: nothing of that part is written or taken
+in, the answer lists the flow under ``refused`` and the slot keeps that part (its syncs,
+the stops it saw, an exited unit) to report again. The other flows of the report are
+handled as usual. A flow without a lease whose part needs no write is taken in (stops,
+breaks, counters), without progress: whoever copies its partitions next verifies from the
+last record.
 
 One report per slot at a time; a report older than the last one taken is refused.
 """
@@ -22,7 +31,7 @@ from srm_common.domain.progress import Progress
 from srm_common.errors import SrmError
 
 from srm_driver.copying.ledger import Ledger
-from srm_driver.copying.ports import FlowAdapters
+from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
 from srm_driver.copying.positions import (
     commit_due,
     next_progress,
@@ -39,6 +48,7 @@ TopicPartition = tuple[str, int]
 REPORT_MS = 200
 Writes = dict[str, list[tuple[TopicPartition, Progress]]]
 Syncs = dict[str, list[tuple[bytes, bytes]]]
+NO_LEASE = "cannot record this flow's progress and syncs: this driver holds no lease for it now"
 
 
 class ReportDesk:
@@ -48,7 +58,7 @@ class ReportDesk:
         self,
         ledger: Ledger,
         adapters: Mapping[str, FlowAdapters],
-        lease_ms: Callable[[], int],
+        lease_ms: Callable[[str], int],
         stopping: Callable[[], bool],
     ) -> None:
         self._ledger = ledger
@@ -58,48 +68,73 @@ class ReportDesk:
         self._slot_locks: dict[int, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
-    def handle(self, report: SlotReport, lease: int, now: float) -> tuple[int, dict[str, object]]:
-        """The HTTP status and answer to ``report``; ``lease`` (ms) is what the driver
-        holds now: without one nothing is written and the slot is told so."""
+    def handle(self, report: SlotReport, now: float) -> tuple[int, dict[str, object]]:
+        """The HTTP status and answer to ``report``: each flow's part is written under that
+        flow's lease (or refused), and each unit is told the lease its flow has."""
         with self._locks_lock:
             slot_lock = self._slot_locks.setdefault(report.slot, threading.Lock())
         if not slot_lock.acquire(blocking=False):
             # The slot gave up on an answer still being written; this retry waits its turn.
             return 503, {"error": "the previous report of this slot is still being recorded"}
         try:
-            return self._handle(report, lease, now)
+            return self._handle(report, now)
         finally:
             slot_lock.release()
 
-    def _handle(self, report: SlotReport, lease: int, now: float) -> tuple[int, dict[str, object]]:
+    def lease(self, flow: str) -> int:
+        """What a slot may be given for ``flow`` now, in milliseconds (0: nothing)."""
+        return max(0, min(self._lease_ms(flow), LEASE_CAP_MS))
+
+    def _handle(self, report: SlotReport, now: float) -> tuple[int, dict[str, object]]:
         ledger = self._ledger
+        # Asked before the ledger's lock is taken (a task source may take locks of its
+        # own), and before anything is written: the slot counts a lease from when it sent
+        # the report, so it ends no later than this driver's own.
+        flows = {*ledger.flows, *(unit.flow for unit in report.units)}
+        leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
             if report.seq <= ledger.last_seq.get(report.slot, -1):
                 return 409, {"error": f"report {report.seq} is older than one already taken"}
-            syncs, progress = self._writes(report, now, writing=lease > 0)
-        if (syncs or progress) and self._lease_ms() <= 0:
-            # The lease ran out while the report was read: record nothing of it now.
-            return 503, {"error": "this driver holds no lease now"}
-        try:
-            self._write(syncs, progress)
-        except SrmError as exc:
-            log.error("copy slot %d: cannot record progress: %s", report.slot, exc)
-            with ledger.lock:
-                for flow in {*syncs, *progress}:
-                    ledger.unit_errors[flow] = f"cannot record progress: {exc}"
-            return 503, {"error": f"cannot record progress: {exc}"}
+            writing = {flow for flow, lease in leases.items() if lease > 0}
+            syncs, progress = self._writes(report, now, writing=writing)
+        refused: dict[str, str] = {}
+        for flow in sorted({*syncs, *progress}):
+            if self.lease(flow) <= 0:
+                # No lease for this flow (or it ran out while the report was read):
+                # record nothing of its part now.
+                leases[flow] = 0
+                refused[flow] = NO_LEASE
+                continue
+            try:
+                self._write(flow, syncs.get(flow, []), progress.get(flow, []))
+            except SrmError as exc:
+                log.error("copy slot %d: cannot record progress of %s: %s", report.slot, flow, exc)
+                refused[flow] = f"cannot record progress: {exc}"
+        for flow in refused:
+            progress.pop(flow, None)
+        written = writing - set(refused)
         with ledger.lock:
-            self._take(report, progress, now, written=lease > 0)
+            for flow, error in refused.items():
+                ledger.unit_errors[flow] = error
+            self._take(report, progress, now, written=written, refused=set(refused))
             ledger.last_seq[report.slot] = report.seq
-            if lease > 0:
-                ledger.granted[report.slot] = now + lease / 1000
             ledger.live_slots[report.slot] = now
-            return 200, self._answer(report.slot, lease, report.seq)
+            answer = self._answer(report.slot, leases, set(refused), report.seq)
+            # Only units write, each under its own lease: the slot's last write ends with
+            # the longest of them.
+            units = answer["units"]
+            assert isinstance(units, dict)
+            longest = max((leases.get(flow, 0) for flow in units), default=0)
+            if longest > 0:
+                until = now + longest / 1000
+                ledger.granted[report.slot] = max(ledger.granted.get(report.slot, until), until)
+            return 200, answer
 
     # -- step 1: what to write ---------------------------------------------------------
 
-    def _writes(self, report: SlotReport, now: float, *, writing: bool) -> tuple[Syncs, Writes]:
-        """Syncs and progress the report asks for; changes nothing."""
+    def _writes(self, report: SlotReport, now: float, *, writing: set[str]) -> tuple[Syncs, Writes]:
+        """Syncs and progress the report asks for (progress only of the flows ``writing``,
+        those this driver holds a lease for); changes nothing."""
         syncs: Syncs = {}
         progress: Writes = {}
         for unit in report.units:
@@ -115,7 +150,7 @@ class ReportDesk:
                 records = sync_records(part.topic, part.partition, part.syncs)
                 if records:
                     syncs.setdefault(unit.flow, []).extend(records)
-                if not writing or state.progress is None:
+                if unit.flow not in writing or state.progress is None:
                     continue
                 now_state = replace(
                     state, acked=(part.acked_up, part.acked_down), next_send=part.next_send
@@ -132,20 +167,35 @@ class ReportDesk:
                 progress.setdefault(unit.flow, []).append((state.key, update))
         return syncs, progress
 
-    def _write(self, syncs: Syncs, progress: Writes) -> None:
-        for flow, records in syncs.items():
-            if records:
-                self._adapters[flow].syncs.write(records)
-        for flow, updates in progress.items():
-            if updates:
-                self._adapters[flow].store.write(updates)
+    def _write(
+        self,
+        flow: str,
+        syncs: list[tuple[bytes, bytes]],
+        progress: list[tuple[TopicPartition, Progress]],
+    ) -> None:
+        """One flow's part: syncs first, then the progress that may cover them."""
+        if syncs:
+            self._adapters[flow].syncs.write(syncs)
+        if progress:
+            self._adapters[flow].store.write(progress)
 
     # -- step 3: take the report in (after the writes) ------------------------------------
 
-    def _take(self, report: SlotReport, progress: Writes, now: float, *, written: bool) -> None:
+    def _take(
+        self,
+        report: SlotReport,
+        progress: Writes,
+        now: float,
+        *,
+        written: set[str],
+        refused: set[str],
+    ) -> None:
+        """Take in every part of ``report`` but those of the ``refused`` flows; ``written``:
+        the flows whose progress could be recorded (those with a lease, not refused)."""
         ledger = self._ledger
         stops: list[tuple[PartitionState, PartitionReport, UnitReport]] = []
-        for unit in report.units:
+        units = [unit for unit in report.units if unit.flow not in refused]
+        for unit in units:
             if unit.flow not in self._adapters:
                 continue
             if unit.poll_error:
@@ -168,15 +218,15 @@ class ReportDesk:
         for state, part, unit in stops:
             if ledger.parts.get((state.flow, state.key)) is state:
                 self._stopped(state, part, unit, now)
-        for unit in report.units:
+        for unit in units:
             if unit.flow in self._adapters:
                 self._broken(report.slot, unit, now)
-        self._never_ran(report)
+        self._never_ran(report, refused)
         for (flow, key), state in list(ledger.parts.items()):
-            if state.status == "releasing" and state.stopped:
+            if state.status == "releasing" and state.stopped and flow not in refused:
                 # Released with nothing final recorded: the next holder reconciles (and
                 # verifies) from the last record.
-                if not state.clean or state.progress is None or not written:
+                if not state.clean or state.progress is None or flow not in written:
                     del ledger.parts[(flow, key)]
 
     def _stopped(
@@ -225,7 +275,7 @@ class ReportDesk:
                 "%s: copy slot %d stopped on %s: %s", unit.flow, slot, failure.kind, failure.message
             )
 
-    def _never_ran(self, report: SlotReport) -> None:
+    def _never_ran(self, report: SlotReport, refused: set[str]) -> None:
         """A plan left out of an answer the slot (or the flow's unit) has since applied,
         and not in this report, is not running: either it never started (it was withdrawn
         before the unit applied it) or the driver saw it stopped already."""
@@ -233,6 +283,8 @@ class ReportDesk:
         for state in self._ledger.parts.values():
             since = state.omitted_since
             if state.slot != report.slot or state.stopped or since is None:
+                continue
+            if state.flow in refused:
                 continue
             unit = units.get(state.flow)
             if unit is None:
@@ -264,8 +316,12 @@ class ReportDesk:
                 state.reserve = max(state.reserve, written.inflight_end)
                 state.plan = with_reserve(state.plan, state.reserve)
 
-    def _answer(self, slot: int, lease: int, version: int) -> dict[str, object]:
-        units: dict[str, object] = {}
+    def _answer(
+        self, slot: int, leases: Mapping[str, int], refused: set[str], version: int
+    ) -> dict[str, object]:
+        """The slot's desired state; each unit's ``lease_ms`` is its flow's lease, the
+        slot's the longest of them (see :mod:`srm_driver.copying.protocol`)."""
+        units: dict[str, dict[str, object]] = {}
         for flow, adapters in self._adapters.items():
             mine = [s for s in self._ledger.of_flow(flow) if s.slot == slot]
             plans = []
@@ -277,13 +333,15 @@ class ReportDesk:
             if mine:
                 units[flow] = {
                     "epoch": self._ledger.epochs.get((slot, flow), 0),
+                    "lease_ms": leases.get(flow, 0),
                     "settings": adapters.settings.to_json(),
                     "partitions": plans,
                 }
         return {
             "version": version,
-            "lease_ms": lease,
+            "lease_ms": max((leases.get(flow, 0) for flow in units), default=LEASE_CAP_MS),
             "report_ms": REPORT_MS,
             "stop": self._stopping(),
+            "refused": sorted(refused),
             "units": units,
         }

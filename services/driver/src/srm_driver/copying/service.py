@@ -7,8 +7,9 @@ copy job's life. The parts work on one :class:`Ledger` under its lock:
 * HTTP threads call :meth:`CopyService.on_report` for each slot report, answered by the
   :class:`ReportDesk`.
 
-Nothing is copied without a lease from the task source, and no partition is reconciled
-while a plan of it may still be sending.
+Nothing is copied without a lease from the task source, held per flow (a flow without one
+waits while the others go on), and no partition is reconciled while a plan of it may
+still be sending.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from srm_common.errors import SrmError
 
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.planner import Planner
-from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, CopyJob, FlowAdapters
+from srm_driver.copying.ports import CopyEvent, CopyJob, FlowAdapters
 from srm_driver.copying.protocol import ProtocolError, parse_report
 from srm_driver.copying.reports import ReportDesk
 from srm_driver.copying.state import PartitionState, ResumeRequest
@@ -42,14 +43,13 @@ class CopyService:
         adapters: Callable[[FlowConfig], FlowAdapters],
         flows: Mapping[str, FlowConfig],
         job: CopyJob,
-        lease_ms: Callable[[], int],
+        lease_ms: Callable[[str], int],
         publish: Callable[[CopyEvent], None],
         write_timeout_ms: int,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._make_adapters = adapters
         self._job = job
-        self._lease_ms = lease_ms
         self._write_timeout_ms = write_timeout_ms
         self._clock = clock
         # A send in flight when its unit broke lands within the producer's request
@@ -87,7 +87,7 @@ class CopyService:
         """Keep the job running, reconcile what is due, give out plans."""
         now = self._clock()
         self._maintain_job(now)
-        if self._job_id is None or self._stopping or self._lease_ms() <= 0:
+        if self._job_id is None or self._stopping:
             return
         self._planner.plan_due(now)
         self._planner.check_identities(now)
@@ -151,8 +151,7 @@ class CopyService:
         except ProtocolError as exc:
             log.error("copy slot %d: %s", slot, exc)
             return 400, {"error": str(exc)}
-        lease = max(0, min(self._lease_ms(), LEASE_CAP_MS))
-        return self._desk.handle(report, lease, self._clock())
+        return self._desk.handle(report, self._clock())
 
     # -- adapters and the job ---------------------------------------------------------
 
