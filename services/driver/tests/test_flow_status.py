@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from srm_common.control.state import checkpoint_task_id, heartbeat_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 from srm_driver.checkpoints import GroupStatus
-from srm_driver.rest import flow_status
+from srm_driver.rest import flow_leases, flow_status
 from srm_driver.tasks import Assignment
 
 FLOW = "primary->backup"
@@ -45,7 +45,10 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
             )
         },
     )
-    driver = SimpleNamespace(runtime=runtime, settings=SimpleNamespace(driver_id="d1"))
+    source = SimpleNamespace(lease_ms=lambda flow: 4000 if flow == FLOW else 0)
+    driver = SimpleNamespace(
+        runtime=runtime, source=source, settings=SimpleNamespace(driver_id="d1")
+    )
 
     answer = flow_status(driver, FLOW)  # type: ignore[arg-type]
 
@@ -57,3 +60,22 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
     assert tasks[checkpoint]["groups"]["billing"]["untranslated"] == {"orders-1": "no sync"}
     assert (tasks[heartbeat]["state"], tasks[heartbeat]["since_ms"]) == ("RUNNING", 300_250)
     assert answer["generation"] == 7 and answer["copy"] == {"partitions": 2}
+    assert answer["lease_ms"] == 4000, "the lease of this flow, not of another"
+
+
+def test_the_driver_shows_the_lease_of_each_flow_it_copies() -> None:
+    assignment = Assignment(
+        generation=1,
+        flows={},
+        source={FLOW: (SourceTask(FLOW, 0, (("orders", 0),)),), "backup->primary": ()},
+    )
+    flows = {("primary", "backup"): SimpleNamespace(name=FLOW)}
+    flows[("primary", "dr")] = SimpleNamespace(name="primary->dr")
+    driver = SimpleNamespace(
+        runtime=SimpleNamespace(assignment=assignment),
+        source=SimpleNamespace(lease_ms=lambda flow: 4000 if flow == FLOW else 0),
+        settings=SimpleNamespace(config=SimpleNamespace(flows=flows)),
+    )
+    assert flow_leases(driver) == {FLOW: 4000}  # type: ignore[arg-type]
+    driver.runtime.assignment = None  # copying nothing: every flow of the configuration
+    assert flow_leases(driver) == {FLOW: 4000, "primary->dr": 0}  # type: ignore[arg-type]

@@ -52,6 +52,18 @@ class ResumeBody(BaseModel):
         return self
 
 
+def flow_leases(driver: Driver) -> dict[str, int]:
+    """Milliseconds each flow may still write here: the flows this driver copies, or every
+    flow of the configuration while it copies none (leases are held per flow)."""
+    assert driver.runtime is not None and driver.source is not None
+    assignment = driver.runtime.assignment
+    copied = (
+        sorted(name for name, tasks in assignment.source.items() if tasks) if assignment else []
+    )
+    names = copied or sorted(flow.name for flow in driver.settings.config.flows.values())
+    return {name: driver.source.lease_ms(name) for name in names}
+
+
 def create_app(driver: Driver) -> FastAPI:
     app = FastAPI(title="SRM driver", version="1")
 
@@ -73,13 +85,16 @@ def create_app(driver: Driver) -> FastAPI:
     def whoami() -> dict[str, object]:
         assert driver.runtime is not None and driver.source is not None
         generation, running = driver.runtime.report()
+        leases = flow_leases(driver)
         return {
             "driver": driver.settings.driver_id,
             "url": driver.url,
             "mode": "standalone" if driver.settings.standalone else "coordinated",
             "generation": generation,
             "running": sorted(running),
-            "lease_ms": driver.source.lease_ms(),
+            "leases": leases,
+            # The shortest: what every flow listed may still write (0 if one may not).
+            "lease_ms": min(leases.values(), default=0),
             "control_log": driver.source.log_status()
             if isinstance(driver.source, CoordinatedTaskSource)
             else None,
@@ -144,7 +159,7 @@ def create_app(driver: Driver) -> FastAPI:
 def flow_status(driver: Driver, name: str) -> dict[str, object]:
     """The per-flow REST answer: this driver's tasks of ``name`` and how they run."""
     runtime = driver.runtime
-    assert runtime is not None
+    assert runtime is not None and driver.source is not None
     assignment = runtime.assignment
     held = runtime.copy.held(name)
     tasks: list[dict[str, object]] = []
@@ -172,6 +187,8 @@ def flow_status(driver: Driver, name: str) -> dict[str, object]:
         "flow": name,
         "driver": driver.settings.driver_id,
         "generation": runtime.generation,
+        # Leases are held per flow: 0 while this driver may not write this flow's target.
+        "lease_ms": driver.source.lease_ms(name),
         "tasks": tasks,
         "copy": runtime.copy.status(name),
     }
