@@ -63,7 +63,8 @@ class CoordinatedTaskSource:
             raise
         except ControlLogError as exc:  # ...an unreachable control cluster is waited for
             log.warning("cannot check the control topics now: %s", exc)
-        self.link = ControlLink(self._settings, self.driver_id, url, report)
+        targets = {name: flow.target for name, flow in self._flows.items()}
+        self.link = ControlLink(self._settings, self.driver_id, url, report, flow_targets=targets)
         self.changed = self.link.changed
         self.link.start()
         self.client.start()
@@ -124,8 +125,11 @@ class CoordinatedTaskSource:
         return self.link.lease_ms(flow) if self.link else 0
 
     def log_status(self) -> dict[str, object] | None:
-        """The event log as this driver reads it: identity, problem, skipped records."""
-        return self.link.log_status() if self.link else None
+        """The event log as this driver reads it (identity, problem, skipped records),
+        and the fences on each cluster its flows write into."""
+        if self.link is None:
+            return None
+        return {**self.link.log_status(), "fences": self.link.fence_status()}
 
     def publish(self, event: CopyEvent) -> None:
         source, target = event.flow.split("->")
