@@ -3,6 +3,8 @@ and syncs in order, unit breaks, poison records, halts, releases, leases."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -636,3 +638,53 @@ def test_each_unit_is_told_its_flows_lease_and_the_slot_the_longest(
     assert answer["lease_ms"] == LEASE_CAP_MS
     _status, answer = h.report(slot=1)
     assert answer["units"] == {} and answer["lease_ms"] == LEASE_CAP_MS, "no unit: the cap"
+
+
+class HangingStore(FakeStore):
+    """A store on a cluster that does not answer until ``release`` is set."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal, {})
+        self.release = threading.Event()
+        self.calls = 0
+
+    def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+        self.calls += 1
+        self.release.wait(30)
+        super().write(updates)
+
+
+def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_answer_for_the_others(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    """OTHER's progress store does not answer: the answer comes within the write budget,
+    FLOW's part is recorded and taken in, OTHER's is refused until its one write ends."""
+    h = Harness(flow, others=[other])
+    plans = both_started(h)
+    hanging = HangingStore(h.journals[OTHER])
+    h.service._flow_adapters(OTHER).store = hanging  # type: ignore[misc]
+    h.clock.now += 2
+    parts = (
+        unit(FLOW, part(plans[FLOW], 40, 40, records=40)),
+        unit(OTHER, part(plans[OTHER], 30, 30, records=30)),
+    )
+    try:
+        # Answered while OTHER's write still hangs (it is released only at the end).
+        status, answer = h.report_units(*parts)
+        assert status == 200 and answer["refused"] == [OTHER] and hanging.calls == 1
+        assert h.service.status(FLOW)["records"] == 40
+        assert answer["units"][FLOW]["lease_ms"] > 0
+        h.clock.now += 2
+        status, answer = h.report_units(*parts)
+        assert answer["refused"] == [OTHER] and hanging.calls == 1, "one write of a flow at once"
+        assert "has not ended" in h.service.status(OTHER)["errors"][0]
+    finally:
+        hanging.release.set()
+    deadline = time.monotonic() + 10
+    while True:  # once the hung write has ended, OTHER's part is recorded again
+        h.clock.now += 2
+        status, answer = h.report_units(*parts)
+        if answer["refused"] == [] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert answer["refused"] == [] and h.service.status(OTHER)["records"] == 30

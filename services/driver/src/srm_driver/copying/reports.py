@@ -17,6 +17,13 @@ handled as usual. A flow without a lease whose part needs no write is taken in (
 breaks, counters), without progress: whoever copies its partitions next verifies from the
 last record.
 
+**A slow flow never holds up the answer.** The flows' writes run side by side and the
+answer waits for them at most :data:`WRITE_BUDGET_S`: a flow whose write is not done by
+then (its cluster is down or slow) is refused for this report and its write goes on
+alone; until it ends, that flow's later parts are refused at once (two writes of one
+flow never overlap, so progress never goes backwards). So the answers, and with them the
+leases of the other flows' units in the same slot, keep coming in time.
+
 One report per slot at a time; a report older than the last one taken is refused.
 """
 
@@ -25,6 +32,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import replace
 
 from srm_common.domain.progress import Progress
@@ -49,6 +58,8 @@ REPORT_MS = 200
 Writes = dict[str, list[tuple[TopicPartition, Progress]]]
 Syncs = dict[str, list[tuple[bytes, bytes]]]
 NO_LEASE = "cannot record this flow's progress and syncs: this driver holds no lease for it now"
+# How long an answer waits for the flows' writes (a healthy write takes milliseconds).
+WRITE_BUDGET_S = 1.0
 
 
 class ReportDesk:
@@ -67,6 +78,9 @@ class ReportDesk:
         self._stopping = stopping
         self._slot_locks: dict[int, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        # Each flow's write still running (at most one per flow), on threads of its own.
+        self._writing: dict[str, Future[None]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="progress-write")
 
     def handle(self, report: SlotReport, now: float) -> tuple[int, dict[str, object]]:
         """The HTTP status and answer to ``report``: each flow's part is written under that
@@ -98,18 +112,33 @@ class ReportDesk:
             writing = {flow for flow, lease in leases.items() if lease > 0}
             syncs, progress = self._writes(report, now, writing=writing)
         refused: dict[str, str] = {}
+        started: dict[str, Future[None]] = {}
         for flow in sorted({*syncs, *progress}):
             if self.lease(flow) <= 0:
                 # No lease for this flow (or it ran out while the report was read):
                 # record nothing of its part now.
                 leases[flow] = 0
                 refused[flow] = NO_LEASE
+            elif (busy := self._writing.get(flow)) is not None and not busy.done():
+                refused[flow] = "the previous write of this flow's progress has not ended"
+            else:
+                started[flow] = self._writing[flow] = self._pool.submit(
+                    self._write, flow, syncs.get(flow, []), progress.get(flow, [])
+                )
+        wait_for(started.values(), timeout=WRITE_BUDGET_S)
+        for flow, write in started.items():
+            if not write.done():
+                refused[flow] = f"recording progress takes longer than {WRITE_BUDGET_S:g} s"
+                write.add_done_callback(lambda late, flow=flow: _log_late(flow, late))
                 continue
-            try:
-                self._write(flow, syncs.get(flow, []), progress.get(flow, []))
-            except SrmError as exc:
-                log.error("copy slot %d: cannot record progress of %s: %s", report.slot, flow, exc)
-                refused[flow] = f"cannot record progress: {exc}"
+            error = write.exception()
+            if isinstance(error, SrmError):
+                log.error(
+                    "copy slot %d: cannot record progress of %s: %s", report.slot, flow, error
+                )
+                refused[flow] = f"cannot record progress: {error}"
+            elif error is not None:
+                raise error
         for flow in refused:
             progress.pop(flow, None)
         written = writing - set(refused)
@@ -345,3 +374,9 @@ class ReportDesk:
             "refused": sorted(refused),
             "units": units,
         }
+
+
+def _log_late(flow: str, write: Future[None]) -> None:
+    error = write.exception()
+    if error is not None:
+        log.error("cannot record progress of %s: %s", flow, error)
