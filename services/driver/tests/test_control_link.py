@@ -53,7 +53,8 @@ def put(topic: FakeEventTopic, *events: Event) -> None:
     topic.append(*(Envelope(event, 1, "test") for event in events))
 
 
-def link_on(topic: FakeEventTopic) -> tuple[ControlLink, FakeEnd]:
+def link_on(topic: FakeEventTopic, **options: object) -> tuple[ControlLink, FakeEnd]:
+    """A link on the fake topic; ``options``: ControlLink's (flow_targets, fences)."""
     reader = EventLogReader(
         SETTINGS,
         client_id="d1",
@@ -70,6 +71,7 @@ def link_on(topic: FakeEventTopic) -> tuple[ControlLink, FakeEnd]:
         reader=reader,
         end=end,  # type: ignore[arg-type]
         writer=NoBeats(),  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
     )
     return link, end
 
@@ -171,23 +173,7 @@ def test_the_fences_of_a_target_cluster_renew_the_lease_of_the_flows_into_it_onl
     topic = FakeEventTopic()
     reverse = "backup->primary"
     watches = {"backup": FakeWatch("backup"), "primary": FakeWatch("primary")}
-    reader = EventLogReader(
-        SETTINGS,
-        client_id="d1",
-        consumer=topic.consumer(),  # type: ignore[arg-type]
-        admin=topic.admin(),  # type: ignore[arg-type]
-    )
-    link = ControlLink(
-        SETTINGS,
-        "d1",
-        "http://d1:1",
-        lambda: (0, frozenset()),
-        reader=reader,
-        end=FakeEnd(topic),  # type: ignore[arg-type]
-        writer=NoBeats(),  # type: ignore[arg-type]
-        flow_targets={FLOW: "backup", reverse: "primary"},
-        fences=watches,  # type: ignore[arg-type]
-    )
+    link, _end = link_on(topic, flow_targets={FLOW: "backup", reverse: "primary"}, fences=watches)
     running_log(topic, link)
     follow(link)
     assert link.lease_ms(FLOW) == 0, "no renewal yet"
