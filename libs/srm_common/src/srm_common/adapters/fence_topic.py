@@ -58,8 +58,11 @@ class FenceWriter:
         if not self._ready:
             self._create(timeout)
         outcome: list[KafkaError | None] = []
-        self._producer.produce(
-            self.topic, value=fence.to_bytes(), on_delivery=lambda err, _msg: outcome.append(err)
+        self._producer.produce(  # partition 0, the one readers read, whatever the topic has
+            self.topic,
+            value=fence.to_bytes(),
+            partition=0,
+            on_delivery=lambda err, _msg: outcome.append(err),
         )
         self._producer.flush(timeout)
         if not outcome or outcome[0] is not None:
