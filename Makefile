@@ -10,13 +10,15 @@ UV := $(BOOTSTRAP)/bin/uv
 VENV := .venv
 DRIVER_VENV := .cache/venv-driver
 SRM_LOCAL := $(VENV)/bin/srm-local
+# Debian's docker-compose (1.29) if installed, else the `docker compose` plugin.
+COMPOSE := $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
 # Never let uv download its own Python: the machine's python3 is the one we use.
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone bench lint format clean
+        test-integration test-driver-alone bench lint format clean images compose-up compose-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -73,6 +75,16 @@ test-integration: jars ## integration tests only
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
+
+images: jars ## build the container images (srm/kafka, srm/coordinator, srm/driver); starts dockerd if needed
+	@UV=$(UV) deploy/images/build.sh
+
+compose-up: ## docker-compose up -d: the stack of docker-compose.yml (after make images)
+	@deploy/images/engine.sh
+	@$(COMPOSE) up -d
+
+compose-down: ## stop the compose stack and delete its volumes (Kafka data)
+	@$(COMPOSE) down -v
 
 lint: install ## ruff
 	@$(VENV)/bin/ruff check .
