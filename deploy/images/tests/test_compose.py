@@ -1,0 +1,51 @@
+"""docker-compose.yml and deploy/compose/srm.yaml read as files: no Docker needed."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+from srm_common.config import load_config
+
+ROOT = Path(__file__).resolve().parents[3]
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+
+
+def test_the_compose_configuration_is_make_ups_with_in_network_addresses() -> None:
+    local = load_config(ROOT / "deploy" / "local" / "srm.yaml")
+    compose = load_config(
+        ROOT / "deploy" / "compose" / "srm.yaml",
+        overrides={
+            "primary.bootstrap.servers": "127.0.0.1:9092",
+            "backup.bootstrap.servers": "127.0.0.1:9192",
+        },
+    )
+    assert dataclasses.replace(compose, source=local.source) == local
+    in_network = load_config(ROOT / "deploy" / "compose" / "srm.yaml")
+    servers = {a: c.bootstrap_servers for a, c in in_network.clusters.items()}
+    assert servers == {"primary": ("primary:9092",), "backup": ("backup:9092",)}
+
+
+def test_clusters_publish_make_ups_ports_on_loopback_only() -> None:
+    assert SERVICES["primary"]["ports"] == ["127.0.0.1:${SRM_PRIMARY_PORT:-9092}:9094"]
+    assert SERVICES["backup"]["ports"] == ["127.0.0.1:${SRM_BACKUP_PORT:-9192}:9094"]
+    for alias, port in (("primary", "SRM_PRIMARY_PORT:-9092"), ("backup", "SRM_BACKUP_PORT:-9192")):
+        environment = SERVICES[alias]["environment"]
+        assert environment["KAFKA_ADVERTISED_EXTERNAL"] == f"127.0.0.1:${{{port}}}"
+        assert environment["KAFKA_ADVERTISED_INTERNAL"] == f"{alias}:9092"
+        assert SERVICES[alias]["volumes"] == [f"{alias}-data:/var/lib/kafka"]
+    assert set(COMPOSE["volumes"]) == {"primary-data", "backup-data"}
+
+
+def test_drivers_scale_and_every_service_is_watched() -> None:
+    driver = SERVICES["driver"]
+    # --scale driver=N needs replicas that differ: no fixed name, host port or id.
+    assert "container_name" not in driver and "ports" not in driver
+    assert "--id" not in driver["command"]
+    for name, service in SERVICES.items():
+        assert service["restart"] == "unless-stopped", name
+        assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
+    for name in ("coordinator-1", "coordinator-2", "driver"):
+        assert "./deploy/compose:/etc/srm:ro" in SERVICES[name]["volumes"], name
