@@ -1,0 +1,1 @@
+"""Replication metrics: the raw records drivers write and the aggregator folds."""
