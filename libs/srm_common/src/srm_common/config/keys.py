@@ -226,6 +226,28 @@ _SPECS: list[KeySpec] = [
         "poison_max_tries",
         minimum=1,
     ),
+    KeySpec(
+        "srm.metrics.enabled",
+        Kind.BOOLEAN,
+        "true",
+        "Whether drivers write raw replication metrics to srm-metrics-raw.internal on the target.",
+        "metrics_enabled",
+    ),
+    KeySpec(
+        "srm.metrics.interval.ms",
+        Kind.LONG,
+        "10000",
+        "Milliseconds each raw metrics sample covers (how often drivers write them).",
+        "metrics_interval_ms",
+        minimum=1000,
+        enabled_key="srm.metrics.enabled",
+    ),
+    _rf(
+        "srm.metrics.topic.replication.factor",
+        "-1",
+        "Replication factor of srm-metrics-raw.internal when a driver creates it.",
+        "metrics_topic_replication_factor",
+    ),
     KeySpec("admin.timeout.ms", Kind.LONG, "60000", "Admin request timeout.", minimum=0),
     KeySpec(
         "topic.filter.class",

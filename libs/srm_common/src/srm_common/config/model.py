@@ -110,6 +110,9 @@ class FlowConfig:
     idle_wait_ms: int
     commit_interval_ms: int
     poison_max_tries: int
+    metrics_enabled: bool
+    metrics_interval_ms: int
+    metrics_topic_replication_factor: int
     offset_syncs_topic_location: str
     heartbeats_topic_replication_factor: int
     checkpoints_topic_replication_factor: int

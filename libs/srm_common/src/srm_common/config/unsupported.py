@@ -155,7 +155,7 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         ("add.source.alias.to.metrics",),
-        "SRM publishes no metrics yet; each flow's REST status names its source",
+        "every raw metrics sample names its flow, source and target (docs/metrics.md)",
         _is("true"),
     ),
 )
