@@ -8,46 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
-from srm_common.control.events import (
-    AssignmentChanged,
-    DriverJoined,
-    DriverLeft,
-    Envelope,
-    TaskConfigsGenerated,
-    describe,
-)
+from srm_common.control.audit import changes, entry, format_time, parse_time
+from srm_common.control.events import Envelope, describe
 from srm_common.control.state import ControlState
 
-# Membership and assignment change all the time; configuration changes are what people
-# audit, so those are shown unless --all.
-# (Compared by TYPE, the wire name such as "driver.joined", not the class name.)
-_OPERATIONAL = {
-    cls.TYPE for cls in (DriverJoined, DriverLeft, AssignmentChanged, TaskConfigsGenerated)
-}
-
-
-def parse_time(text: str) -> int:
-    """Epoch milliseconds from ISO 8601 (no zone = UTC) or a number of milliseconds."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a time; use ISO 8601 such as 2026-11-20T09:30:00Z"
-            " (UTC when no zone is given) or epoch milliseconds"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def format_time(at_ms: int) -> str:
-    moment = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at_ms % 1000:03d}Z"
+__all__ = ["format_time", "parse_time", "render_history", "render_state"]
 
 
 def render_history(
@@ -58,27 +24,9 @@ def render_history(
     everything: bool = False,
     as_json: bool = False,
 ) -> str:
-    rows = [
-        e
-        for e in envelopes
-        if (since_ms is None or e.at_ms >= since_ms)
-        and (flow is None or getattr(e.event, "flow", None) == flow)
-        and (everything or e.event.TYPE not in _OPERATIONAL)
-    ]
+    rows = changes(envelopes, since_ms=since_ms, flow=flow, everything=everything)
     if as_json:
-        return json.dumps(
-            [
-                {
-                    "offset": e.offset,
-                    "at": format_time(e.at_ms),
-                    "type": e.event.TYPE,
-                    "by": e.by,
-                    "change": describe(e),
-                }
-                for e in rows
-            ],
-            indent=2,
-        )
+        return json.dumps([entry(e) for e in rows], indent=2)
     if not rows:
         return "no changes recorded" + ("" if everything else " (--all shows membership too)")
     return "\n".join(
