@@ -1,0 +1,152 @@
+"""The gateway's HTTP API (FastAPI): SRM's Service API v2 for replications and clusters,
+and our own audit trail, state at a time, drivers, health and readiness.
+
+Every answer comes from the event log as the gateway folded it (:mod:`log_view`) and the
+configuration; nothing here writes. Input errors are 4xx with one message naming the
+parameter; an unknown alias or flow is 404 naming the known ones. OpenAPI at ``/docs``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from srm_common.config.model import SrmConfig
+from srm_common.control import audit
+from srm_common.errors import SrmError
+from starlette.exceptions import HTTPException
+
+from srm_api_gateway import views
+from srm_api_gateway.log_view import LogView
+
+Alias = Annotated[str, "a cluster alias of the configuration"]
+MAX_AUDIT = 10_000
+
+
+def create_app(config: SrmConfig, log_view: LogView) -> FastAPI:
+    app = FastAPI(
+        title="SRM API gateway",
+        version="2",
+        description="Replications, clusters, drivers and the audit trail of a Streams"
+        " Replication Manager, read from its event log.",
+    )
+
+    @app.exception_handler(RequestValidationError)
+    def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]}: {e['msg']}"
+            for e in exc.errors()
+        )
+        return JSONResponse({"error": f"bad request: {problems}"}, status_code=400)
+
+    @app.exception_handler(HTTPException)
+    def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(views.NotFound)
+    def not_found(_request: Request, exc: views.NotFound) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(SrmError)
+    def refused(_request: Request, exc: SrmError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    def state():  # type: ignore[no-untyped-def]
+        return log_view.snapshot().state
+
+    @app.get("/v2/replications", summary="Every configured replication, optionally by target")
+    def list_replications(
+        target: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> dict[str, Any]:
+        return {"replications": views.replications(config, state(), target)}
+
+    @app.get("/v2/replications/{source}/{target}", summary="One replication")
+    def one_replication(source: Alias, target: Alias) -> dict[str, Any]:
+        return views.replication(config, state(), source, target)
+
+    @app.get(
+        "/v2/replications/{source}/{target}/topics",
+        summary="The topics a replication copies, with their remote names",
+    )
+    def replication_topics(source: Alias, target: Alias) -> dict[str, Any]:
+        return {
+            "source": source,
+            "target": target,
+            "topics": views.replicated_topics(config, state(), source, target),
+        }
+
+    @app.get(
+        "/v2/cluster-info/{cluster}", summary="A cluster and the replications it takes part in"
+    )
+    def cluster_info(cluster: Alias) -> dict[str, Any]:
+        return views.cluster_info(config, state(), cluster)
+
+    @app.get("/v1/drivers", summary="The drivers of the group and the tasks each holds")
+    def drivers() -> dict[str, Any]:
+        return {"drivers": views.drivers(state())}
+
+    @app.get("/v1/audit", summary="Changes recorded in the event log, oldest first")
+    def audit_trail(
+        since: Annotated[str | None, Query(max_length=64, description="ISO 8601 or ms")] = None,
+        until: Annotated[str | None, Query(max_length=64, description="ISO 8601 or ms")] = None,
+        flow: Annotated[str | None, Query(max_length=500, description="source->target")] = None,
+        all: Annotated[bool, Query(description="membership and assignment too")] = False,  # noqa: A002
+        limit: Annotated[int, Query(ge=1, le=MAX_AUDIT)] = 1000,
+    ) -> dict[str, Any]:
+        rows = audit.changes(
+            log_view.envelopes(),
+            since_ms=_time("since", since),
+            until_ms=_time("until", until),
+            flow=flow,
+            everything=all,
+        )
+        return {"changes": [audit.entry(e) for e in rows[-limit:]], "total": len(rows)}
+
+    @app.get("/v1/state", summary="The whole state now, or as it was at a time (?at=)")
+    def state_at(
+        at: Annotated[str | None, Query(max_length=64, description="ISO 8601 or ms")] = None,
+    ) -> dict[str, Any]:
+        moment = _time("at", at)
+        current = state() if moment is None else log_view.state_at(moment)
+        return {
+            "at": audit.format_time(moment if moment is not None else current.at_ms),
+            "offset": current.offset,
+            "digest": current.digest(),
+            "state": current.to_json(),
+        }
+
+    @app.get("/v1/log", summary="The event log as the gateway reads it")
+    def event_log() -> dict[str, Any]:
+        return log_view.status()
+
+    @app.get("/healthz", summary="The process answers")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        summary="The event log is read to its end and followed",
+        responses={503: {"description": "not ready yet, or the log cannot be followed"}},
+    )
+    def readyz() -> JSONResponse:
+        status = log_view.status()
+        if log_view.ready:
+            return JSONResponse({"status": "ready", "offset": status["offset"]})
+        why = status.get("problem") or status.get("error") or "reading the event log"
+        return JSONResponse({"status": "not ready", "reason": why}, status_code=503)
+
+    return app
+
+
+def _time(name: str, text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        moment = audit.parse_time(text)
+    except ValueError as exc:
+        raise SrmError(f"bad request: {name}: {exc}") from None
+    if not 0 <= moment < 2**53:
+        raise SrmError(f"bad request: {name}: {text[:60]!r} is out of range")
+    return moment
