@@ -59,3 +59,25 @@ def test_origin_rule_decides_as_the_golden_case(decided, case) -> None:  # type:
 @pytest.mark.parametrize("case", _cases("offset_syncs.json"), ids=lambda c: c["name"])
 def test_offset_syncs_of_acknowledgements_match_the_golden_case(decided, case) -> None:  # type: ignore[no-untyped-def]
     assert decided["syncs"][case["name"]] == case["syncs"]
+
+
+def test_the_latency_histogram_has_the_raw_metrics_bounds_and_buckets(decided) -> None:  # type: ignore[no-untyped-def]
+    from srm_common.metrics.raw import LATENCY_BOUNDS_MS, bucket_of
+
+    latency = decided["latency"]
+    assert tuple(latency["bounds"]) == LATENCY_BOUNDS_MS
+    assert latency["buckets"] == [bucket_of(probe) for probe in latency["probes"]]
+
+
+def test_a_plan_reports_the_histogram_of_its_acknowledged_copies(decided) -> None:  # type: ignore[no-untyped-def]
+    from srm_common.metrics.raw import Histogram
+
+    latency = decided["latency"]
+    report = latency["report"]
+    assert tuple(report["latency_hist"]) == Histogram.of(latency["probes"]).counts
+    assert sum(report["latency_hist"]) == report["records"] == len(latency["probes"])
+    assert (report["latency_min_ms"], report["latency_max_ms"]) == (
+        min(latency["probes"]),
+        max(latency["probes"]),
+    )
+    assert report["pending_ts"] == -1  # every copy acknowledged: none pending

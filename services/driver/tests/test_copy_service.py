@@ -688,3 +688,41 @@ def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_answer_for_the_others(
             break
         time.sleep(0.05)
     assert answer["refused"] == [] and h.service.status(OTHER)["records"] == 30
+
+
+def counted(h: Harness) -> int:
+    """Records of the flow's partition in the interval a raw sample drains."""
+    return sum(m.counters.records for m in h.service.metrics(FLOW, 0))
+
+
+def test_metrics_count_each_acknowledged_copy_once_across_plans_and_releases(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.report(part(plan, 10, 10, records=10))
+    h.report(part(plan, 25, 25, records=25))
+    h.report(part(plan, 25, 25, records=25))  # the same report again: nothing new
+    assert counted(h) == 25
+    # The plan stops; the next starts its counters at 0.
+    h.report(part(plan, 30, 30, state="stopped", records=30))
+    assert counted(h) == 5
+    h.clock.now += 2
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 30)
+    h.tick()
+    second = h.plan()
+    assert second is not None and second["plan"] > plan
+    h.report(part(second["plan"], 32, 32, records=2))
+    # A report of the old plan arriving late counts nothing.
+    h.report(part(plan, 30, 30, state="stopped", records=30))
+    # Released: its last report is counted though the partition is gone before a sample.
+    h.service.set_owned(FLOW, {})
+    h.report(part(second["plan"], 40, 40, state="stopped", records=10))
+    assert TP not in h.service.held(FLOW)
+    assert counted(h) == 10
+    assert h.service.metrics(FLOW, 0) == []
+    # Planned here again (the fakes show an empty remote partition): from 0 again.
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 0)
+    plan3 = started(h)["plan"]
+    h.report(part(plan3, 41, 41, records=1))
+    assert counted(h) == 1

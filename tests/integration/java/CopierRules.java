@@ -15,7 +15,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
  * Runs the JVM copier's rules over the shared golden cases and prints what they decide:
- * {"origin": {case: action}, "syncs": {case: [[up, down], ...]}}. In package srm.copier
+ * {"origin": {case: action}, "syncs": {case: [[up, down], ...]}, "latency": {...}}. In package srm.copier
  * to reach PartitionCopy; compiled by tests/integration/test_copier_rules.py.
  */
 public final class CopierRules {
@@ -60,6 +60,37 @@ public final class CopierRules {
             written.put(c.get("name").asText(), new ArrayList<>(pairs));
         }
         out.put("syncs", written);
+        // The latency histogram: the bounds, the bucket of each probe, and what a plan
+        // that acknowledged one copy per probe reports (tests/integration/test_copier_rules.py).
+        List<Long> probes = new ArrayList<>(List.of(0L, 100_000L, Long.MAX_VALUE / 2));
+        for (long bound : LatencyHistogram.BOUNDS_MS) {
+            probes.addAll(List.of(bound - 1, bound, bound + 1));
+        }
+        Map<String, Object> latency = new HashMap<>();
+        List<Long> bounds = new ArrayList<>();
+        for (long bound : LatencyHistogram.BOUNDS_MS) {
+            bounds.add(bound);
+        }
+        latency.put("bounds", bounds);
+        latency.put("probes", probes);
+        List<Integer> buckets = new ArrayList<>();
+        PartitionCopy p = new PartitionCopy(new TopicPartition("t", 0), 1, "r", 0, 0, Long.MAX_VALUE, false);
+        long offset = 0;
+        for (long probe : probes) {
+            buckets.add(LatencyHistogram.bucketOf(probe));
+            p.sent(1_700_000_000_000L);
+            p.acked(offset, offset, 1, probe);
+            offset++;
+        }
+        latency.put("buckets", buckets);
+        Map<String, Object> report = p.report(false);
+        latency.put("report", Map.of(
+                "latency_hist", report.get("latency_hist"),
+                "latency_min_ms", report.get("latency_min_ms"),
+                "latency_max_ms", report.get("latency_max_ms"),
+                "records", report.get("records"),
+                "pending_ts", report.get("pending_ts")));
+        out.put("latency", latency);
         System.out.println(json.writeValueAsString(out));
     }
 }

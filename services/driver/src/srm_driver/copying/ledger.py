@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import Halt
 
+from srm_driver.copying.meter import Meter, PartitionMetrics
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.protocol import Failure
 from srm_driver.copying.state import Counters, PartitionState
@@ -45,6 +46,8 @@ class Ledger:
         self.settle_s = settle_s
         self._publish = publish
         self._next_plan = 1
+        # What each partition did since the last raw metrics sample.
+        self.meter = Meter()
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         return (state for (name, _key), state in self.parts.items() if name == flow)
@@ -103,6 +106,7 @@ class Ledger:
     def lost(self, state: PartitionState, first: int, end: int) -> None:
         """Retention deleted ``[first, end)`` of ``state``'s source before it was copied."""
         state.lost += end - first
+        self.meter.lost(state, end - first)
         self._publish(
             CopyEvent(
                 "lost",
@@ -121,6 +125,15 @@ class Ledger:
             first,
             end - 1,
         )
+
+    def counted(self, state: PartitionState, delta: Counters) -> None:
+        """A report of ``state``'s plan added ``delta`` to what it copied."""
+        state.totals.add(delta)
+        self.meter.count(state, delta)
+
+    def metrics(self, flow: str, now_ms: int) -> list[PartitionMetrics]:
+        """What each partition of ``flow`` did since the last call (see ``meter.py``)."""
+        return self.meter.drain(flow, self.of_flow(flow), now_ms)
 
     def status(self, flow: str, job_id: str | None) -> dict[str, object]:
         """The flow's copying on this driver, for the per-flow REST status."""

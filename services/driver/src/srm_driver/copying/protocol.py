@@ -17,6 +17,8 @@ Report (slot -> driver)::
                                 "next_send": 1212,
                                 "outstanding": 12, "records": 950, "bytes": 972800,
                                 "dropped": 0, "latency_sum_ms": 4211, "latency_max_ms": 31,
+                                "latency_min_ms": 1, "latency_hist": [0, 3, 120, ...],
+                                "source_end": 1250, "pending_ts": 1731400000123,
                                 "syncs": [[250, 230], [1199, 1179]], "error": null}]}]}
 
 Answer (driver -> slot)::
@@ -41,7 +43,13 @@ lease for a write that part needed, or the write failed): the slot keeps that pa
 partitions it saw stopped, a unit that exited) and reports it again; every other part is
 taken in (:mod:`srm_driver.copying.reports`).
 
-Counters are cumulative per plan; syncs are those not yet in an answered report. An
+Counters are cumulative per plan (``latency_hist``: copies per bucket of
+:data:`srm_common.metrics.raw.LATENCY_BOUNDS_MS`, which the JVM's ``LatencyHistogram``
+shares; ``latency_min_ms`` -1 before the first); ``source_end`` is where the source
+partition ends as the slot's consumer last saw it and ``pending_ts`` the timestamp of the
+oldest record sent but not acknowledged, or the one waiting for its reservation (-1: not
+known, none). A slot of an older version sends none of these four: they read as unknown
+and empty. Syncs are those not yet in an answered report. An
 answer's ``version`` is the ``seq`` of the report it answers; a report says which answer
 the slot applied last (``answered``) and which one each unit's loop applied last
 (``applied``, read before its partitions): a plan left out of an answer the unit has
@@ -100,6 +108,10 @@ class PartitionReport:
     syncs: tuple[tuple[int, int], ...]
     error: Failure | None
     uncertain: bool = False
+    latency_min_ms: int = -1
+    latency_hist: tuple[int, ...] = ()
+    source_end: int = -1
+    pending_ts: int = -1
 
     @property
     def key(self) -> TopicPartition:
@@ -178,6 +190,10 @@ def _partition(body: Mapping[str, Any]) -> PartitionReport:
         syncs=tuple((_int(up), _int(down)) for up, down in body["syncs"]),
         error=_failure(body.get("error")),
         uncertain=bool(body.get("uncertain", False)),
+        latency_min_ms=_int(body.get("latency_min_ms", -1)),
+        latency_hist=tuple(_int(count) for count in body.get("latency_hist", ())),
+        source_end=_int(body.get("source_end", -1)),
+        pending_ts=_int(body.get("pending_ts", -1)),
     )
 
 

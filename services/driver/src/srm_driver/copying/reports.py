@@ -236,8 +236,9 @@ class ReportDesk:
                 if state is None or part.plan != state.last_plan:
                     continue
                 counters = Counters.of(part)
-                state.totals.add(counters.since(state.seen))
+                ledger.counted(state, counters.since(state.seen))
                 state.seen = counters
+                state.source_end, state.pending_ts = part.source_end, part.pending_ts
                 state.acked = (part.acked_up, part.acked_down)
                 state.next_send = part.next_send
                 state.uncertain = part.uncertain

@@ -22,6 +22,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.errors import SrmError
 
 from srm_driver.copying.ledger import Ledger
+from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.planner import Planner
 from srm_driver.copying.ports import CopyEvent, CopyJob, FlowAdapters
 from srm_driver.copying.protocol import ProtocolError, parse_report
@@ -132,6 +133,11 @@ class CopyService:
         )
         with self._ledger.lock:
             self._finished = done
+
+    def metrics(self, flow: str, now_ms: int) -> list[PartitionMetrics]:
+        """What each partition of ``flow`` did since the last call, for a raw sample."""
+        with self._ledger.lock:
+            return self._ledger.metrics(flow, now_ms)
 
     def status(self, flow: str) -> dict[str, object]:
         """The flow's copying on this driver, for the per-flow REST status."""

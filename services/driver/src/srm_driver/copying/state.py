@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from srm_common.domain.progress import Halt, Progress
+from srm_common.metrics.raw import LATENCY_BOUNDS_MS, Histogram
 
 from srm_driver.copying.protocol import PartitionPlan, PartitionReport
 
@@ -30,13 +31,22 @@ MAX_BACKOFF_S = 30.0
 
 @dataclass
 class Counters:
-    """Cumulative counts of copied records (for a plan, or a partition's whole life)."""
+    """Counts of copied records: cumulative (as a slot reports them for a plan, or a
+    partition's whole life) or what happened between two of those (:meth:`since`).
+
+    ``latency`` counts copies per bucket of :data:`LATENCY_BOUNDS_MS`; ``latency_min_ms``
+    is None while none was counted. Between two cumulative states the exact extremes are
+    unknown unless they moved; :meth:`since` then bounds them by the histogram's buckets
+    (the maximum from above, the minimum from below: never better than the truth).
+    """
 
     records: int = 0
     bytes: int = 0
     dropped: int = 0
     latency_sum_ms: int = 0
     latency_max_ms: int = 0
+    latency: Histogram = field(default_factory=Histogram)
+    latency_min_ms: int | None = None
 
     def add(self, other: Counters) -> None:
         self.records += other.records
@@ -44,26 +54,62 @@ class Counters:
         self.dropped += other.dropped
         self.latency_sum_ms += other.latency_sum_ms
         self.latency_max_ms = max(self.latency_max_ms, other.latency_max_ms)
+        self.latency = self.latency + other.latency
+        if other.latency_min_ms is not None:
+            low = self.latency_min_ms
+            self.latency_min_ms = (
+                other.latency_min_ms if low is None else min(low, other.latency_min_ms)
+            )
 
     @classmethod
     def of(cls, report: PartitionReport) -> Counters:
+        counts = report.latency_hist
         return cls(
             report.records,
             report.bytes,
             report.dropped,
             report.latency_sum_ms,
             report.latency_max_ms,
+            Histogram(counts) if len(counts) == len(LATENCY_BOUNDS_MS) + 1 else Histogram(),
+            None if report.latency_min_ms < 0 else report.latency_min_ms,
         )
 
     def since(self, before: Counters) -> Counters:
-        """What happened between ``before`` and this (cumulative) state."""
-        return Counters(
+        """What happened between ``before`` and this (cumulative) state of the same plan;
+        everything, when this state is below ``before`` (counting started again)."""
+        if self.records < before.records or any(
+            now < then for now, then in zip(self.latency.counts, before.latency.counts, strict=True)
+        ):
+            before = Counters()
+        latency = Histogram(
+            tuple(
+                now - then
+                for now, then in zip(self.latency.counts, before.latency.counts, strict=True)
+            )
+        )
+        delta = Counters(
             self.records - before.records,
             self.bytes - before.bytes,
             self.dropped - before.dropped,
             self.latency_sum_ms - before.latency_sum_ms,
             self.latency_max_ms,
+            latency,
         )
+        filled = [index for index, count in enumerate(latency.counts) if count]
+        if not filled:
+            return delta  # no latency counted (or a slot without histograms): max as is
+        top, bottom = filled[-1], filled[0]
+        if before.latency.total and self.latency_max_ms <= before.latency_max_ms:
+            # The plan's maximum did not move: this interval's is at most it, and at most
+            # the upper bound of its highest bucket.
+            if top < len(LATENCY_BOUNDS_MS):
+                delta.latency_max_ms = min(self.latency_max_ms, LATENCY_BOUNDS_MS[top])
+        low = self.latency_min_ms
+        if low is not None and before.latency_min_ms is not None and low >= before.latency_min_ms:
+            # Likewise the minimum: at least the lower bound of the lowest bucket.
+            low = max(low, LATENCY_BOUNDS_MS[bottom - 1] + 1 if bottom else 0)
+        delta.latency_min_ms = low
+        return delta
 
 
 @dataclass(frozen=True)
@@ -97,6 +143,10 @@ class PartitionState:
     seen: Counters = field(default_factory=Counters)
     totals: Counters = field(default_factory=Counters)
     lost: int = 0
+    # From the last report: where the source ends (the slot's consumer saw it) and the
+    # timestamp of the oldest record sent and not acknowledged (-1: not known, none).
+    source_end: int = -1
+    pending_ts: int = -1
     halt: Halt | None = None
     halted_at: float | None = None
     error: str | None = None

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
@@ -64,6 +65,7 @@ final class FlowUnit implements Runnable {
     // The version of the last answer whose plans are applied (every partition it started
     // is in the map before this is set; report() reads it before the map).
     private volatile long appliedVersion = -1;
+    private long endsSeenAt;
 
     FlowUnit(UnitPlan plan, Lease lease, Runnable nudge) {
         this.flow = plan.flow;
@@ -155,6 +157,7 @@ final class FlowUnit implements Runnable {
                 continue;
             }
             copy(plan, records);
+            seeEnds();
         }
         for (PartitionCopy p : partitions.values()) {
             p.stop(null);
@@ -176,7 +179,7 @@ final class FlowUnit implements Runnable {
                     // skipped a gap): this is where sending goes on, and what the driver
                     // must reserve past.
                     p.nextSend = record.offset();
-                    p.awaitReservation();
+                    p.awaitReservation(record.timestamp());
                     consumer.pause(Collections.singleton(tp));
                     consumer.seek(tp, record.offset());
                     nudge.run();
@@ -232,7 +235,7 @@ final class FlowUnit implements Runnable {
         final long up = record.offset();
         final long expected = p.nextDown;
         final long size = record.value() == null ? 0 : record.value().length;
-        p.sent();
+        p.sent(timestamp == null ? -1 : timestamp);
         p.nextSend = up + 1;
         p.nextDown = expected + 1;
         try {
@@ -282,8 +285,34 @@ final class FlowUnit implements Runnable {
                     null);
             return;
         }
-        long latency = timestamp == null ? -1 : System.currentTimeMillis() - timestamp;
+        // A timestamp ahead of this clock (skew) counts as no latency, not as none.
+        long latency = timestamp == null ? -1 : Math.max(0, System.currentTimeMillis() - timestamp);
         p.acked(up, offset, size, latency);
+    }
+
+    /**
+     * Where each partition's source ends, as the consumer's last fetch said (no request:
+     * the fetch responses carry it), at most every 100 ms; reported for the lag.
+     */
+    private void seeEnds() {
+        long now = System.currentTimeMillis();
+        if (now - endsSeenAt < 100) {
+            return;
+        }
+        endsSeenAt = now;
+        for (PartitionCopy p : partitions.values()) {
+            if (p.stopped()) {
+                continue;
+            }
+            try {
+                OptionalLong lag = consumer.currentLag(p.source);
+                if (lag.isPresent()) {
+                    p.sourceEnd(consumer.position(p.source, Duration.ZERO) + lag.getAsLong());
+                }
+            } catch (RuntimeException e) {
+                // Not assigned any more, or no position yet: known at a later poll.
+            }
+        }
     }
 
     /**

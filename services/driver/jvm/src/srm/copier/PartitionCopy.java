@@ -48,6 +48,18 @@ final class PartitionCopy {
     private long dropped;
     private long latencySumMs;
     private long latencyMaxMs;
+    private long latencyMinMs = -1;
+    private final long[] latencyCounts = LatencyHistogram.empty();
+    // Timestamps of the records sent and not yet acknowledged, oldest first (acks come
+    // in send order): the oldest record not yet copied, for the lag in time.
+    private long[] pendingTs = new long[64];
+    private int pendingHead;
+    private int pendingSize;
+    // The record the partition waits at for its reservation (-1: none or no timestamp).
+    private long waitingTs = -1;
+    // The source partition's end (log end, or last stable offset when reading committed)
+    // as the consumer last saw it; -1 unknown. Written by the copy loop thread.
+    private volatile long sourceEnd = -1;
     private Map<String, Object> error;
     // A send of this plan ended without an acknowledgement: it may still land.
     private boolean uncertain;
@@ -85,15 +97,26 @@ final class PartitionCopy {
     }
 
     synchronized void awaitReservation() {
+        awaitReservation(-1);
+    }
+
+    /** As {@link #awaitReservation()}, at a record of timestamp {@code timestamp}. */
+    synchronized void awaitReservation(long timestamp) {
         if (state == State.SENDING) {
             state = State.WAITING_RESERVATION;
+            waitingTs = timestamp;
         }
+    }
+
+    void sourceEnd(long end) {
+        sourceEnd = end;
     }
 
     /** Back to sending once the reservation moved past the next offset to send. */
     synchronized boolean maybeResume() {
         if (state == State.WAITING_RESERVATION && reserve > nextSend) {
             state = State.SENDING;
+            waitingTs = -1;
             return true;
         }
         return false;
@@ -114,7 +137,29 @@ final class PartitionCopy {
     }
 
     synchronized void sent() {
+        sent(-1);
+    }
+
+    /** A record of timestamp {@code timestamp} (-1: none) handed to the producer. */
+    synchronized void sent(long timestamp) {
         outstanding++;
+        if (pendingSize == pendingTs.length) {
+            long[] grown = new long[pendingTs.length * 2];
+            for (int i = 0; i < pendingSize; i++) {
+                grown[i] = pendingTs[(pendingHead + i) % pendingTs.length];
+            }
+            pendingTs = grown;
+            pendingHead = 0;
+        }
+        pendingTs[(pendingHead + pendingSize) % pendingTs.length] = timestamp;
+        pendingSize++;
+    }
+
+    private void settledOne() {
+        if (pendingSize > 0) {
+            pendingHead = (pendingHead + 1) % pendingTs.length;
+            pendingSize--;
+        }
     }
 
     synchronized void dropped() {
@@ -124,6 +169,7 @@ final class PartitionCopy {
     /** An acknowledged copy of upstream {@code up} at downstream {@code down}. */
     synchronized void acked(long up, long down, long valueBytes, long latencyMs) {
         outstanding--;
+        settledOne();
         if (prevUp < 0) {
             lastSyncUp = sync(up, down);
         } else if (up != prevUp + 1 || (shared && down != prevDown + 1)) {
@@ -141,6 +187,8 @@ final class PartitionCopy {
         if (latencyMs >= 0) {
             latencySumMs += latencyMs;
             latencyMaxMs = Math.max(latencyMaxMs, latencyMs);
+            latencyMinMs = latencyMinMs < 0 ? latencyMs : Math.min(latencyMinMs, latencyMs);
+            latencyCounts[LatencyHistogram.bucketOf(latencyMs)]++;
         }
         settle();
     }
@@ -148,6 +196,7 @@ final class PartitionCopy {
     /** A send that did not land (or whose fate is unknown); the plan is over. */
     synchronized void failed() {
         outstanding--;
+        settledOne();
         uncertain = true;
         settle();
     }
@@ -182,6 +231,16 @@ final class PartitionCopy {
         entry.put("dropped", dropped);
         entry.put("latency_sum_ms", latencySumMs);
         entry.put("latency_max_ms", latencyMaxMs);
+        entry.put("latency_min_ms", latencyMinMs);
+        List<Long> counts = new ArrayList<>(latencyCounts.length);
+        for (long count : latencyCounts) {
+            counts.add(count);
+        }
+        entry.put("latency_hist", counts);
+        entry.put("source_end", sourceEnd);
+        long oldest = pendingSize > 0 ? pendingTs[pendingHead]
+                : state == State.WAITING_RESERVATION ? waitingTs : -1;
+        entry.put("pending_ts", oldest);
         List<List<Long>> pairs = new ArrayList<>(syncs.size());
         for (long[] sync : syncs) {
             pairs.add(List.of(sync[0], sync[1]));
