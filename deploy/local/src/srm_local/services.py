@@ -100,6 +100,13 @@ def coordinator_service(
     )
 
 
+def gateway_service(config_path: Path, overrides: dict[str, str]) -> ServiceProcess:
+    """``srm-api-gateway`` on SRM_GATEWAY_PORT (default 8080): the HTTP API people use."""
+    port = os.environ.get("SRM_GATEWAY_PORT", "8080")
+    args = [*_config_args(config_path, overrides), "--port", port]
+    return ServiceProcess("gateway", "srm_api_gateway", args)
+
+
 def driver_service(
     config_path: Path, overrides: dict[str, str], *, name: str = "driver", port: int = 0
 ) -> ServiceProcess:

@@ -33,7 +33,12 @@ from srm_local.clusters import (
 from srm_local.jars import fetch_all
 from srm_local.live_lists import LiveLists
 from srm_local.paths import project_root, run_dir
-from srm_local.services import ServiceProcess, coordinator_service, driver_service
+from srm_local.services import (
+    ServiceProcess,
+    coordinator_service,
+    driver_service,
+    gateway_service,
+)
 
 DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
 WATCH_SECONDS = 2.0
@@ -126,7 +131,8 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
 
 
 def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess]:
-    """Two coordinators (a leader and a standby) and SRM_DRIVERS drivers (default 1)."""
+    """Two coordinators (a leader and a standby), SRM_DRIVERS drivers (default 1) and
+    the API gateway."""
     base = int(os.environ.get("SRM_SERVICE_PORT", "8090"))
     count = int(os.environ.get("SRM_DRIVERS", "1"))
     services = [
@@ -136,7 +142,7 @@ def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess
         driver_service(path, overrides, name=f"driver-{i + 1}", port=base + 10 + i)
         for i in range(count)
     ]
-    return services
+    return [*services, gateway_service(path, overrides)]
 
 
 def stop_services(services: Sequence[ServiceProcess]) -> None:
@@ -233,10 +239,11 @@ def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
     roles = {
         "coordinator": "srm-coordinator: event log, leader election, assignment",
         "driver": "srm-driver: runs the tasks it is assigned",
+        "gateway": "srm-api-gateway: replications, clusters, audit; OpenAPI at /docs",
     }
     lines = []
     for service in services:
-        role = roles["driver" if service.name.startswith("driver") else "coordinator"]
+        role = roles[next((r for r in roles if service.name.startswith(r)), "coordinator")]
         port = service.command[service.command.index("--port") + 1]
         lines.append(
             f"  {service.name:<16} http://127.0.0.1:{port}  pid {service.pid}  log"
