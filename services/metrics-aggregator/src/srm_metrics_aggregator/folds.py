@@ -1,0 +1,548 @@
+"""The aggregator's two folds, pure: raw samples into windows (:class:`RawFolder`), and
+windows of many subjects into the figures of the subject above them (:class:`Merger`).
+No Kafka or Faust here: state is a ``MutableMapping[str, bytes]`` (a Faust table with a
+changelog in the service, a dict in tests) and each call returns the records to send.
+
+Where things go::
+
+    raw partition p (samples keyed by subject)
+        RawFolder, state "c|p|size|start|kind|subject" (cells), "w|p" (watermark)
+          -> aggregated: partition and group windows
+          -> contributions, keyed by the subject above:
+               partition window -> topic;  group window, flow-on-a-driver window -> flow
+    contributions partition q (keyed by the subject above)
+        Merger, state "u|q|<aggregate key>" (entries), "v|q" (its watermark)
+          -> aggregated: topic, flow and cluster windows
+          -> contributions: topic -> flow -> cluster
+
+**Closing, and late samples.** Each raw partition has a watermark: the largest ``at_ms``
+read on it (samples later than the aggregator's clock by more than
+:attr:`Settings.future_ms` are refused, so one wrong clock cannot close everything). A
+window ``[start, end)`` of size ``s`` closes when the watermark reaches ``end + grace``
+(``grace = min(s, Settings.grace_ms)``); its cells are then written once more, closed,
+and are final. A sample for a closed window is *late*: it changes nothing and goes to the
+dead-letter topic with the reason (it still counts in its other, open, windows: a sample
+late for its minute may be on time for its hour). The ids of a closed window are kept one
+more window (until ``end + grace + s``), so a sample delivered again in that time is
+recognised as a duplicate and dropped without a dead letter; after that a window's cells
+are deleted and anything for it is late.
+
+**Duplicates.** A cell keeps the ids it folded: the same sample read twice (a driver's
+retry, the aggregator's own replay after a crash: Faust commits offsets after the state
+changes it caused) is folded once. Contributions replace the previous one from the same
+subject, so sending one twice changes nothing either.
+
+**Above the partition.** A topic's window is the sum of its partitions' windows; a
+partition's closed window is final and is added for good (only its id is kept), an open
+one is kept aside and replaced by its next update. An entry above is ``closed`` when every
+contribution it has is closed; a contribution arriving after that (a partition whose
+instance was down) makes it open or changes it, and it is written again: readers keep the
+latest record of each key, which converges to the exact figures. Entries are deleted
+:meth:`Settings.retention_ms` after their window ended (by the merger's watermark: the
+latest window end it saw); a contribution older than that goes to the dead-letter topic.
+
+**Updates while open.** A changed open cell is sent at once, then at most every
+:attr:`Settings.update_ms` (:meth:`RawFolder.flush` sends what waited); closing sends it
+at once.
+
+**After a restart or a rebalance** (:meth:`RawFolder.reset`, :meth:`Merger.reset`), the
+first record of a partition rebuilds its index from the state and sends every cell and
+entry again: sending twice is harmless, and a record lost in the crash is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from srm_common.metrics import aggregate, raw
+from srm_common.metrics.aggregate import REASON_HEADER, Aggregate, Figures
+from srm_common.metrics.raw import (
+    FlowSample,
+    GroupSample,
+    PartitionSample,
+    RawMetricError,
+    Sample,
+    TopicMapping,
+)
+
+from srm_metrics_aggregator.windows import Cell, window_start
+
+AGGREGATED = "aggregated"
+CONTRIBUTIONS = "contributions"
+DEAD = "dead"
+
+Store = MutableMapping[str, bytes]
+
+
+class Out(NamedTuple):
+    """A record to send: ``role`` is :data:`AGGREGATED`, :data:`CONTRIBUTIONS` or
+    :data:`DEAD`."""
+
+    role: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    windows: tuple[int, ...] = (60_000, 3_600_000)
+    grace_ms: int = 30_000
+    update_ms: int = 5_000
+    future_ms: int = 3_600_000
+    min_retention_ms: int = 600_000
+
+    def grace(self, size_ms: int) -> int:
+        return min(size_ms, self.grace_ms)
+
+    def retention_ms(self, size_ms: int) -> int:
+        """How long after its end an entry above the partition is kept (ten windows, at
+        least :attr:`min_retention_ms`): a partition's contribution may be that late."""
+        return max(10 * size_ms, self.min_retention_ms)
+
+
+def dead_letter(key: bytes | None, value: bytes | None, reason: str) -> Out:
+    return Out(DEAD, key, value, ((REASON_HEADER, reason.encode()),))
+
+
+def _subject(kind: str, text: str) -> dict[str, str | int]:
+    """The subject of a cell from its key part (the sample's :meth:`Sample.key`)."""
+    if kind == PartitionSample.KIND:
+        flow, topic, partition = text.rsplit("|", 2)
+        return {"flow": flow, "topic": topic, "partition": int(partition)}
+    flow, _, rest = text.partition("|")
+    return {"flow": flow, "group": rest} if kind == GroupSample.KIND else {"flow": flow}
+
+
+def _above(level: str, subject: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The level and subject a window of ``level`` contributes to (None: the top)."""
+    if level == "partition":
+        return "topic", {"flow": subject["flow"], "topic": subject["topic"]}
+    if level in ("group", "driver", "topic"):
+        return "flow", {"flow": subject["flow"]}
+    if level == "flow":
+        return "cluster", {"cluster": str(subject["flow"]).split("->", 1)[1]}
+    return None
+
+
+def _contribution(
+    level: str,
+    size: int,
+    start: int,
+    subject: dict[str, Any],
+    origin: str,
+    figures: Figures,
+    *,
+    closed: bool,
+    final: bool,
+) -> Out | None:
+    above = _above(level, subject)
+    if above is None:
+        return None
+    upper = Aggregate(above[0], size, start, above[1], False, Figures())
+    value = {
+        "level": upper.level,
+        "window_ms": size,
+        "start_ms": start,
+        "subject": upper.subject,
+        "from": origin,
+        "closed": closed,
+        "final": final,
+        "figures": figures.to_json(),
+    }
+    return Out(CONTRIBUTIONS, upper.key(), _json(value))
+
+
+def _json(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _check(sample: Sample) -> str | None:
+    """What is wrong in a sample that decodes (None: nothing)."""
+    if sample.at_ms < 0 or sample.interval_ms < 0:
+        return "at_ms and interval_ms must not be negative"
+    if isinstance(sample, PartitionSample):
+        if min(sample.records, sample.bytes, sample.lost, sample.latency_sum_ms) < 0:
+            return "records, bytes, lost and latency_sum_ms must not be negative"
+        if any(count < 0 for count in sample.latency.counts):
+            return "latency histogram counts must not be negative"
+    if isinstance(sample, FlowSample) and not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+        for k, v in sample.tasks.items()
+    ):
+        return "tasks must map statuses to whole numbers"
+    return None
+
+
+class RawFolder:
+    """Raw samples of the partitions this instance owns, folded into window cells."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.counts: Counter[str] = Counter()
+        self._index: dict[int, dict[tuple[int, int], set[str]]] = {}
+        self._scanned: dict[int, list[str]] | None = None
+        self._dirty: dict[str, float] = {}  # cell key -> when last sent
+        self._sent: dict[str, float] = {}
+
+    def reset(self) -> None:
+        """Forget what is held in memory (a rebalance): partitions are rebuilt from the
+        state at their next record."""
+        self._index.clear()
+        self._scanned = None
+        self._dirty.clear()
+        self._sent.clear()
+
+    # -- one raw record ------------------------------------------------------------------
+
+    def fold(
+        self, partition: int, key: bytes | None, value: bytes | None, offset: int | None = None
+    ) -> list[Out]:
+        """The records that folding one raw record (at ``offset`` of ``partition``) sends."""
+        outs = self._ensure(partition)
+        if offset is not None:
+            done = self.store.get(f"o|{partition}")
+            if done is not None and offset <= int(done):
+                self.counts["replayed"] += 1
+                return outs
+        outs.extend(self._fold(partition, key, value))
+        if offset is not None:
+            # Written last, to the same changelog partition as the cells: when it is
+            # there after a crash, so is everything the record changed.
+            self.store[f"o|{partition}"] = str(offset).encode()
+        return outs
+
+    def _fold(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
+        outs: list[Out] = []
+        try:
+            sample = raw.decode(value)
+        except RawMetricError as exc:
+            self.counts["unreadable"] += 1
+            return [*outs, dead_letter(key, value, str(exc))]
+        wrong = _check(sample)
+        now_ms = int(self.clock() * 1000)
+        if wrong is None and sample.at_ms > now_ms + self.settings.future_ms:
+            wrong = (
+                f"at_ms {sample.at_ms} is {sample.at_ms - now_ms} ms ahead of the"
+                f" aggregator's clock (at most {self.settings.future_ms} ms)"
+            )
+        if wrong is not None:
+            self.counts["unreadable"] += 1
+            return [*outs, dead_letter(key, value, f"{sample.KIND} sample: {wrong}")]
+        if isinstance(sample, TopicMapping):
+            outs.append(Out(AGGREGATED, aggregate.mapping_key(sample), value))
+        else:
+            outs.extend(self._fold_sample(partition, key, value, sample))
+        outs.extend(self._advance(partition, sample.at_ms))
+        return outs
+
+    def _fold_sample(
+        self, partition: int, key: bytes | None, value: bytes | None, sample: Sample
+    ) -> list[Out]:
+        outs: list[Out] = []
+        watermark = self.watermark(partition)
+        late = []
+        subject = f"{sample.KIND}|{sample.key().decode()}"
+        for size in self.settings.windows:
+            start = window_start(sample.at_ms, size)
+            cell_key = f"c|{partition}|{size}|{start}|{subject}"
+            stored = self.store.get(cell_key)
+            cell = Cell.from_bytes(stored) if stored is not None else None
+            if watermark >= start + size + self.settings.grace(size):
+                if cell is not None and sample.id in cell.ids:
+                    self.counts["duplicate"] += 1
+                else:
+                    late.append(f"{start}+{size} ms (grace {self.settings.grace(size)} ms)")
+                continue
+            folded = (cell or Cell()).fold(sample)
+            if folded is None:
+                self.counts["duplicate"] += 1
+                continue
+            self.counts["folded"] += 1
+            self.store[cell_key] = folded.to_bytes()
+            self._index[partition].setdefault((size, start), set()).add(subject)
+            outs.extend(self._maybe_send(cell_key, folded))
+        if late:
+            self.counts["late"] += 1
+            reason = f"late: window {', '.join(late)} closed at watermark {watermark} ms"
+            outs.append(dead_letter(key, value, reason))
+        return outs
+
+    def watermark(self, partition: int) -> int:
+        stored = self.store.get(f"w|{partition}")
+        return int(stored) if stored is not None else -1
+
+    def _advance(self, partition: int, at_ms: int) -> list[Out]:
+        """Raise the watermark to ``at_ms``; close and retire the windows it passes."""
+        watermark = self.watermark(partition)
+        if at_ms <= watermark:
+            return []
+        self.store[f"w|{partition}"] = str(at_ms).encode()
+        return self._close(partition, at_ms)
+
+    def _close(self, partition: int, watermark: int) -> list[Out]:
+        outs: list[Out] = []
+        windows = self._index[partition]
+        for (size, start), subjects in sorted(windows.items()):
+            end, grace = start + size, self.settings.grace(size)
+            if watermark < end + grace:
+                continue
+            retire = watermark >= end + grace + size
+            for subject in sorted(subjects):
+                cell_key = f"c|{partition}|{size}|{start}|{subject}"
+                cell = Cell.from_bytes(self.store[cell_key])
+                self._dirty.pop(cell_key, None)
+                if not cell.closed:
+                    cell = Cell(cell.figures, cell.ids, cell.last_at_ms, cell.last_id, True)
+                    self.store[cell_key] = cell.to_bytes()
+                    outs.extend(self._send(cell_key, cell))
+                if retire:
+                    del self.store[cell_key]
+                    self._sent.pop(cell_key, None)
+            if retire:
+                del windows[(size, start)]
+        return outs
+
+    # -- sending -------------------------------------------------------------------------
+
+    def _maybe_send(self, cell_key: str, cell: Cell) -> list[Out]:
+        now = self.clock()
+        last = self._sent.get(cell_key)
+        if last is not None and now - last < self.settings.update_ms / 1000:
+            self._dirty[cell_key] = last
+            return []
+        self._sent[cell_key] = now
+        self._dirty.pop(cell_key, None)
+        return self._send(cell_key, cell)
+
+    def flush(self) -> list[Out]:
+        """The open cells whose update waited :attr:`Settings.update_ms` (a timer calls
+        this; it reads the state and writes none)."""
+        now = self.clock()
+        due = [k for k, last in self._dirty.items() if now - last >= self.settings.update_ms / 1000]
+        outs = []
+        for cell_key in due:
+            del self._dirty[cell_key]
+            stored = self.store.get(cell_key)
+            if stored is not None:
+                self._sent[cell_key] = now
+                outs.extend(self._send(cell_key, Cell.from_bytes(stored)))
+        return outs
+
+    def _send(self, cell_key: str, cell: Cell) -> list[Out]:
+        """The records that show ``cell``: its own window (partitions and groups) and its
+        contribution above."""
+        _c, partition, size_text, start_text, kind, subject_text = cell_key.split("|", 5)
+        size, start = int(size_text), int(start_text)
+        subject = _subject(kind, subject_text)
+        outs = []
+        if kind in ("partition", "group"):
+            window = Aggregate(kind, size, start, subject, cell.closed, cell.figures)
+            outs.append(Out(AGGREGATED, window.key(), aggregate.encode(window)))
+        origin = f"{partition}|{kind}|{subject_text}"
+        level = "driver" if kind == FlowSample.KIND else kind
+        contribution = _contribution(
+            level, size, start, subject, origin, cell.figures, closed=cell.closed, final=cell.closed
+        )
+        if contribution is not None:
+            outs.append(contribution)
+        return outs
+
+    # -- after a restart or a rebalance --------------------------------------------------
+
+    def _ensure(self, partition: int) -> list[Out]:
+        """Index ``partition``'s cells from the state the first time it is seen since the
+        last reset; send every one again, and close what the watermark passed."""
+        if partition in self._index:
+            return []
+        if self._scanned is None:
+            self._scanned = _scan(self.store.keys(), "c")
+        windows: dict[tuple[int, int], set[str]] = {}
+        outs: list[Out] = []
+        for cell_key in self._scanned.pop(partition, []):
+            _c, _p, size, start, subject = cell_key.split("|", 4)
+            windows.setdefault((int(size), int(start)), set()).add(subject)
+            outs.extend(self._send(cell_key, Cell.from_bytes(self.store[cell_key])))
+        self._index[partition] = windows
+        self.counts["rebuilt"] += 1
+        return outs + self._close(partition, self.watermark(partition))
+
+
+def _scan(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
+    """Keys ``prefix|<partition>|...`` by partition."""
+    found: dict[int, list[str]] = {}
+    for key in keys:
+        kind, _, rest = key.partition("|")
+        if kind == prefix:
+            found.setdefault(int(rest.split("|", 1)[0]), []).append(key)
+    return {p: sorted(keys) for p, keys in found.items()}
+
+
+@dataclass
+class _Entry:
+    """One window of a subject above the partition, from its contributions."""
+
+    window: Aggregate
+    final: Figures
+    final_ids: set[str]
+    parts: dict[str, tuple[bool, Figures]]  # origin -> (closed, figures), replaced
+
+    def total(self) -> tuple[Figures, bool]:
+        figures = Figures.total([self.final, *(f for _c, f in self.parts.values())])
+        return figures, all(closed for closed, _f in self.parts.values())
+
+    def to_bytes(self) -> bytes:
+        window = self.window
+        return _json(
+            {
+                "window": [window.level, window.window_ms, window.start_ms, window.subject],
+                "final": self.final.to_json(),
+                "final_ids": sorted(self.final_ids),
+                "parts": {o: [c, f.to_json()] for o, (c, f) in sorted(self.parts.items())},
+                "shown": [window.closed, window.figures.to_json()],
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, value: bytes) -> _Entry:
+        data = json.loads(value)
+        level, size, start, subject = data["window"]
+        closed, shown = data["shown"]
+        return cls(
+            window=Aggregate(level, size, start, subject, closed, Figures.from_json(shown)),
+            final=Figures.from_json(data["final"]),
+            final_ids=set(data["final_ids"]),
+            parts={o: (c, Figures.from_json(f)) for o, (c, f) in data["parts"].items()},
+        )
+
+
+class Merger:
+    """Contributions to the windows above the partition (topic, flow, cluster)."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.counts: Counter[str] = Counter()
+        # partition -> entry key -> (window size, window end)
+        self._index: dict[int, dict[str, tuple[int, int]]] = {}
+        self._scanned: dict[int, list[str]] | None = None
+
+    def reset(self) -> None:
+        self._index.clear()
+        self._scanned = None
+
+    def merge(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
+        outs = self._ensure(partition)
+        try:
+            data = json.loads(value or b"")
+            window = Aggregate(
+                data["level"],
+                data["window_ms"],
+                data["start_ms"],
+                data["subject"],
+                False,
+                Figures(),
+            )
+            origin, closed, final = str(data["from"]), bool(data["closed"]), bool(data["final"])
+            figures = Figures.from_json(data["figures"])
+        except (ValueError, KeyError, TypeError, aggregate.AggregateError) as exc:
+            self.counts["unreadable"] += 1
+            return [*outs, dead_letter(key, value, f"contribution: {exc}")]
+        entry_key = f"u|{partition}|{window.key().decode()}"
+        stored = self.store.get(entry_key)
+        watermark = self.watermark(partition, window.window_ms)
+        if stored is None and watermark >= window.end_ms + self.settings.retention_ms(
+            window.window_ms
+        ):
+            self.counts["late"] += 1
+            reason = f"late: contribution to {entry_key[2:]} after its entry was deleted"
+            return [*outs, dead_letter(key, value, reason)]
+        entry = (
+            _Entry.from_bytes(stored)
+            if stored is not None
+            else _Entry(window.with_figures(Figures(), False), Figures(), set(), {})
+        )
+        if origin in entry.final_ids:
+            self.counts["duplicate"] += 1
+        else:
+            if final:
+                entry.parts.pop(origin, None)
+                entry.final = entry.final + figures
+                entry.final_ids.add(origin)
+            else:
+                entry.parts[origin] = (closed, figures)
+            outs.extend(self._show(entry))
+            self.store[entry_key] = entry.to_bytes()
+            self._index[partition][entry_key] = (window.window_ms, window.end_ms)
+            self.counts["merged"] += 1
+        self._advance(partition, window.window_ms, window.end_ms)
+        return outs
+
+    def _show(self, entry: _Entry) -> list[Out]:
+        """The entry's window and its contribution above, when they changed."""
+        figures, closed = entry.total()
+        if entry.window.figures == figures and entry.window.closed == closed:
+            return []
+        entry.window = entry.window.with_figures(figures, closed)
+        return self._send(entry.window)
+
+    @staticmethod
+    def _send(window: Aggregate) -> list[Out]:
+        outs = [Out(AGGREGATED, window.key(), aggregate.encode(window))]
+        contribution = _contribution(
+            window.level,
+            window.window_ms,
+            window.start_ms,
+            dict(window.subject),
+            window.key().decode(),
+            window.figures,
+            closed=window.closed,
+            final=False,
+        )
+        if contribution is not None:
+            outs.append(contribution)
+        return outs
+
+    def watermark(self, partition: int, size_ms: int) -> int:
+        """The latest end of a window of ``size_ms`` contributed to on ``partition``."""
+        stored = self.store.get(f"v|{partition}|{size_ms}")
+        return int(stored) if stored is not None else -1
+
+    def _advance(self, partition: int, size_ms: int, end_ms: int) -> None:
+        """Raise the watermark of ``size_ms`` windows; delete the entries it retires."""
+        if end_ms <= self.watermark(partition, size_ms):
+            return
+        self.store[f"v|{partition}|{size_ms}"] = str(end_ms).encode()
+        index = self._index[partition]
+        horizon = end_ms - self.settings.retention_ms(size_ms)
+        for entry_key, (size, end) in list(index.items()):
+            if size == size_ms and end <= horizon:
+                self.store.pop(entry_key, None)
+                del index[entry_key]
+                self.counts["retired"] += 1
+
+    def _ensure(self, partition: int) -> list[Out]:
+        if partition in self._index:
+            return []
+        if self._scanned is None:
+            self._scanned = _scan(self.store.keys(), "u")
+        index: dict[str, tuple[int, int]] = {}
+        outs: list[Out] = []
+        for entry_key in self._scanned.pop(partition, []):
+            entry = _Entry.from_bytes(self.store[entry_key])
+            index[entry_key] = (entry.window.window_ms, entry.window.end_ms)
+            outs.extend(self._send(entry.window))
+        self._index[partition] = index
+        return outs
