@@ -27,6 +27,7 @@ from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
 from srm_driver.progress_store import ProgressStore
+from srm_driver.raw_metrics import RawMetrics, target_writer
 from srm_driver.rest import create_app
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
@@ -119,6 +120,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         checkpoints=lambda task_id, flow, task, stop: CheckpointRunner(
             task_id, checkpointer(flow, task.groups), stop
         ),
+        metrics=RawMetrics(settings.driver_id, partitions=copy.metrics, writer=target_writer),
     )
     return driver
 

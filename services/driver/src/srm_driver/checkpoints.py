@@ -33,6 +33,7 @@ from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+from srm_driver.raw_metrics import GroupMetrics
 from srm_driver.task_thread import TaskThread
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ class Checkpointer:
         self._seen: dict[tuple[str, Key], tuple[int, float]] = {}  # commit -> first seen
         self._replicated: dict[str, bool] = {}
         self.status: dict[str, GroupStatus] = {g: GroupStatus() for g in groups}
+        # Per group since the last take_metrics(): checkpoints written, their top latency.
+        self._window: dict[str, tuple[int, int]] = {}
+        self._window_lock = threading.Lock()
 
     def prepare(self) -> None:
         """Create the checkpoints topic on the target unless it exists."""
@@ -157,7 +161,29 @@ class Checkpointer:
                 status.checkpoint_latency_ms = latency
                 status.checkpoint_latency_max_ms = max(status.checkpoint_latency_max_ms, latency)
                 status.checkpoints_written += 1
+                with self._window_lock:
+                    count, top = self._window.get(checkpoint.consumer_group_id, (0, 0))
+                    self._window[checkpoint.consumer_group_id] = (count + 1, max(top, latency))
         return len(pending)
+
+    def take_metrics(self) -> tuple[GroupMetrics, ...]:
+        """Each group's checkpoints since the last call (how many, the slowest: its
+        commit first seen on the source to its checkpoint written on the target) and its
+        partitions not translated at the last round; the next window starts empty."""
+        with self._window_lock:
+            window, self._window = self._window, {}
+        out = []
+        for group in self.groups:
+            count, top = window.get(group, (0, 0))
+            out.append(
+                GroupMetrics(
+                    group=group,
+                    checkpoints=count,
+                    checkpoint_latency_ms=top if count else None,
+                    untranslated_partitions=len(self.status[group].untranslated),
+                )
+            )
+        return tuple(out)
 
     def sync_groups(self) -> None:
         """Commit the latest translations for each group on the target, where safe."""

@@ -37,6 +37,9 @@ class HeartbeatTask:
         self._writer = InternalWriter(self.topic, flow.target_internal_producer)
         self._next_due = 0.0
         self.emitted = 0
+        # When the last heartbeat was written (wall ms), and whether the last try failed.
+        self.last_beat_ms: int | None = None
+        self.failing = False
 
     def prepare(self) -> None:
         ensure_compacted_topic(
@@ -53,6 +56,7 @@ class HeartbeatTask:
         heartbeat = Heartbeat(self.flow.source, self.flow.target, int(time.time() * 1000))
         self._writer.write([(heartbeat.encode_key(), heartbeat.encode_value())], timeout=30)
         self.emitted += 1
+        self.last_beat_ms, self.failing = heartbeat.timestamp_ms, False
         self._next_due = time.monotonic() + self.interval
 
     def close(self) -> None:
@@ -81,6 +85,7 @@ class HeartbeatEmitter(TaskThread):
                     self.task.beat()
             except Exception as exc:  # noqa: BLE001 - logged; this pair retries, others go on
                 log.error("%s: heartbeat failed: %s", self.flow_name, exc)
+                self.task.failing = True
                 pause = RETRY_SECONDS
             self.pause(max(pause, 0.05, self.task.seconds_until_due()))
         self.task.close()

@@ -9,6 +9,8 @@ current assignment and
 * runs a checkpoint runner per checkpoint task here (group offsets translated to the
   target, and group offset sync: :mod:`srm_driver.checkpoints`);
 * hands operators' resumes of halted partitions to the copy service;
+* samples each flow's raw metrics when its ``srm.metrics.interval.ms`` ended
+  (:mod:`srm_driver.raw_metrics`; written on threads of their own, never waited for);
 
 and reports what it runs (for the coordinator's cooperative assignment, a source task
 runs until every partition of it is released).
@@ -29,6 +31,7 @@ from srm_driver.checkpoints import CheckpointRunner
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
 from srm_driver.heartbeats import HeartbeatEmitter
+from srm_driver.raw_metrics import FlowView, RawMetrics
 from srm_driver.task_thread import TaskThread
 from srm_driver.tasks import Assignment, TaskSource
 
@@ -50,6 +53,7 @@ class DriverRuntime:
         flow_topics: Callable[[FlowConfig], FlowTopics],
         heartbeat: Callable[[FlowConfig, threading.Event], HeartbeatEmitter],
         checkpoints: Callable[[str, FlowConfig, CheckpointTask, threading.Event], CheckpointRunner],
+        metrics: RawMetrics | None = None,
     ) -> None:
         self.source = source
         self.copy = copy
@@ -67,6 +71,7 @@ class DriverRuntime:
         self.assignment: Assignment | None = None
         self.flows: Mapping[str, FlowConfig] = {}
         self._last_status = time.monotonic()
+        self.metrics = metrics
 
     # -- what the heartbeat says ------------------------------------------------------
 
@@ -101,6 +106,11 @@ class DriverRuntime:
                 self.copy.tick()
             except Exception as exc:  # noqa: BLE001 - one bad pass must not end the driver
                 log.exception("driver pass failed: %s", exc)
+            if self.metrics is not None:
+                try:
+                    self.metrics.tick(self.flows, self.metric_view)
+                except Exception as exc:  # noqa: BLE001 - metrics never stop the driver
+                    log.exception("raw metrics: sampling failed: %s", exc)
             self._maybe_log_status()
             self.source.changed.wait(PASS_SECONDS)
         self.shutdown()
@@ -170,6 +180,22 @@ class DriverRuntime:
             runner.start()
             log.info("%s: started the checkpoint task for %d groups", task_id, len(task.groups))
 
+    def metric_view(self, name: str) -> FlowView:
+        """What ``name``'s tasks here show for a raw metrics sample (drains the checkpoint
+        tasks' windows: asked once per sample)."""
+        assignment = self.assignment
+        tasks = assignment.source.get(name, ()) if assignment is not None else ()
+        emitter = self._emitters.get(name)
+        runners = [r for task, r in self.checkpoint_runners.values() if task.flow == name]
+        return FlowView(
+            source_tasks={task.name: tuple(task.partitions) for task in tasks},
+            heartbeat=emitter is not None,
+            heartbeat_ms=getattr(emitter.task, "last_beat_ms", None) if emitter else None,
+            heartbeat_failing=bool(getattr(emitter.task, "failing", False)) if emitter else False,
+            checkpoint_tasks=len(runners),
+            groups=tuple(g for runner in runners for g in runner.task.take_metrics()),
+        )
+
     def _maybe_log_status(self) -> None:
         now = time.monotonic()
         if now - self._last_status < STATUS_SECONDS:
@@ -200,6 +226,12 @@ class DriverRuntime:
         # The goodbye beat lists what still runs: a thread stuck in a write stays listed
         # (its task is waited out), one that ended is not.
         self._emitters = {n: e for n, e in self._emitters.items() if e.is_alive()}
+        if self.metrics is not None:
+            # After the slots' final reports: every acknowledged copy is in a sample.
+            try:
+                self.metrics.close(self.flows, self.metric_view)
+            except Exception as exc:  # noqa: BLE001 - metrics never stop the driver
+                log.exception("raw metrics: the last samples failed: %s", exc)
         self.checkpoint_runners = {
             i: (t, r) for i, (t, r) in self.checkpoint_runners.items() if r.is_alive()
         }
