@@ -6,6 +6,7 @@
 #   srm/kafka            + the official Apache Kafka jars, KRaft single node
 #   srm/coordinator      + srm-coordinator (and srm-control) with their locked dependencies
 #   srm/driver           + srm-driver, PySpark, the Kafka client jars and srm-copier.jar
+#   srm/api-gateway      + srm-api-gateway (FastAPI) with its locked dependencies
 #
 # Python wheels and jars are fetched on the host (the ordinary clients work there; pip
 # inside a container does not trust the package index's certificate) into
@@ -21,7 +22,7 @@ set -euo pipefail
 uv=${UV:-.cache/bootstrap/bin/uv}
 context=.cache/images/context
 tag=${SRM_IMAGE_TAG:-latest}
-services=(coordinator driver)  # services/<name> with an entry point; see docs/containers.md
+services=(coordinator driver api-gateway)  # services/<name> with an entry point; see docs/containers.md
 started=$SECONDS
 
 step() { printf '\n== %s\n' "$*"; }

@@ -47,5 +47,5 @@ def test_drivers_scale_and_every_service_is_watched() -> None:
     for name, service in SERVICES.items():
         assert service["restart"] == "unless-stopped", name
         assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
-    for name in ("coordinator-1", "coordinator-2", "driver"):
+    for name in ("coordinator-1", "coordinator-2", "driver", "gateway"):
         assert "./deploy/compose:/etc/srm:ro" in SERVICES[name]["volumes"], name
