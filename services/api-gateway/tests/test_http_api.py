@@ -4,71 +4,17 @@ parameter named for bad input, readiness, and schemathesis against its own OpenA
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from srm_api_gateway.http_api import create_app
-from srm_api_gateway.log_view import LogView
-from srm_api_gateway.testing import history
-from srm_common.adapters.http_server import HttpServer
+from srm_api_gateway.testing import get, served
 from srm_common.config.model import SrmConfig
-from srm_common.control.events import Envelope
-
-
-class FakeReader:
-    """An event log that holds ``envelopes`` and then nothing new."""
-
-    problem = None
-
-    def __init__(self, envelopes: list[Envelope]) -> None:
-        self.envelopes = envelopes
-        self.position = len(envelopes) - 1
-
-    def read_to_end(self) -> list[Envelope]:
-        return list(self.envelopes)
-
-    def poll(self, timeout: float) -> list[Envelope]:
-        threading.Event().wait(min(timeout, 0.05))
-        return []
-
-    def take_restart(self) -> bool:
-        return False
-
-    def status(self) -> dict[str, object]:
-        return {"problem": None, "log_id": "L1"}
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture
 def gateway(config: SrmConfig) -> Iterator[str]:
-    view = LogView(lambda: FakeReader(history()))
-    view.start()
-    server = HttpServer(create_app(config, view), host="127.0.0.1", port=0, name="test")
-    server.start()
-    deadline = threading.Event()
-    for _ in range(100):
-        if view.ready:
-            break
-        deadline.wait(0.05)
-    try:
-        yield server.url
-    finally:
-        server.stop()
-        view.close()
-
-
-def get(url: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    with served(config) as url:
+        yield url
 
 
 def test_v2_replications_and_topics(gateway: str) -> None:

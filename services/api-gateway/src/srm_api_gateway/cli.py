@@ -24,10 +24,12 @@ examples:
   curl http://127.0.0.1:8080/v2/replications
   curl http://127.0.0.1:8080/v2/replications/primary/backup/topics
   curl 'http://127.0.0.1:8080/v1/state?at=2026-11-20T09:30:00Z'
+  curl http://127.0.0.1:8080/v2/topic-metrics/primary/backup/orders/replication-latency-ms-p99
+  curl http://127.0.0.1:8080/metrics                 Prometheus exposition
 
 It follows the event log on the control cluster (srm.control.cluster) as coordinators
-and drivers do, and answers from what it folded; /readyz says when it has read the log
-to its end.
+and drivers do, and the aggregated metrics topic of every target cluster; /readyz says
+when it has read the log to its end.
 
 environment:
   SRM_LOG_LEVEL   DEBUG, INFO (default), WARNING
@@ -53,12 +55,18 @@ def _run(argv: Sequence[str] | None) -> int:
 
     from srm_api_gateway.http_api import create_app
     from srm_api_gateway.log_view import LogView
+    from srm_api_gateway.metric_store import MetricStore
+    from srm_api_gateway.metrics_follower import MetricsFollower
 
     log_view = LogView(lambda: EventLogReader(settings, client_id="srm-api-gateway"))
+    store = MetricStore()
+    targets = sorted({flow.target for flow in config.flows.values()})
+    follower = MetricsFollower(
+        {alias: ",".join(config.clusters[alias].bootstrap_servers) for alias in targets}, store
+    )
     try:
-        server = HttpServer(
-            create_app(config, log_view), host=args.host, port=args.port, name="srm-api-gateway"
-        )
+        app = create_app(config, log_view, store, follower.status)
+        server = HttpServer(app, host=args.host, port=args.port, name="srm-api-gateway")
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
     stop = threading.Event()
@@ -69,6 +77,7 @@ def _run(argv: Sequence[str] | None) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
     log_view.start()
+    follower.start()
     server.start()
     print(f"srm-api-gateway: API at {server.url} (OpenAPI at {server.url}/docs)", file=sys.stderr)
     logging.info("following the event log %s on %s", settings.events_topic, settings.cluster)
@@ -76,6 +85,7 @@ def _run(argv: Sequence[str] | None) -> int:
         stop.wait()
     finally:
         server.stop()
+        follower.close()
         log_view.close()
     return 0
 

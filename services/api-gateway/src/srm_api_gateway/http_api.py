@@ -1,5 +1,6 @@
-"""The gateway's HTTP API (FastAPI): SRM's Service API v2 for replications and clusters,
-and our own audit trail, state at a time, drivers, health and readiness.
+"""The gateway's HTTP API (FastAPI): SRM's Service API v2 for replications, clusters and
+metrics (:mod:`metrics_api`), and our own audit trail, state at a time, drivers,
+freshness, Prometheus exposition, health and readiness.
 
 Every answer comes from the event log as the gateway folded it (:mod:`log_view`) and the
 configuration; nothing here writes. Input errors are 4xx with one message naming the
@@ -8,6 +9,7 @@ parameter; an unknown alias or flow is 404 naming the known ones. OpenAPI at ``/
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
@@ -20,12 +22,19 @@ from starlette.exceptions import HTTPException
 
 from srm_api_gateway import views
 from srm_api_gateway.log_view import LogView
+from srm_api_gateway.metric_store import MetricStore
+from srm_api_gateway.metrics_api import create_router
 
 Alias = Annotated[str, "a cluster alias of the configuration"]
 MAX_AUDIT = 10_000
 
 
-def create_app(config: SrmConfig, log_view: LogView) -> FastAPI:
+def create_app(
+    config: SrmConfig,
+    log_view: LogView,
+    store: MetricStore | None = None,
+    metrics_status: Callable[[], Mapping[str, object]] | None = None,
+) -> FastAPI:
     app = FastAPI(
         title="SRM API gateway",
         version="2",
@@ -120,6 +129,12 @@ def create_app(config: SrmConfig, log_view: LogView) -> FastAPI:
     @app.get("/v1/log", summary="The event log as the gateway reads it")
     def event_log() -> dict[str, Any]:
         return log_view.status()
+
+    app.include_router(create_router(config, store or MetricStore()))
+
+    @app.get("/v1/metrics/sources", summary="The aggregated metrics topics as read")
+    def metric_sources() -> dict[str, Any]:
+        return {"clusters": dict(metrics_status()) if metrics_status else {}}
 
     @app.get("/healthz", summary="The process answers")
     def healthz() -> dict[str, str]:

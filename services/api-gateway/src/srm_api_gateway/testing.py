@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from srm_common.adapters.http_server import HttpServer
+from srm_common.config.model import SrmConfig
 from srm_common.control.events import (
     AssignmentChanged,
     DriverJoined,
@@ -13,6 +22,10 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
     TopicsAllowed,
 )
+
+from srm_api_gateway.http_api import create_app
+from srm_api_gateway.log_view import LogView
+from srm_api_gateway.metric_store import MetricStore
 
 CONFIG = """\
 clusters:
@@ -53,3 +66,56 @@ def history() -> list[Envelope]:
         Envelope(event, 1_700_000_000_000 + 1000 * i, "operator@host", None, i)
         for i, event in enumerate(events)
     ]
+
+
+class FakeReader:
+    """An event log that holds ``envelopes`` and then nothing new."""
+
+    problem = None
+
+    def __init__(self, envelopes: list[Envelope]) -> None:
+        self.envelopes = envelopes
+        self.position = len(envelopes) - 1
+
+    def read_to_end(self) -> list[Envelope]:
+        return list(self.envelopes)
+
+    def poll(self, timeout: float) -> list[Envelope]:
+        threading.Event().wait(min(timeout, 0.05))
+        return []
+
+    def take_restart(self) -> bool:
+        return False
+
+    def status(self) -> dict[str, object]:
+        return {"problem": None, "log_id": "L1"}
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def served(config: SrmConfig, store: MetricStore | None = None) -> Iterator[str]:
+    """The gateway on a free port over :func:`history` (and ``store``), ready; its URL."""
+    view = LogView(lambda: FakeReader(history()))
+    view.start()
+    server = HttpServer(create_app(config, view, store), host="127.0.0.1", port=0, name="test")
+    server.start()
+    waiting = threading.Event()
+    for _ in range(200):
+        if view.ready:
+            break
+        waiting.wait(0.05)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+        view.close()
+
+
+def get(url: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())

@@ -21,11 +21,15 @@ class NotFound(SrmError):
     """An alias, flow or topic the configuration or the log does not have; says which."""
 
 
+def known_alias(config: SrmConfig, alias: str) -> None:
+    if alias not in config.clusters:
+        known = ", ".join(config.aliases) or "none"
+        raise NotFound(f"unknown cluster alias {alias[:200]!r}; known aliases: {known}")
+
+
 def flow_of(config: SrmConfig, source: str, target: str) -> FlowConfig:
     for alias in (source, target):
-        if alias not in config.clusters:
-            known = ", ".join(config.aliases) or "none"
-            raise NotFound(f"unknown cluster alias {alias!r}; known aliases: {known}")
+        known_alias(config, alias)
     flow = config.flows.get((source, target))
     if flow is None:
         raise NotFound(f"no replication {source}->{target} is configured")
@@ -33,9 +37,8 @@ def flow_of(config: SrmConfig, source: str, target: str) -> FlowConfig:
 
 
 def replications(config: SrmConfig, state: ControlState, target: str | None = None) -> list[dict]:
-    if target is not None and target not in config.clusters:
-        known = ", ".join(config.aliases) or "none"
-        raise NotFound(f"unknown cluster alias {target!r}; known aliases: {known}")
+    if target is not None:
+        known_alias(config, target)
     return [
         replication(config, state, flow.source, flow.target)
         for flow in sorted(config.flows.values(), key=lambda f: f.name)
@@ -99,9 +102,7 @@ def replicated_topics(config: SrmConfig, state: ControlState, source: str, targe
 
 
 def cluster_info(config: SrmConfig, state: ControlState, alias: str) -> dict:
-    if alias not in config.clusters:
-        known = ", ".join(config.aliases) or "none"
-        raise NotFound(f"unknown cluster alias {alias!r}; known aliases: {known}")
+    known_alias(config, alias)
     cluster = config.clusters[alias]
     flows = sorted(config.flows.values(), key=lambda f: f.name)
     return {

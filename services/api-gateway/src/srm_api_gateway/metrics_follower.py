@@ -1,0 +1,109 @@
+"""Reads the aggregated metrics topic of every target cluster into the store, with
+aiokafka on an event loop of its own thread, from the beginning (the topic is compacted:
+what it holds is the latest of each window).
+
+A cluster that does not answer, or has no aggregated topic yet, is retried without
+stopping the others; a record that is not an aggregate is skipped and counted with its
+reason (``status()``), never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping
+
+from srm_common.metrics.aggregate import AGGREGATED_TOPIC, AggregateError, read
+
+from srm_api_gateway.metric_store import MetricStore
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 5.0
+
+
+class MetricsFollower:
+    """``start()``/``close()``; ``clusters`` maps alias -> bootstrap servers."""
+
+    def __init__(self, clusters: Mapping[str, str], store: MetricStore) -> None:
+        self._clusters = dict(clusters)
+        self._store = store
+        self._stop = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._status: dict[str, dict[str, object]] = {
+            alias: {"records": 0, "skipped": 0, "last_skipped": None, "error": None}
+            for alias in self._clusters
+        }
+        self._thread = threading.Thread(target=self._run, name="metrics", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(lambda: None)
+        self._thread.join(10)
+
+    def status(self) -> dict[str, dict[str, object]]:
+        return {alias: dict(values) for alias, values in self._status.items()}
+
+    def _run(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._loop.run_until_complete(self._main())
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        tasks = [asyncio.create_task(self._follow(a, s)) for a, s in self._clusters.items()]
+        while not self._stop.is_set():
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _follow(self, alias: str, servers: str) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.errors import KafkaError
+
+        status = self._status[alias]
+        while not self._stop.is_set():
+            consumer = AIOKafkaConsumer(
+                AGGREGATED_TOPIC,
+                bootstrap_servers=servers,
+                group_id=None,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                metadata_max_age_ms=5000,
+                client_id=f"srm-api-gateway-{alias}",
+            )
+            try:
+                await consumer.start()
+                status["error"] = None
+                while not self._stop.is_set():
+                    batches = await consumer.getmany(timeout_ms=500, max_records=2000)
+                    for records in batches.values():
+                        for record in records:
+                            self._take(alias, record.value, record.offset)
+            except asyncio.CancelledError:
+                raise
+            except (KafkaError, OSError) as exc:
+                status["error"] = f"{type(exc).__name__}: {exc}"
+                log.warning("metrics of %s: %s (retrying in %.0f s)", alias, exc, RETRY_S)
+            finally:
+                await consumer.stop()
+            await asyncio.sleep(RETRY_S)
+
+    def _take(self, alias: str, value: bytes | None, offset: int) -> None:
+        status = self._status[alias]
+        try:
+            record = read(value)
+        except AggregateError as exc:
+            status["skipped"] = int(status["skipped"]) + 1  # type: ignore[call-overload]
+            status["last_skipped"] = f"{AGGREGATED_TOPIC}@{offset}: {exc}"
+            return
+        self._store.add(record, alias)
+        status["records"] = int(status["records"]) + 1  # type: ignore[call-overload]
