@@ -1,9 +1,18 @@
 """Session fixtures for suites that need real Kafka clusters and a real Spark.
 
-Clusters ``primary`` and ``backup`` start once per test run as local KRaft processes on
-free loopback ports (``dr`` too, when a test asks for it); SRM_TEST_<ALIAS>_BOOTSTRAP
-points the suite at an existing cluster instead. Each test gets unique topic and group
-names, and the topics it made are deleted afterwards.
+Clusters ``primary`` and ``backup`` start once per test run on free loopback ports
+(``dr`` too, when a test asks for it), on one of two backends, chosen when the first test
+asks for a cluster (a run of unit tests never looks):
+
+- ``containers``: the locally built ``srm/kafka`` image, started with testcontainers
+  (:mod:`srm_local.containers`), also reachable on a Docker network of the run's own;
+- ``processes``: local KRaft processes (:class:`srm_local.testing.ClusterPool`).
+
+SRM_TEST_BACKEND=containers or =processes chooses; unset, containers run when a Docker
+engine answers and the image exists, local processes otherwise (no engine: no cost, the
+check is whether a socket exists). The run's summary says which backend ran and why.
+SRM_TEST_<ALIAS>_BOOTSTRAP points an alias at an existing cluster on either backend. Each
+test gets unique topic and group names, and the topics it made are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -13,21 +22,73 @@ import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pytest
 from srm_local import testing
 from srm_local.testing import ClusterPool
 
-_POOL = ClusterPool()
+if TYPE_CHECKING:
+    from srm_local.containers import ContainerPool
+
+BACKENDS = ("containers", "processes")
+
+
+@dataclass
+class Backend:
+    """The session's choice: which pool starts clusters, and why that one."""
+
+    name: str
+    reason: str
+    pool: ClusterPool | ContainerPool | None = None
+    unusable: str = ""  # set when the backend asked for cannot run here
+
+
+_BACKEND: Backend | None = None
+
+
+def _backend() -> Backend:
+    """Chosen once, on first use (see the module docstring)."""
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = _choose(os.environ.get("SRM_TEST_BACKEND", "").strip().lower())
+    return _BACKEND
+
+
+def _choose(asked: str) -> Backend:
+    if asked not in ("", "auto", *BACKENDS):
+        raise pytest.UsageError(f"SRM_TEST_BACKEND={asked!r}: use one of {', '.join(BACKENDS)}")
+    if asked == "processes":
+        return Backend("processes", "SRM_TEST_BACKEND=processes", ClusterPool())
+    from srm_local.containers import ContainerPool, availability
+
+    found = availability()
+    if found.usable:
+        why = "SRM_TEST_BACKEND=containers" if asked == "containers" else "chosen automatically"
+        return Backend("containers", f"{found.reason}, {why}", ContainerPool())
+    if asked == "containers":
+        return Backend("containers", "SRM_TEST_BACKEND=containers", None, found.reason)
+    return Backend("processes", found.reason, ClusterPool())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _POOL.stop_all()
+    if _BACKEND is not None and _BACKEND.pool is not None:
+        _BACKEND.pool.stop_all()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _POOL.timings:
-        parts = ", ".join(f"{alias} {seconds:.1f} s" for alias, seconds in _POOL.timings.items())
+    if _BACKEND is None:
+        return  # no test asked for a cluster
+    if _BACKEND.unusable:
+        terminalreporter.write_line(
+            f"Kafka test backend: containers asked for, not usable: {_BACKEND.unusable}"
+        )
+        return
+    terminalreporter.write_line(f"Kafka test backend: {_BACKEND.name} ({_BACKEND.reason})")
+    assert _BACKEND.pool is not None
+    if _BACKEND.pool.timings:
+        timings = _BACKEND.pool.timings.items()
+        parts = ", ".join(f"{alias} {seconds:.1f} s" for alias, seconds in timings)
         terminalreporter.write_line(f"Kafka clusters started by the fixture: {parts}")
 
 
@@ -55,12 +116,15 @@ class Clusters:
 
 
 def _start(*aliases: str) -> dict[str, str]:
+    backend = _backend()
     try:
-        return _POOL.bootstrap(*aliases)
+        if backend.pool is None:
+            raise RuntimeError(f"the container backend cannot run here: {backend.unusable}")
+        return backend.pool.bootstrap(*aliases)
     except Exception as exc:  # noqa: BLE001 - turned into a skip or a failure below
         if os.environ.get("SRM_REQUIRE_KAFKA") == "1":
             raise
-        pytest.skip(f"Kafka clusters could not be started: {exc}")
+        pytest.skip(f"Kafka clusters could not be started ({backend.name}): {exc}")
 
 
 @pytest.fixture
@@ -77,6 +141,21 @@ def kafka3() -> Iterator[Clusters]:
     clusters = Clusters(_start("primary", "backup", "dr"))
     yield clusters
     _clean_up(clusters)
+
+
+@pytest.fixture
+def kafka_containers() -> ContainerPool:
+    """The container backend's pool, for tests that pause or cut a cluster off (with
+    ``start_private``, never the shared clusters); skips on the process backend, even
+    with SRM_REQUIRE_KAFKA=1: machines without a Docker engine (CI) cannot run them."""
+    backend = _backend()
+    if backend.name != "containers" or backend.pool is None:
+        why = backend.unusable or backend.reason
+        pytest.skip(f"needs the container backend (Kafka in containers), not available: {why}")
+    from srm_local.containers import ContainerPool
+
+    assert isinstance(backend.pool, ContainerPool)
+    return backend.pool
 
 
 def _clean_up(clusters: Clusters) -> None:
