@@ -26,6 +26,10 @@ examples:
   curl 'http://127.0.0.1:8080/v1/state?at=2026-11-20T09:30:00Z'
   curl http://127.0.0.1:8080/v2/topic-metrics/primary/backup/orders/replication-latency-ms-p99
   curl http://127.0.0.1:8080/metrics                 Prometheus exposition
+  srm-api-gateway --config srm.yaml --token-file /etc/srm/gateway.token
+  curl -H "Authorization: Bearer $(cat /etc/srm/gateway.token)" -d '{"flow":
+    "primary->backup","kind":"topics","action":"add","patterns":["sales.*"]}'
+    http://127.0.0.1:8080/v1/commands/patterns
 
 It follows the event log on the control cluster (srm.control.cluster) as coordinators
 and drivers do, and the aggregated metrics topic of every target cluster; /readyz says
@@ -53,6 +57,7 @@ def _run(argv: Sequence[str] | None) -> int:
         fail("srm-api-gateway", str(exc))
     from srm_common.adapters.kafka_log import EventLogReader
 
+    from srm_api_gateway.commands import read_token
     from srm_api_gateway.http_api import create_app
     from srm_api_gateway.log_view import LogView
     from srm_api_gateway.metric_store import MetricStore
@@ -65,7 +70,8 @@ def _run(argv: Sequence[str] | None) -> int:
         {alias: ",".join(config.clusters[alias].bootstrap_servers) for alias in targets}, store
     )
     try:
-        app = create_app(config, log_view, store, follower.status)
+        token = read_token(args.token_file) if args.token_file else None
+        app = create_app(config, log_view, store, follower.status, token)
         server = HttpServer(app, host=args.host, port=args.port, name="srm-api-gateway")
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
@@ -102,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
         "--port", type=port, default=DEFAULT_PORT, help="HTTP port (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="a file holding the token that commands must bear (Authorization: Bearer ...);"
+        " without it the gateway takes no commands",
     )
     parser.add_argument(
         "--set",

@@ -15,12 +15,14 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from srm_common.adapters.http_limits import BodyLimit
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
 from srm_common.errors import SrmError
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from srm_api_gateway import views
+from srm_api_gateway import commands, views
 from srm_api_gateway.log_view import LogView
 from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.metrics_api import create_router
@@ -34,13 +36,16 @@ def create_app(
     log_view: LogView,
     store: MetricStore | None = None,
     metrics_status: Callable[[], Mapping[str, object]] | None = None,
+    token: str | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="SRM API gateway",
         version="2",
         description="Replications, clusters, drivers and the audit trail of a Streams"
-        " Replication Manager, read from its event log.",
+        " Replication Manager, read from its event log; srm-control's commands (with a"
+        " token) forwarded to the coordinator leader.",
     )
+    app.add_middleware(BodyLimit)
 
     @app.exception_handler(RequestValidationError)
     def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -135,6 +140,32 @@ def create_app(
     @app.get("/v1/metrics/sources", summary="The aggregated metrics topics as read")
     def metric_sources() -> dict[str, Any]:
         return {"clusters": dict(metrics_status()) if metrics_status else {}}
+
+    @app.post(
+        "/v1/commands/{verb}",
+        summary="srm-control's verbs (patterns, resume), forwarded to the coordinator leader",
+        responses={
+            401: {"description": "missing or wrong token"},
+            403: {"description": "the gateway takes no commands (no --token-file)"},
+            503: {"description": "no coordinator leads now"},
+        },
+    )
+    async def command(verb: str, request: Request) -> JSONResponse:
+        refused = commands.authorized(token, request.headers.get("authorization"))
+        if refused is not None:
+            status, error = refused
+            return JSONResponse({"error": error, "outcome": "not applied"}, status_code=status)
+        if verb not in commands.VERBS:
+            known = ", ".join(commands.VERBS)
+            raise views.NotFound(f"unknown command {verb[:50]!r}; known: {known}")
+        body = await request.body()
+
+        def leader() -> str | None:
+            current = state().leader
+            return current.url if current is not None else None
+
+        status, answer = await run_in_threadpool(commands.forward, verb, body, leader)
+        return JSONResponse(answer, status_code=status)
 
     @app.get("/healthz", summary="The process answers")
     def healthz() -> dict[str, str]:

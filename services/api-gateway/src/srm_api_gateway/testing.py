@@ -95,11 +95,20 @@ class FakeReader:
 
 
 @contextmanager
-def served(config: SrmConfig, store: MetricStore | None = None) -> Iterator[str]:
-    """The gateway on a free port over :func:`history` (and ``store``), ready; its URL."""
-    view = LogView(lambda: FakeReader(history()))
+def served(
+    config: SrmConfig,
+    store: MetricStore | None = None,
+    *,
+    envelopes: list[Envelope] | None = None,
+    token: str | None = None,
+) -> Iterator[str]:
+    """The gateway on a free port over ``envelopes`` (default :func:`history`) and
+    ``store``, taking commands with ``token``, ready; its URL."""
+    log = history() if envelopes is None else envelopes
+    view = LogView(lambda: FakeReader(log))
     view.start()
-    server = HttpServer(create_app(config, view, store), host="127.0.0.1", port=0, name="test")
+    app = create_app(config, view, store, token=token)
+    server = HttpServer(app, host="127.0.0.1", port=0, name="test")
     server.start()
     waiting = threading.Event()
     for _ in range(200):
