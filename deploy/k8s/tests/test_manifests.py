@@ -1,0 +1,229 @@
+"""deploy/k8s read as files: Kubernetes' schemas, then what schemas cannot see.
+
+No cluster and no network: kubernetes-validate ships the API's JSON schemas inside the
+package, and the test forbids sockets while it validates, so a validator that wanted to
+download a schema would fail here rather than in CI.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import all_versions
+from srm_common.config import load_config
+
+K8S = Path(__file__).resolve().parents[1]
+ROOT = K8S.parents[1]
+# The oldest Kubernetes release still commonly run, and the newest the package knows.
+VERSIONS = ("1.29", all_versions()[-1])
+IMAGES = {
+    "srm-coordinator": "coordinator",
+    "srm-driver": "driver",
+    "srm-api-gateway": "api-gateway",
+}
+
+
+def _documents(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+KUSTOMIZATION = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+APPLIED = [doc for name in KUSTOMIZATION["resources"] for doc in _documents(K8S / name)]
+EXAMPLE_SECRETS = _documents(K8S / "secrets.example.yaml")
+WORKLOADS = {
+    doc["metadata"]["name"]: doc for doc in APPLIED if doc["kind"] in ("Deployment", "StatefulSet")
+}
+
+
+def _containers() -> Iterator[tuple[str, dict, dict]]:
+    for name, workload in WORKLOADS.items():
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod["containers"]:
+            yield name, pod, container
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the manifests' validation tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+def test_kustomization_applies_every_manifest_but_the_secret_template() -> None:
+    manifests = {path.name for path in K8S.glob("*.yaml")}
+    expected = manifests - {"kustomization.yaml", "secrets.example.yaml"}
+    assert sorted(KUSTOMIZATION["resources"]) == sorted(expected)
+    assert KUSTOMIZATION["namespace"] == "srm"
+    assert {doc["metadata"].get("namespace", "srm") for doc in APPLIED} == {"srm"}
+
+
+@pytest.mark.usefixtures("no_network")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_manifest_is_valid_against_the_kubernetes_schemas(version: str) -> None:
+    # strict: a misspelt or misplaced field is an error (the schemas forbid extra keys).
+    for doc in (*APPLIED, *EXAMPLE_SECRETS):
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_the_validator_catches_a_misplaced_field() -> None:
+    broken = yaml.safe_load(yaml.safe_dump(WORKLOADS["srm-driver"]))
+    broken["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, VERSIONS[0], strict=True)
+
+
+def test_the_services_run_their_images_with_arguments_their_command_accepts() -> None:
+    import srm_api_gateway.cli
+    import srm_coordinator.cli
+    import srm_driver.cli
+
+    parsers = {
+        "srm-coordinator": srm_coordinator.cli._parser(),
+        "srm-driver": srm_driver.cli._parser(),
+        "srm-api-gateway": srm_api_gateway.cli._parser(),
+    }
+    assert set(WORKLOADS) == set(IMAGES)
+    for name, _pod, container in _containers():
+        image = IMAGES[name]
+        assert container["image"] == f"srm/{image}:latest"  # as `make images` tags them
+        assert (ROOT / "deploy" / "images" / image / "Dockerfile").exists()
+        env = {item["name"] for item in container.get("env", [])}
+        args = container["args"]
+        for arg in args:  # $(VAR) is expanded by Kubernetes from the container's env
+            if arg.startswith("$("):
+                assert arg[2:-1] in env, (name, arg)
+        parsed = parsers[name].parse_args(args)
+        assert str(parsed.config) == "/etc/srm/srm.yaml"
+        # Advertised URLs must be reachable from other pods: the pod IP, not a host name.
+        if name != "srm-api-gateway":
+            assert parsed.host == "$(POD_IP)" and parsed.id == "$(POD_NAME)"
+
+
+def test_the_configmap_is_a_valid_srm_yaml(tmp_path: Path) -> None:
+    (configmap,) = [doc for doc in APPLIED if doc["kind"] == "ConfigMap"]
+    path = tmp_path / "srm.yaml"
+    path.write_text(configmap["data"]["srm.yaml"])
+    config = load_config(path)
+    assert {flow.name for flow in config.flows.values() if flow.enabled} == {
+        "primary->backup",
+        "backup->primary",
+    }
+    for _name, pod, container in _containers():
+        mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert set(mounts) == set(volumes)
+        assert mounts["config"] == "/etc/srm"
+        assert volumes["config"]["configMap"]["name"] == configmap["metadata"]["name"]
+
+
+def test_secrets_are_mounted_as_files_and_templated_not_applied() -> None:
+    templated = {doc["metadata"]["name"] for doc in EXAMPLE_SECRETS}
+    assert not [doc for doc in APPLIED if doc["kind"] == "Secret"]
+    for name, pod, container in _containers():
+        mounts = {mount["name"]: mount for mount in container["volumeMounts"]}
+        secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+        assert secrets["cluster-credentials"]["secretName"] == "srm-cluster-credentials"
+        # Plaintext clusters need no credentials: the pods start without the Secret.
+        assert secrets["cluster-credentials"]["optional"] is True
+        for volume, secret in secrets.items():
+            assert secret["secretName"] in templated
+            assert mounts[volume]["readOnly"] is True
+            assert mounts[volume]["mountPath"].startswith("/var/run/secrets/srm/"), name
+    gateway = WORKLOADS["srm-api-gateway"]["spec"]["template"]["spec"]["containers"][0]
+    token = gateway["args"][gateway["args"].index("--token-file") + 1]
+    assert token == "/var/run/secrets/srm/gateway/token"
+
+
+@cache
+def _routes(name: str) -> set[str]:
+    if name == "srm-driver":
+        from srm_driver.rest import create_app
+
+        app = create_app(None)  # type: ignore[arg-type]
+    elif name == "srm-coordinator":
+        from srm_coordinator.http_api import create_app
+
+        app = create_app(None)  # type: ignore[arg-type]
+    else:
+        from srm_api_gateway.http_api import create_app
+
+        config = load_config(ROOT / "deploy" / "compose" / "srm.yaml")
+        app = create_app(config, None)  # type: ignore[arg-type]
+    return {route.path for route in app.routes if "GET" in getattr(route, "methods", ())}
+
+
+def test_probes_ask_health_endpoints_the_services_serve() -> None:
+    expected = {
+        "srm-coordinator": ("/v1/leader", "/v1/leader"),
+        "srm-driver": ("/v1/flows", "/v1/driver"),
+        "srm-api-gateway": ("/healthz", "/readyz"),
+    }
+    for name, _pod, container in _containers():
+        ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+        probes = {kind: container[f"{kind}Probe"] for kind in ("startup", "liveness", "readiness")}
+        for probe in probes.values():
+            assert probe["httpGet"]["port"] in ports
+            assert probe["httpGet"]["path"] in _routes(name), (name, probe)
+        assert (probes["liveness"]["httpGet"]["path"], probes["readiness"]["httpGet"]["path"]) == (
+            expected[name]
+        )
+        assert str(ports["http"]) in container["args"] or name == "srm-api-gateway"
+
+
+def test_every_container_has_requests_and_limits() -> None:
+    units = {"Mi": 2**20, "Gi": 2**30}
+    for name, pod, container in _containers():
+        resources = container["resources"]
+        for kind in ("requests", "limits"):
+            assert set(resources[kind]) == {"cpu", "memory"}, (name, kind)
+        memory = {
+            k: int(v[:-2]) * units[v[-2:]]
+            for k, v in (
+                ("requests", resources["requests"]["memory"]),
+                ("limits", resources["limits"]["memory"]),
+            )
+        }
+        assert memory["requests"] <= memory["limits"], name
+        assert pod["securityContext"]["runAsUser"] == 10001  # the images' user srm
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_services_and_budgets_select_their_workloads() -> None:
+    labels = {name: w["spec"]["template"]["metadata"]["labels"] for name, w in WORKLOADS.items()}
+    for name, workload in WORKLOADS.items():
+        assert workload["spec"]["selector"]["matchLabels"].items() <= labels[name].items()
+    for doc in APPLIED:
+        if doc["kind"] == "Service":
+            selector = doc["spec"]["selector"].items()
+            (target,) = [name for name, pod in labels.items() if selector <= pod.items()]
+            (container,) = WORKLOADS[target]["spec"]["template"]["spec"]["containers"]
+            names = {port["name"] for port in container["ports"]}
+            assert {port["targetPort"] for port in doc["spec"]["ports"]} <= names
+        if doc["kind"] == "PodDisruptionBudget":
+            selector = doc["spec"]["selector"]["matchLabels"].items()
+            assert [name for name, pod in labels.items() if selector <= pod.items()]
+    coordinators = WORKLOADS["srm-coordinator"]
+    assert coordinators["kind"] == "StatefulSet" and coordinators["spec"]["replicas"] == 2
+    assert coordinators["spec"]["serviceName"] in {d["metadata"]["name"] for d in APPLIED}
+
+
+def test_drivers_never_let_spark_run_a_copy_task_twice() -> None:
+    from srm_driver.spark import check_spark_settings
+
+    driver = WORKLOADS["srm-driver"]
+    (container,) = driver["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    check_spark_settings(env["SRM_SPARK_MASTER"], {})
+    assert driver["kind"] == "Deployment"
+    # A new driver joins before an old one leaves; SIGTERM gets time to hand over.
+    assert driver["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    assert driver["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 60
