@@ -10,11 +10,13 @@ parameter; an unknown alias or flow is 404 naming the known ones. OpenAPI at ``/
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from srm_common.adapters.http_limits import BodyLimit
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
@@ -28,6 +30,8 @@ from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.metrics_api import create_router
 
 Alias = Annotated[str, "a cluster alias of the configuration"]
+# The live dashboard (written here, no external assets): GET / and /dashboard/*.
+DASHBOARD = Path(__file__).with_name("dashboard")
 MAX_AUDIT = 10_000
 
 
@@ -166,6 +170,12 @@ def create_app(
 
         status, answer = await run_in_threadpool(commands.forward, verb, body, leader)
         return JSONResponse(answer, status_code=status)
+
+    app.mount("/dashboard", StaticFiles(directory=DASHBOARD), name="dashboard")
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> FileResponse:
+        return FileResponse(DASHBOARD / "index.html")
 
     @app.get("/healthz", summary="The process answers")
     def healthz() -> dict[str, str]:
