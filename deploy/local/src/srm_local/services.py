@@ -107,6 +107,15 @@ def gateway_service(config_path: Path, overrides: dict[str, str]) -> ServiceProc
     return ServiceProcess("gateway", "srm_api_gateway", args)
 
 
+def aggregator_service(
+    config_path: Path, overrides: dict[str, str], cluster: str
+) -> ServiceProcess:
+    """``srm-metrics-aggregator`` for one target cluster; Faust's data in the run dir."""
+    data = run_dir() / "services" / f"aggregator-{cluster}"
+    args = [*_config_args(config_path, overrides), "--cluster", cluster, "--data-dir", str(data)]
+    return ServiceProcess(f"aggregator-{cluster}", "srm_metrics_aggregator", args)
+
+
 def driver_service(
     config_path: Path, overrides: dict[str, str], *, name: str = "driver", port: int = 0
 ) -> ServiceProcess:

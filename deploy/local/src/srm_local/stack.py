@@ -35,6 +35,7 @@ from srm_local.live_lists import LiveLists
 from srm_local.paths import project_root, run_dir
 from srm_local.services import (
     ServiceProcess,
+    aggregator_service,
     coordinator_service,
     driver_service,
     gateway_service,
@@ -131,8 +132,8 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
 
 
 def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess]:
-    """Two coordinators (a leader and a standby), SRM_DRIVERS drivers (default 1) and
-    the API gateway."""
+    """Two coordinators (a leader and a standby), SRM_DRIVERS drivers (default 1), a
+    metrics aggregator per cluster some flow writes into, and the API gateway."""
     base = int(os.environ.get("SRM_SERVICE_PORT", "8090"))
     count = int(os.environ.get("SRM_DRIVERS", "1"))
     services = [
@@ -142,6 +143,8 @@ def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess
         driver_service(path, overrides, name=f"driver-{i + 1}", port=base + 10 + i)
         for i in range(count)
     ]
+    targets = sorted({flow.target for flow in load_config(path).flows.values()})
+    services += [aggregator_service(path, overrides, cluster) for cluster in targets]
     return [*services, gateway_service(path, overrides)]
 
 
@@ -239,16 +242,23 @@ def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
     roles = {
         "coordinator": "srm-coordinator: event log, leader election, assignment",
         "driver": "srm-driver: runs the tasks it is assigned",
-        "gateway": "srm-api-gateway: replications, clusters, audit; OpenAPI at /docs",
+        "gateway": "srm-api-gateway: dashboard at /, replications, metrics; OpenAPI at /docs",
+        "aggregator": "srm-metrics-aggregator: raw metrics -> 1 min / 1 h windows",
     }
     lines = []
     for service in services:
         role = roles[next((r for r in roles if service.name.startswith(r)), "coordinator")]
-        port = service.command[service.command.index("--port") + 1]
+        if "--port" in service.command:
+            where = f"http://127.0.0.1:{service.command[service.command.index('--port') + 1]}"
+        else:
+            where = "(no HTTP)".ljust(21)
         lines.append(
-            f"  {service.name:<16} http://127.0.0.1:{port}  pid {service.pid}  log"
-            f" {service.log_path}  ({role})"
+            f"  {service.name:<18} {where}  pid {service.pid}  log {service.log_path}  ({role})"
         )
+    gateway = next((s for s in services if s.name == "gateway"), None)
+    if gateway is not None:
+        port = gateway.command[gateway.command.index("--port") + 1]
+        lines.append(f"  {'dashboard':<18} http://127.0.0.1:{port}/")
     return lines
 
 
