@@ -7,6 +7,7 @@
 #   srm/coordinator      + srm-coordinator (and srm-control) with their locked dependencies
 #   srm/driver           + srm-driver, PySpark, the Kafka client jars and srm-copier.jar
 #   srm/api-gateway      + srm-api-gateway (FastAPI) with its locked dependencies
+#   srm/metrics-aggregator + srm-metrics-aggregator (Faust) with its locked dependencies
 #
 # Python wheels and jars are fetched on the host (the ordinary clients work there; pip
 # inside a container does not trust the package index's certificate) into
@@ -22,7 +23,7 @@ set -euo pipefail
 uv=${UV:-.cache/bootstrap/bin/uv}
 context=.cache/images/context
 tag=${SRM_IMAGE_TAG:-latest}
-services=(coordinator driver api-gateway)  # services/<name> with an entry point; see docs/containers.md
+services=(coordinator driver api-gateway metrics-aggregator)  # services/<name> with an entry point; see docs/containers.md
 started=$SECONDS
 
 step() { printf '\n== %s\n' "$*"; }
@@ -107,6 +108,6 @@ done
 
 step "sizes"
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^srm/' | sort \
-    | while read -r name size; do printf '  %-24s %s\n' "$name" "$size"; done
+    | while read -r name size; do printf '  %-30s %s\n' "$name" "$size"; done
 echo "(the images share srm/base's layers: on disk, each adds only what it holds beyond it)"
 echo "make images: $((SECONDS - started)) s"

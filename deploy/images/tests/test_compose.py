@@ -44,8 +44,22 @@ def test_drivers_scale_and_every_service_is_watched() -> None:
     # --scale driver=N needs replicas that differ: no fixed name, host port or id.
     assert "container_name" not in driver and "ports" not in driver
     assert "--id" not in driver["command"]
+    # The aggregators answer nothing (Faust's web server is off): no health check; their
+    # process exiting is what the restart policy sees.
+    aggregators = {"metrics-aggregator-primary", "metrics-aggregator-backup"}
     for name, service in SERVICES.items():
         assert service["restart"] == "unless-stopped", name
-        assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
-    for name in ("coordinator-1", "coordinator-2", "driver", "gateway"):
+        if name in aggregators:
+            assert "healthcheck" not in service, name
+        else:
+            assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
+    for name in ("coordinator-1", "coordinator-2", "driver", "gateway", *aggregators):
         assert "./deploy/compose:/etc/srm:ro" in SERVICES[name]["volumes"], name
+
+
+def test_one_metrics_aggregator_per_cluster_folds_its_raw_metrics() -> None:
+    for alias in ("primary", "backup"):
+        service = SERVICES[f"metrics-aggregator-{alias}"]
+        assert service["image"] == "srm/metrics-aggregator:latest"
+        assert service["command"] == ["--config", "/etc/srm/srm.yaml", "--cluster", alias]
+        assert "ports" not in service
