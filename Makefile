@@ -18,7 +18,8 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone bench lint format clean images compose-up compose-down
+        test-integration test-driver-alone bench lint format clean images compose-up compose-down \
+        test-containers
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -78,6 +79,9 @@ bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--
 
 images: jars ## build the container images (srm/kafka, srm/coordinator, srm/driver); starts dockerd if needed
 	@UV=$(UV) deploy/images/build.sh
+
+test-containers: jars ## the compose stack end to end: 1 -> 3 -> 1 drivers under load, content compared (TEST_CONTAINERS_ARGS=)
+	@UV=$(UV) SRM_COMPOSE="$(COMPOSE)" deploy/images/test-containers.sh $(TEST_CONTAINERS_ARGS)
 
 compose-up: ## docker-compose up -d: the stack of docker-compose.yml (after make images)
 	@deploy/images/engine.sh

@@ -1,0 +1,355 @@
+"""`make test-containers`: the compose stack of docker-compose.yml, end to end, from the host.
+
+Brings the stack up under a compose project of its own (``srm-ctest-<pid>``) with host
+ports of its own (free loopback ports, never make up's 9092 / 9192 / 8080), so it runs
+next to anyone's `make up` or `docker-compose up`. Then, with numbered records produced
+to ``orders`` on ``primary`` from the host (~1500/s, ``srm_local.testing.SteadyProducer``):
+
+    step        under load                                   then
+    1 driver    the stack as started                         stop producing, wait until
+    3 drivers   docker-compose up -d --scale driver=3        primary.orders on backup ends
+    1 driver    docker-compose up -d --scale driver=1        where orders ends, compare
+
+Each comparison reads both topics whole and wants every partition of the copy equal to
+its source (keys, values, headers, timestamps, in order): 0 missing, 0 duplicated. The
+gateway must answer ``/healthz`` and list both replications as running on
+``/v2/replications``. The stack is taken down with its volumes (``down -v``) whatever
+happens, Ctrl-C and SIGTERM included; on a failure the services' last log lines are
+printed first.
+
+Run it with `make test-containers` (which builds the images first, `make images`) or
+``.venv/bin/python deploy/images/compose_check.py --help`` once they exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from srm_local import testing
+
+ROOT = Path(__file__).resolve().parents[2]
+# make up's ports (and the compose file's defaults): other engineers' stacks use them.
+RESERVED_PORTS = frozenset({9092, 9192, 8080})
+TOPIC = "orders"
+REMOTE = "primary.orders"
+AGGREGATORS = ("metrics-aggregator-primary", "metrics-aggregator-backup")
+LOGGED_SERVICES = ("coordinator-1", "coordinator-2", "driver", "gateway", *AGGREGATORS)
+# What the aggregators publish (srm_common.metrics.aggregate.AGGREGATED_TOPIC).
+AGGREGATED_TOPIC = "srm-metrics-aggregated.internal"
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """One step of the run: what was checked, how long it took, what the copy held."""
+
+    name: str
+    seconds: float
+    produced: int | None = None
+    found: int | None = None
+    missing: int | None = None
+    duplicated: int | None = None
+
+
+def free_ports(count: int, *, avoid: Iterable[int] = RESERVED_PORTS) -> list[int]:
+    """``count`` distinct free loopback ports, none of ``avoid`` (held open together, so
+    the system does not hand out one twice)."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            held.append(sock)
+            port = sock.getsockname()[1]
+            if port not in avoid and port not in ports:
+                ports.append(port)
+    finally:
+        for sock in held:
+            sock.close()
+    return ports
+
+
+def compose_command(environ: dict[str, str] | None = None) -> list[str]:
+    """SRM_COMPOSE if set (the Makefile passes its choice), else Debian's docker-compose
+    when installed, else the `docker compose` plugin."""
+    chosen = (environ if environ is not None else os.environ).get("SRM_COMPOSE", "").strip()
+    if chosen:
+        return shlex.split(chosen)
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    return ["docker", "compose"]
+
+
+def report(steps: Sequence[StepFigures]) -> str:
+    """The figures as a table, one step a line (counts blank where a step copies nothing)."""
+    lines = [
+        f"{'step':<36} {'time':>8} {'produced':>9} {'found':>9} {'missing':>8} {'duplicated':>10}"
+    ]
+    for step in steps:
+        counts = [step.produced, step.found, step.missing, step.duplicated]
+        cells = ["" if c is None else str(c) for c in counts]
+        lines.append(
+            f"{step.name:<36} {step.seconds:>6.1f} s {cells[0]:>9} {cells[1]:>9} {cells[2]:>8}"
+            f" {cells[3]:>10}"
+        )
+    lines.append(f"{'total':<36} {sum(s.seconds for s in steps):>6.1f} s")
+    return "\n".join(lines)
+
+
+class Compose:
+    """docker-compose (or `docker compose`) on the root's docker-compose.yml, as one
+    project with its own ports."""
+
+    def __init__(self, project: str, ports: dict[str, int], command: list[str]) -> None:
+        self.project = project
+        self.command = command
+        self.env = {
+            **os.environ,
+            "SRM_PRIMARY_PORT": str(ports["primary"]),
+            "SRM_BACKUP_PORT": str(ports["backup"]),
+            "SRM_GATEWAY_PORT": str(ports["gateway"]),
+        }
+
+    def run(self, *args: str, capture: bool = False, check: bool = True) -> str:
+        argv = [*self.command, "-p", self.project, "-f", str(ROOT / "docker-compose.yml"), *args]
+        done = subprocess.run(
+            argv,
+            cwd=ROOT,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{shlex.join(argv)} exited with {done.returncode}")
+        return done.stdout or ""
+
+    def containers(self, service: str) -> list[str]:
+        return self.run("ps", "-q", service, capture=True).split()
+
+
+class Run:
+    """One run: the clock, progress lines and the figures of each step."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.steps: list[StepFigures] = []
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:7.1f} s] {text}", flush=True)
+
+
+def get_json(url: str, timeout: float = 5) -> object:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def poll(predicate: Callable[[], object], timeout: float, what: str, step: float = 1.0) -> object:
+    """``predicate()`` until it returns something true (errors count as not yet); that
+    value, or TimeoutError naming ``what`` and the last error."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = f"last answer: {value!r}"[:500]
+        except Exception as exc:  # noqa: BLE001 - anything not ready yet is retried
+            last = f"last error: {exc}"[:500]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s ({last})")
+        time.sleep(step)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scale",
+        default="1,3,1",
+        help="driver counts, one step each, the first as started (default 1,3,1)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=20,
+        help="how long each step produces once its drivers are in the group (default 20)",
+    )
+    parser.add_argument("--partitions", type=int, default=4, help="partitions of orders")
+    args = parser.parse_args(argv)
+    counts = [int(n) for n in args.scale.split(",")]
+    if not counts or min(counts) < 1:
+        parser.error("--scale wants driver counts of 1 or more, e.g. 1,3,1")
+
+    # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so the stack still comes down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    run = Run()
+    ports = dict(zip(("primary", "backup", "gateway"), free_ports(3), strict=True))
+    compose = Compose(f"srm-ctest-{os.getpid()}", ports, compose_command())
+    run.say(
+        f"compose project {compose.project} ({shlex.join(compose.command)}): primary"
+        f" 127.0.0.1:{ports['primary']}, backup 127.0.0.1:{ports['backup']},"
+        f" gateway http://127.0.0.1:{ports['gateway']}"
+    )
+    failed = True
+    try:
+        check_stack(run, compose, ports, counts, args.load_seconds, args.partitions)
+        failed = False
+    finally:
+        if failed:
+            run.say("FAILED: the services' last log lines follow")
+            compose.run("logs", "--no-color", "--tail", "40", *LOGGED_SERVICES, check=False)
+        begun = time.monotonic()
+        run.say(f"docker-compose -p {compose.project} down -v")
+        compose.run("down", "-v", "--remove-orphans", check=False)
+        run.steps.append(StepFigures("down -v", time.monotonic() - begun))
+        print("\n" + report(run.steps), flush=True)
+        print(f"make test-containers: {'FAILED' if failed else 'passed'}", flush=True)
+    return 0
+
+
+def check_stack(
+    run: Run,
+    compose: Compose,
+    ports: dict[str, int],
+    counts: list[int],
+    load_seconds: float,
+    partitions: int,
+) -> None:
+    primary = f"127.0.0.1:{ports['primary']}"
+    backup = f"127.0.0.1:{ports['backup']}"
+    gateway = f"http://127.0.0.1:{ports['gateway']}"
+
+    begun = time.monotonic()
+    run.say(f"docker-compose up -d --scale driver={counts[0]} (waits for both clusters)")
+    compose.run("up", "-d", "--scale", f"driver={counts[0]}")
+    run.say("up returned; waiting for the gateway and the drivers to join")
+    check_gateway(run, gateway, counts[0])
+    up = f"up, {counts[0]} driver(s) in the group"
+    run.steps.append(StepFigures(up, time.monotonic() - begun))
+
+    testing.create_topic(primary, TOPIC, partitions=partitions)
+    run.say(f"created {TOPIC} ({partitions} partitions) on primary")
+    sent = 0
+    previous = counts[0]
+    for index, drivers in enumerate(counts):
+        begun = time.monotonic()
+        producer = testing.SteadyProducer(primary, TOPIC, partitions)
+        producer.sent = sent  # numbering goes on from the last step: keys stay unique
+        producer.start()
+        if index == 0:
+            name = f"{drivers} driver(s): first copy under load"
+            run.say(f"producing to {TOPIC}; waiting for {REMOTE} on backup")
+            poll(lambda: REMOTE in testing.list_topics(backup), 180, f"{REMOTE} on backup")
+            run.say(f"{REMOTE} exists on backup")
+        else:
+            name = f"{previous} -> {drivers} drivers under load"
+            run.say(f"producing; docker-compose up -d --scale driver={drivers} --no-recreate")
+            compose.run("up", "-d", "--scale", f"driver={drivers}", "--no-recreate")
+            run.say(f"scale returned: {len(compose.containers('driver'))} driver container(s)")
+            wait_for_drivers(run, gateway, drivers)
+        time.sleep(load_seconds)
+        producer.finish()
+        sent = producer.sent
+        run.say(f"stopped producing at {sent} records; waiting until backup has caught up")
+        testing.wait_caught_up(primary, TOPIC, backup, REMOTE, 300)
+        count = compare(primary, backup)
+        seconds = time.monotonic() - begun
+        run.steps.append(
+            StepFigures(name, seconds, count.produced, count.found, count.missing, count.duplicated)
+        )
+        run.say(f"{name}: {count} ({seconds:.1f} s); every partition equal to its source")
+        assert count.produced == sent, f"{sent} records sent but {count.produced} on {TOPIC}"
+        previous = drivers
+
+    begun = time.monotonic()
+    check_gateway(run, gateway, counts[-1])
+    check_aggregators(run, compose, {"primary": primary, "backup": backup})
+    run.steps.append(StepFigures("gateway and aggregators", time.monotonic() - begun))
+
+
+def check_aggregators(
+    run: Run,
+    compose: Compose,
+    clusters: dict[str, str],
+) -> None:
+    """Each cluster's aggregator still runs, never restarted; how much it published is
+    reported (its windows are the aggregator's own tests' business)."""
+    for alias, bootstrap in clusters.items():
+        service = f"metrics-aggregator-{alias}"
+        ids = compose.containers(service)
+        assert len(ids) == 1, f"{service}: {len(ids)} containers"
+        state = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Status}} {{.RestartCount}}", ids[0]],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert state == ["running", "0"], f"{service}: state and restarts {state}"
+        published = sum(testing.end_offsets(bootstrap, AGGREGATED_TOPIC).values())
+        run.say(f"{service}: running, no restart; {published} records on {AGGREGATED_TOPIC}")
+
+
+def compare(primary: str, backup: str) -> testing.CopyCount:
+    """Both topics read whole; every partition of the copy equal to its source."""
+    source = testing.consume_all(primary, TOPIC, timeout=120)
+    target = testing.consume_all(backup, REMOTE, timeout=120)
+    count = testing.count_copy(source, target)
+    assert count.missing == 0 and count.duplicated == 0, f"{REMOTE}: {count}"
+    assert set(target) == set(source), f"partitions {sorted(target)} != {sorted(source)}"
+    for partition, records in source.items():
+        copy = target[partition]
+        assert testing.content(copy) == testing.content(records), (
+            f"{REMOTE}[{partition}] differs from {TOPIC}[{partition}]:"
+            f" {len(copy)} records against {len(records)}"
+        )
+    return count
+
+
+def wait_for_drivers(run: Run, gateway: str, drivers: int) -> None:
+    """The group (the event log, as the gateway reads it) has ``drivers`` members and every
+    task of both replications is assigned."""
+    begun = time.monotonic()
+
+    def settled() -> object:
+        members = get_json(f"{gateway}/v1/drivers")["drivers"]  # type: ignore[index]
+        replications = get_json(f"{gateway}/v2/replications")["replications"]  # type: ignore[index]
+        states = {f"{r['source']}->{r['target']}": r["status"] for r in replications}
+        if len(members) == drivers and set(states.values()) == {"running"}:
+            return members
+        return None
+
+    members = poll(settled, 240, f"{drivers} drivers in the group, every task assigned")
+    tasks = ", ".join(f"{m['driver']}: {len(m['tasks'])}" for m in members)  # type: ignore[attr-defined]
+    waited = time.monotonic() - begun
+    run.say(f"{drivers} driver(s) in the group after {waited:.1f} s (tasks: {tasks})")
+
+
+def check_gateway(run: Run, gateway: str, drivers: int) -> None:
+    health = poll(lambda: get_json(f"{gateway}/healthz"), 180, "the gateway's /healthz")
+    assert health == {"status": "ok"}, f"/healthz answered {health}"
+    wait_for_drivers(run, gateway, drivers)
+    replications = get_json(f"{gateway}/v2/replications")["replications"]  # type: ignore[index]
+    flows = sorted(f"{r['source']}->{r['target']}" for r in replications)
+    assert flows == ["backup->primary", "primary->backup"], f"/v2/replications: {flows}"
+    halted = [r for r in replications if r.get("halted")]
+    assert not halted, f"halted partitions: {halted}"
+    run.say(f"gateway: /healthz ok; /v2/replications: {', '.join(flows)} running")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
