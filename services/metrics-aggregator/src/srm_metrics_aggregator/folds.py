@@ -193,6 +193,8 @@ class RawFolder:
         self.clock = clock
         self.counts: Counter[str] = Counter()
         self._index: dict[int, dict[tuple[int, int], set[str]]] = {}
+        self._closed: dict[int, set[tuple[int, int]]] = {}  # windows all written closed
+        self._cells: dict[str, Cell] = {}  # decoded cells of the partitions held
         self._scanned: dict[int, list[str]] | None = None
         self._dirty: dict[str, float] = {}  # cell key -> when last sent
         self._sent: dict[str, float] = {}
@@ -201,6 +203,8 @@ class RawFolder:
         """Forget what is held in memory (a rebalance): partitions are rebuilt from the
         state at their next record."""
         self._index.clear()
+        self._closed.clear()
+        self._cells.clear()
         self._scanned = None
         self._dirty.clear()
         self._sent.clear()
@@ -258,8 +262,7 @@ class RawFolder:
         for size in self.settings.windows:
             start = window_start(sample.at_ms, size)
             cell_key = f"c|{partition}|{size}|{start}|{subject}"
-            stored = self.store.get(cell_key)
-            cell = Cell.from_bytes(stored) if stored is not None else None
+            cell = self._cell(cell_key)
             if watermark >= start + size + self.settings.grace(size):
                 if cell is not None and sample.id in cell.ids:
                     self.counts["duplicate"] += 1
@@ -271,7 +274,7 @@ class RawFolder:
                 self.counts["duplicate"] += 1
                 continue
             self.counts["folded"] += 1
-            self.store[cell_key] = folded.to_bytes()
+            self._put(cell_key, folded)
             self._index[partition].setdefault((size, start), set()).add(subject)
             outs.extend(self._maybe_send(cell_key, folded))
         if late:
@@ -279,6 +282,20 @@ class RawFolder:
             reason = f"late: window {', '.join(late)} closed at watermark {watermark} ms"
             outs.append(dead_letter(key, value, reason))
         return outs
+
+    def _cell(self, cell_key: str) -> Cell | None:
+        """The cell at ``cell_key`` (decoded once, then kept in memory until a reset)."""
+        cell = self._cells.get(cell_key)
+        if cell is None:
+            stored = self.store.get(cell_key)
+            if stored is None:
+                return None
+            cell = self._cells[cell_key] = Cell.from_bytes(stored)
+        return cell
+
+    def _put(self, cell_key: str, cell: Cell) -> None:
+        self.store[cell_key] = cell.to_bytes()
+        self._cells[cell_key] = cell
 
     def watermark(self, partition: int) -> int:
         stored = self.store.get(f"w|{partition}")
@@ -300,19 +317,26 @@ class RawFolder:
             if watermark < end + grace:
                 continue
             retire = watermark >= end + grace + size
+            closed = self._closed.setdefault(partition, set())
+            if (size, start) in closed and not retire:
+                continue  # closed before: its cells are written closed already
+            closed.add((size, start))
             for subject in sorted(subjects):
                 cell_key = f"c|{partition}|{size}|{start}|{subject}"
-                cell = Cell.from_bytes(self.store[cell_key])
+                cell = self._cell(cell_key)
+                assert cell is not None, cell_key
                 self._dirty.pop(cell_key, None)
                 if not cell.closed:
                     cell = Cell(cell.figures, cell.ids, cell.last_at_ms, cell.last_id, True)
-                    self.store[cell_key] = cell.to_bytes()
+                    self._put(cell_key, cell)
                     outs.extend(self._send(cell_key, cell))
                 if retire:
                     del self.store[cell_key]
+                    self._cells.pop(cell_key, None)
                     self._sent.pop(cell_key, None)
             if retire:
                 del windows[(size, start)]
+                closed.discard((size, start))
         return outs
 
     # -- sending -------------------------------------------------------------------------
@@ -335,10 +359,10 @@ class RawFolder:
         outs = []
         for cell_key in due:
             del self._dirty[cell_key]
-            stored = self.store.get(cell_key)
-            if stored is not None:
+            cell = self._cell(cell_key)
+            if cell is not None:
                 self._sent[cell_key] = now
-                outs.extend(self._send(cell_key, Cell.from_bytes(stored)))
+                outs.extend(self._send(cell_key, cell))
         return outs
 
     def _send(self, cell_key: str, cell: Cell) -> list[Out]:
@@ -374,7 +398,9 @@ class RawFolder:
         for cell_key in self._scanned.pop(partition, []):
             _c, _p, size, start, subject = cell_key.split("|", 4)
             windows.setdefault((int(size), int(start)), set()).add(subject)
-            outs.extend(self._send(cell_key, Cell.from_bytes(self.store[cell_key])))
+            cell = self._cell(cell_key)
+            assert cell is not None, cell_key
+            outs.extend(self._send(cell_key, cell))
         self._index[partition] = windows
         self.counts["rebuilt"] += 1
         return outs + self._close(partition, self.watermark(partition))

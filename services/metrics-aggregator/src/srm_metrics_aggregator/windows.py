@@ -92,7 +92,7 @@ class Cell:
     def to_bytes(self) -> bytes:
         data = {
             "figures": self.figures.to_json(),
-            "ids": sorted(self.ids),
+            "ids": list(self.ids),
             "last": [self.last_at_ms, self.last_id],
             "closed": self.closed,
         }

@@ -165,23 +165,15 @@ class Figures:
         }
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            data[f.name] = (
-                list(value.counts)
-                if isinstance(value, Histogram)
-                else dict(value)
-                if isinstance(value, Mapping)
-                else value
-            )
+        data = {name: getattr(self, name) for name in _FIGURES}
+        data["latency"] = list(self.latency.counts)
+        data["tasks"] = dict(self.tasks)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Figures:
         """The figures in ``data`` (unknown keys ignored); AggregateError if malformed."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in _FIGURES}
         try:
             if "latency" in values:
                 counts = tuple(int(c) for c in values["latency"])
@@ -193,6 +185,9 @@ class Figures:
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise AggregateError(f"figures: {exc}") from None
+
+
+_FIGURES: Final = tuple(f.name for f in fields(Figures))
 
 
 @dataclass(frozen=True)
