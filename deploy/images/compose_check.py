@@ -195,8 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not counts or min(counts) < 1:
         parser.error("--scale wants driver counts of 1 or more, e.g. 1,3,1")
 
-    # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so the stack still comes down.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so the stack still comes down;
+    # once only: the same signal often comes twice (to the process group, and forwarded).
+    def stop(*_: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
     run = Run()
     ports = dict(zip(("primary", "backup", "gateway"), free_ports(3), strict=True))
     compose = Compose(f"srm-ctest-{os.getpid()}", ports, compose_command())
@@ -210,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_stack(run, compose, ports, counts, args.load_seconds, args.partitions)
         failed = False
     finally:
+        # Nothing interrupts the teardown: a second signal (the group's, then the one the
+        # wrapper forwards) must not leave the stack up.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if failed:
             run.say("FAILED: the services' last log lines follow")
             compose.run("logs", "--no-color", "--tail", "40", *LOGGED_SERVICES, check=False)

@@ -43,8 +43,18 @@ images=$((SECONDS - started))
 
 echo
 echo "== the compose stack end to end"
+# In the background, so that a SIGTERM or Ctrl-C reaching this script (a CI timeout,
+# make forwarding one) is passed on and waited for: the check takes the stack down
+# first, and whoever stopped us gets control back only once it is gone.
 status=0
-"$python" deploy/images/compose_check.py "$@" || status=$?
+"$python" deploy/images/compose_check.py "$@" &
+check=$!
+trap 'kill -TERM "$check" 2>/dev/null || true' TERM INT
+wait "$check" || status=$?
+while kill -0 "$check" 2>/dev/null; do
+    wait "$check" || status=$?
+done
+trap - TERM INT
 echo "make test-containers: images $images s, stack $((SECONDS - started - images)) s," \
     "total $((SECONDS - started)) s"
 exit "$status"
