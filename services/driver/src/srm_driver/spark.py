@@ -90,6 +90,15 @@ def driver_jars(folder: str | None = None) -> list[Path]:
     return jars
 
 
+def driver_address_defaults(master: str) -> dict[str, str]:
+    """Where Spark's driver listens unless the environment says: loopback in local mode
+    (the executors are threads of this JVM); on a cluster, Spark's own choice (the
+    address of this host's name: a container's or pod's IP), because executors on other
+    machines connect back to it. ``SPARK_LOCAL_IP`` or ``--spark-conf spark.driver.host=``
+    still choose."""
+    return {"SPARK_LOCAL_IP": "127.0.0.1"} if master.startswith("local") else {}
+
+
 def spark_session(
     master: str,
     *,
@@ -98,7 +107,8 @@ def spark_session(
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A session with the copier on its class path; task retries and speculation off."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    for key, value in driver_address_defaults(master).items():
+        os.environ.setdefault(key, value)
     from pyspark.sql import SparkSession
 
     check_spark_settings(master, conf or {})
