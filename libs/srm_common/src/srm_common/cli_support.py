@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from srm_common.config import load_config
@@ -63,3 +63,12 @@ def load_or_exit(prog: str, path: Path, sets: Sequence[str]) -> SrmConfig:
 def fail(prog: str, message: str, status: int = 2):  # noqa: ANN201 - never returns
     print(f"{prog}: {message}", file=sys.stderr)
     raise SystemExit(status)
+
+
+def exit_code(run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
+    """Run a command's body: its own status, or the status of a SystemExit (argparse's
+    usage errors, :func:`fail`) whose message is printed already."""
+    try:
+        return run(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2

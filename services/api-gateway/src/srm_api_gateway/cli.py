@@ -12,7 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common.adapters.http_server import HttpServer
-from srm_common.cli_support import fail, load_or_exit, port, setup_logging
+from srm_common.cli_support import exit_code, fail, load_or_exit, port, setup_logging
 from srm_common.config.control import control_settings
 from srm_common.errors import ConfigError, SrmError
 
@@ -41,10 +41,7 @@ environment:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return _run(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    return exit_code(_run, argv)
 
 
 def _run(argv: Sequence[str] | None) -> int:

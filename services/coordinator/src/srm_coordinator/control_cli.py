@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import cast
 
 from srm_common.adapters.kafka_log import read_log
-from srm_common.cli_support import fail, load_or_exit, parse_pairs
+from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
 from srm_common.config.control import ControlSettings, control_settings
 from srm_common.config.model import SrmConfig
 from srm_common.control.events import describe
@@ -69,10 +69,7 @@ took the command and its answer was lost (check with --list or audit).
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return _run(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    return exit_code(_run, argv)
 
 
 def _run(argv: Sequence[str] | None) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from srm_common.cli_support import load_or_exit, parse_pairs, port, setup_logging
+from srm_common.cli_support import exit_code, load_or_exit, parse_pairs, port, setup_logging
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import SrmError
 
@@ -43,10 +43,7 @@ environment:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return _run(argv)
-    except SystemExit as exc:  # bad input: the message is printed already
-        return exc.code if isinstance(exc.code, int) else 2
+    return exit_code(_run, argv)
 
 
 def _run(argv: Sequence[str] | None) -> int:
