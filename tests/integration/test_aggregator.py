@@ -171,18 +171,23 @@ def scenario(kafka, tmp_path) -> Iterator[Scenario]:  # type: ignore[no-untyped-
             process.stop(30)
 
 
-def _assigned(process: ChildProcess) -> list[str]:
-    """The raw partitions of each assignment the process logged, in order."""
+def _assigned(process: ChildProcess, *, since_start: bool = False) -> list[str]:
+    """The raw partitions of each assignment the process logged, in order (since its
+    last start)."""
+    text = process.log_text()
+    if since_start:
+        text = text.rsplit("--- start ", 1)[-1]
     return [
         line.split("assigned raw partitions ", 1)[1].split(" of ", 1)[0]
-        for line in process.log_text().splitlines()
+        for line in text.splitlines()
         if "assigned raw partitions" in line
     ]
 
 
 def _wait_assigned(process: ChildProcess, timeout: float = 90) -> None:
+    """Until the process's last start logged raw partitions assigned to it."""
     testing.wait_until(
-        lambda: any(p != "[]" for p in _assigned(process)),
+        lambda: any(p != "[]" for p in _assigned(process, since_start=True)),
         timeout,
         f"{process.log_path.name} assigned raw partitions",
         detail=log_tails([process]),
@@ -228,14 +233,21 @@ def test_exactly_n_records_with_duplicates_garbage_and_a_kill_9(scenario: Scenar
 
 
 def test_two_instances_share_the_partitions_and_add_up_the_same(scenario: Scenario) -> None:
+    """Also when one of them is killed -9 and comes back."""
     one, two = scenario.aggregator("one"), scenario.aggregator("two")
     _wait_assigned(one)
     _wait_assigned(two)
-    for _round in range(3):
+    for round_ in range(3):
         batch = scenario.samples(50, partitions=8)
         scenario.produce(batch)
         scenario.produce(batch[::7])
         time.sleep(1)
+        if round_ == 0:
+            two.kill9()  # its partitions move to `one` (standby copies), then come back
+        if round_ == 1:
+            time.sleep(12)  # past the session timeout: `one` holds everything
+            two.start()
+    _wait_assigned(two)
     scenario.close_windows()
     testing.wait_until(scenario.exact, 120, "closed windows add up to N", detail=scenario.details)
     shares = [_assigned(one)[-1], _assigned(two)[-1]]

@@ -52,14 +52,27 @@ class Pipeline:
         self.folder = RawFolder(self.raw_state, self.settings, clock=self.clock)
         self.merger = Merger(self.merge_state, self.settings)
 
-    def feed(self, partition: int, value: bytes | None, key: bytes | None = None) -> None:
-        """Append a record to the raw ``partition`` and fold it at its offset."""
+    def feed(
+        self, partition: int, value: bytes | None, key: bytes | None = None, *, lose: bool = False
+    ) -> None:
+        """Append a record to the raw ``partition`` and fold it at its offset (``lose``:
+        what it sends is lost, as in a crash before the producer flushed)."""
         offset = self.next_offset.get(partition, 0)
         self.next_offset[partition] = offset + 1
-        self._route(self.folder.fold(partition, key, value, offset))
+        outs = self.folder.fold(partition, key, value, offset)
+        if not lose:
+            self._route(outs)
 
-    def feed_sample(self, sample: Sample, partition: int = 0) -> None:
-        self.feed(partition, encode(sample), sample.key())
+    def feed_sample(self, sample: Sample, partition: int = 0, *, lose: bool = False) -> None:
+        self.feed(partition, encode(sample), sample.key(), lose=lose)
+
+    def resend(self, raw_partitions: int = 3) -> None:
+        """What the service does once a rebalance is over: every partition held sends
+        its windows again."""
+        for partition in range(raw_partitions):
+            self._route(self.folder.resend(partition))
+        for partition in range(self.merger_partitions):
+            self._route(self.merger.resend(partition))
 
     def flush(self) -> None:
         self._route(self.folder.flush())

@@ -155,7 +155,8 @@ def test_a_sample_late_for_its_minute_still_counts_in_its_hour() -> None:
 
 
 def test_ids_are_forgotten_one_window_after_the_close() -> None:
-    pipe = Pipeline(settings=Settings(windows=(60_000,), grace_ms=10_000, update_ms=0))
+    settings = Settings(windows=(60_000,), grace_ms=10_000, update_ms=0, min_retention_ms=0)
+    pipe = Pipeline(settings=settings)
     pipe.feed_sample(part(1, T0 + 1000))
     pipe.feed_sample(part(2, T0 + 130_000))  # past end + grace + one window
     assert not any(k.startswith(f"c|0|60000|{T0}|") for k in pipe.raw_state)
@@ -280,12 +281,13 @@ def test_replays_and_restarts_count_each_sample_once() -> None:
         once.feed_sample(sample, partition=p)
 
     crashing = Pipeline(settings=settings)
-    for p, sample in samples[:200]:
-        crashing.feed_sample(sample, partition=p)
+    for index, (p, sample) in enumerate(samples[:200]):
+        crashing.feed_sample(sample, partition=p, lose=index >= 180)  # sends not flushed
     # Offsets committed up to the 150th sample: the next 50 are read again. Their
     # effects are all in the state (replays) or some of them (duplicates by id).
     committed = {p: sum(1 for q, _s in samples[:150] if q == p) for p in range(3)}
     crashing.restart(committed)
+    crashing.resend()
     for p, sample in [*samples[150:], *end]:
         crashing.feed_sample(sample, partition=p)
     assert crashing.folder.counts["replayed"] == 50
@@ -296,6 +298,7 @@ def test_replays_and_restarts_count_each_sample_once() -> None:
     for key in [k for k in forgetful.raw_state if k.startswith("o|")]:
         del forgetful.raw_state[key]
     forgetful.restart(committed)
+    forgetful.resend()
     for p, sample in [*samples[150:], *end]:
         forgetful.feed_sample(sample, partition=p)
     assert forgetful.folder.counts["duplicate"] > 0

@@ -198,6 +198,18 @@ def build_app(
         async with sending:
             await send(folder.flush())
 
+    @app.timer(interval=0.5)
+    async def resend_after_rebalance() -> None:
+        if app.rebalancing or app.in_recovery:
+            return  # the tables are not restored yet
+        held = app.consumer.assignment()
+        async with sending:
+            for tp in held:
+                if tp.topic == RAW_TOPIC:
+                    await send(folder.resend(tp.partition))
+                elif tp.topic == contributions.get_topic_name():
+                    await send(merger.resend(tp.partition))
+
     reported: list[str] = [""]
 
     @app.timer(interval=2.0)

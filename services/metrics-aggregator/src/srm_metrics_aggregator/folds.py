@@ -22,8 +22,9 @@ window ``[start, end)`` of size ``s`` closes when the watermark reaches ``end + 
 (``grace = min(s, Settings.grace_ms)``); its cells are then written once more, closed,
 and are final. A sample for a closed window is *late*: it changes nothing and goes to the
 dead-letter topic with the reason (it still counts in its other, open, windows: a sample
-late for its minute may be on time for its hour). The ids of a closed window are kept one
-more window (until ``end + grace + s``), so a sample delivered again in that time is
+late for its minute may be on time for its hour). The cells of a closed window are kept
+:meth:`Settings.keep_ms` longer (one window, at least ten minutes), so a sample delivered
+again in that time is
 recognised as a duplicate and dropped without a dead letter; after that a window's cells
 are deleted and anything for it is late.
 
@@ -45,9 +46,11 @@ latest window end it saw); a contribution older than that goes to the dead-lette
 :attr:`Settings.update_ms` (:meth:`RawFolder.flush` sends what waited); closing sends it
 at once.
 
-**After a restart or a rebalance** (:meth:`RawFolder.reset`, :meth:`Merger.reset`), the
-first record of a partition rebuilds its index from the state and sends every cell and
-entry again: sending twice is harmless, and a record lost in the crash is sent.
+**After a restart or a rebalance** (:meth:`RawFolder.reset`, :meth:`Merger.reset`), each
+partition held rebuilds its index from the state and sends every cell and entry again
+(:meth:`RawFolder.resend`, :meth:`Merger.resend`, or its first record): sending twice is
+harmless, and what the crash lost is sent. A record read again after a crash changes no
+state (its effects are there), so it sends nothing by itself.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ class Settings:
 
     def grace(self, size_ms: int) -> int:
         return min(size_ms, self.grace_ms)
+
+    def keep_ms(self, size_ms: int) -> int:
+        """How long after its close a window's cells (and ids) are kept: one window, at
+        least :attr:`min_retention_ms`. Long enough for a sample sent twice to be known,
+        and for a restart to send again a close that a crash kept from being sent."""
+        return max(size_ms, self.min_retention_ms)
 
     def retention_ms(self, size_ms: int) -> int:
         """How long after its end an entry above the partition is kept (ten windows, at
@@ -316,7 +325,7 @@ class RawFolder:
             end, grace = start + size, self.settings.grace(size)
             if watermark < end + grace:
                 continue
-            retire = watermark >= end + grace + size
+            retire = watermark >= end + grace + self.settings.keep_ms(size)
             closed = self._closed.setdefault(partition, set())
             if (size, start) in closed and not retire:
                 continue  # closed before: its cells are written closed already
@@ -386,9 +395,15 @@ class RawFolder:
 
     # -- after a restart or a rebalance --------------------------------------------------
 
+    def resend(self, partition: int) -> list[Out]:
+        """Index ``partition``'s cells from the state, if not done since the last reset,
+        and send every one again: what a crash lost between the last commit and the kill
+        is sent, whether or not another record comes (the service calls this for every
+        partition it holds once a rebalance is over; it reads the state, writes none).
+        Windows the watermark passed and not written closed close at the next record."""
+        return self._ensure(partition)
+
     def _ensure(self, partition: int) -> list[Out]:
-        """Index ``partition``'s cells from the state the first time it is seen since the
-        last reset; send every one again, and close what the watermark passed."""
         if partition in self._index:
             return []
         if self._scanned is None:
@@ -403,7 +418,7 @@ class RawFolder:
             outs.extend(self._send(cell_key, cell))
         self._index[partition] = windows
         self.counts["rebuilt"] += 1
-        return outs + self._close(partition, self.watermark(partition))
+        return outs
 
 
 def _scan(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
@@ -558,6 +573,11 @@ class Merger:
                 self.store.pop(entry_key, None)
                 del index[entry_key]
                 self.counts["retired"] += 1
+
+    def resend(self, partition: int) -> list[Out]:
+        """As :meth:`RawFolder.resend`: every entry of ``partition`` sent again, once
+        after each reset."""
+        return self._ensure(partition)
 
     def _ensure(self, partition: int) -> list[Out]:
         if partition in self._index:
