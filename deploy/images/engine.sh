@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make sure a Docker engine answers; start one (dockerd in the background, as root) if not.
+# Make sure a Docker engine answers; start one (dockerd in the background, as root) if not,
+# and that a compose command is there.
 #
 # The machines this project is built on have the Docker client only: Debian's docker.io
 # brings the daemon (apt-get, when we are root), and nothing else starts it. Says what it
@@ -7,6 +8,14 @@
 set -euo pipefail
 
 log=${SRM_DOCKERD_LOG:-/tmp/srm-dockerd.log}
+
+# A compose command for docker-compose.yml: Debian's docker-compose (1.29) unless the
+# Compose plugin is there already; Debian has no package of the plugin.
+if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 \
+        && [[ $(id -u) -eq 0 ]]; then
+    echo "no compose command: installing Debian's docker-compose..."
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null
+fi
 
 if docker info >/dev/null 2>&1; then
     exit 0
