@@ -41,6 +41,7 @@ class Pipeline:
     dead: list[Out] = field(default_factory=list)
     sent: list[Out] = field(default_factory=list)
     next_offset: dict[int, int] = field(default_factory=dict)
+    merged_offset: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.restart()
@@ -89,7 +90,9 @@ class Pipeline:
             else:
                 assert out.role == CONTRIBUTIONS
                 partition = zlib.crc32(out.key or b"") % self.merger_partitions
-                pending.extend(self.merger.merge(partition, out.key, out.value))
+                offset = self.merged_offset.get(partition, 0)
+                self.merged_offset[partition] = offset + 1
+                pending.extend(self.merger.merge(partition, out.key, out.value, offset))
 
     def windows(self, level: str, *, closed: bool | None = None) -> list[Aggregate]:
         found = []

@@ -335,3 +335,15 @@ def test_open_updates_wait_for_the_update_interval() -> None:
     pipe.flush()
     assert one(pipe, "partition", partition=0).figures.records == 3
     assert one(pipe, "cluster", cluster="backup").figures.records == 3
+
+
+def test_the_next_offset_to_fold_is_kept_with_the_state() -> None:
+    """What tells the service that Faust skipped records in a rebalance (and acknowledged
+    them): a record past this offset."""
+    pipe = Pipeline()
+    assert pipe.folder.next_offset(0) is None
+    pipe.feed_sample(part(1, T0 + 1000))
+    pipe.feed(0, b"garbage")
+    pipe.restart()
+    assert pipe.folder.next_offset(0) == 2
+    assert pipe.merger.next_offset(0) is not None or pipe.merger.next_offset(1) is not None

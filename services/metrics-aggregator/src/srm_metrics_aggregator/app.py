@@ -24,6 +24,7 @@ from typing import Any
 
 import faust
 from confluent_kafka.admin import AdminClient, NewTopic
+from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
 
@@ -177,11 +178,45 @@ def build_app(
         for out in outs:
             await outputs[out.role].send(key=out.key, value=out.value, headers=list(out.headers))
 
+    reader_config = {**settings.client, "bootstrap.servers": ",".join(settings.bootstrap_servers)}
+
+    def skipped(
+        topic_name: str, start: int | None, partition: int, offset: int
+    ) -> list[tuple[int, bytes | None, bytes | None]]:
+        """The records of ``partition`` from ``start`` (the offset after the last one
+        folded) to ``offset``: Faust drops the records it fetched before a rebalance and
+        acknowledges them, so their offsets may be committed unread."""
+        if start is None or start >= offset:
+            return []
+        found = []
+        for message in read_partitions(
+            reader_config,
+            {(topic_name, partition): start},
+            what=f"{topic_name} [{partition}] {start}..{offset - 1}, skipped by Faust",
+            limit=offset - start,
+        ):
+            if message.offset() < offset:
+                found.append((message.offset(), message.key(), message.value()))
+        log.warning(
+            "%s [%d]: %d records at %d..%d skipped in a rebalance, read directly",
+            topic_name,
+            partition,
+            len(found),
+            start,
+            offset - 1,
+        )
+        return found
+
     @app.agent(raw_topic, name="fold-raw")
     async def fold_raw(stream: faust.StreamT) -> None:
         async for event in stream.events():
             message = event.message
             async with sending:
+                start = folder.next_offset(message.partition)
+                for offset, key, value in skipped(
+                    RAW_TOPIC, start, message.partition, message.offset
+                ):
+                    await send(folder.fold(message.partition, key, value, offset))
                 await send(
                     folder.fold(message.partition, message.key, message.value, message.offset)
                 )
@@ -191,7 +226,14 @@ def build_app(
         async for event in stream.events():
             message = event.message
             async with sending:
-                await send(merger.merge(message.partition, message.key, message.value))
+                start = merger.next_offset(message.partition)
+                for offset, key, value in skipped(
+                    message.topic, start, message.partition, message.offset
+                ):
+                    await send(merger.merge(message.partition, key, value, offset))
+                await send(
+                    merger.merge(message.partition, message.key, message.value, message.offset)
+                )
 
     @app.timer(interval=0.5)
     async def flush_open_windows() -> None:

@@ -237,6 +237,13 @@ class RawFolder:
             self.store[f"o|{partition}"] = str(offset).encode()
         return outs
 
+    def next_offset(self, partition: int) -> int | None:
+        """The offset after the last record folded on ``partition`` (None: none yet). A
+        record past it means records were skipped: the service reads and folds those
+        first (Faust acknowledges, and may commit, records it drops in a rebalance)."""
+        done = self.store.get(f"o|{partition}")
+        return int(done) + 1 if done is not None else None
+
     def _fold(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
         outs: list[Out] = []
         try:
@@ -484,8 +491,28 @@ class Merger:
         self._index.clear()
         self._scanned = None
 
-    def merge(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
+    def next_offset(self, partition: int) -> int | None:
+        """As :meth:`RawFolder.next_offset`, for the contributions topic."""
+        done = self.store.get(f"o|{partition}")
+        return int(done) + 1 if done is not None else None
+
+    def merge(
+        self, partition: int, key: bytes | None, value: bytes | None, offset: int | None = None
+    ) -> list[Out]:
+        """The records that merging one contribution (at ``offset``) sends."""
         outs = self._ensure(partition)
+        if offset is not None:
+            done = self.store.get(f"o|{partition}")
+            if done is not None and offset <= int(done):
+                self.counts["replayed"] += 1
+                return outs
+        outs.extend(self._merge(partition, key, value))
+        if offset is not None:
+            self.store[f"o|{partition}"] = str(offset).encode()
+        return outs
+
+    def _merge(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
+        outs: list[Out] = []
         try:
             data = json.loads(value or b"")
             window = Aggregate(
