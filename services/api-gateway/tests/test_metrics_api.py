@@ -131,3 +131,14 @@ def test_old_windows_are_dropped_as_new_ones_arrive() -> None:
     assert [w.start_ms for w in store.windows("topic", subject, MINUTE, 0, later + MINUTE)] == [
         later
     ]
+
+
+def test_a_bad_freshness_objective_is_one_line_naming_the_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from srm_api_gateway.cli import main
+    from srm_api_gateway.testing import CONFIG
+
+    path = tmp_path / "srm.yaml"
+    path.write_text(
+        CONFIG.replace("  tasks.max: 2\n", "  tasks.max: 2\n  srm.freshness.objective.ms: soon\n")
+    )
+    assert main(["--config", str(path), "--port", "0"]) == 2

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from srm_common.config.model import SrmConfig
 from srm_common.control.audit import parse_time
-from srm_common.errors import SrmError
+from srm_common.errors import ConfigError, SrmError
 
 from srm_api_gateway import views
 from srm_api_gateway.metric_names import METRICS, Metric
@@ -122,9 +122,22 @@ def asked(
 Asked = Annotated[tuple[Range, int], Depends(asked)]
 
 
+def freshness_objective(config: SrmConfig) -> int:
+    """``srm.freshness.objective.ms``: ConfigError naming the key when it is no number."""
+    raw = str(config.extra.get("srm.freshness.objective.ms", DEFAULT_OBJECTIVE_MS)).strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(
+            f"{raw!r} is not a whole number of milliseconds >= 1; e.g."
+            f" srm.freshness.objective.ms = {DEFAULT_OBJECTIVE_MS}",
+            source=config.source,
+            key="srm.freshness.objective.ms",
+        )
+    return int(raw)
+
+
 def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
     router = APIRouter()
-    objective_ms = int(config.extra.get("srm.freshness.objective.ms", DEFAULT_OBJECTIVE_MS))
+    objective_ms = freshness_objective(config)
 
     @router.get(
         "/v2/topic-metrics/{source}/{target}/{upstreamTopic}/{metric}",

@@ -58,9 +58,17 @@ READ_AT_TOP_LEVEL = READ_ANYWHERE | {
     "srm.driver.heartbeat.interval.ms",
     "srm.driver.lease.ms",
     "srm.driver.write.timeout.ms",
+    # The metrics aggregator's (srm_metrics_aggregator.settings) and the gateway's.
+    "srm.metrics.windows",
+    "srm.metrics.grace.ms",
+    "srm.metrics.update.ms",
+    "srm.metrics.aggregator.id",
+    "srm.metrics.topic.partitions",
+    "srm.freshness.objective.ms",
 }
-"""Keys outside the MM2 catalogue read at top level; the control path's
-(:mod:`srm_common.config.control`) nowhere else. Every other one is reported."""
+"""Keys outside the MM2 catalogue read at top level: the control path's
+(:mod:`srm_common.config.control`), the aggregator's and the gateway's; nowhere else.
+Every other one is reported."""
 
 
 Asks = Callable[[Mapping[str, str], Mapping[str, str]], list[str]]
