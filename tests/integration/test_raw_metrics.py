@@ -14,6 +14,7 @@ from srm_common.metrics.raw import (
     RAW_TOPIC,
     FlowSample,
     PartitionSample,
+    RawMetricError,
     Sample,
     TopicMapping,
     decode,
@@ -57,9 +58,12 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
     mine: list[Sample] = []
     for records in raw.values():
         for record in records:
-            sample = decode(record.value)
-            assert record.key == sample.key()
+            try:
+                sample = decode(record.value)
+            except RawMetricError:
+                continue  # other tests share the topic (the aggregator's feeds it garbage)
             if sample.id.startswith(prefix):
+                assert record.key == sample.key()
                 mine.append(sample)
     ids = [s.id for s in mine]
     assert len(ids) == len(set(ids)), "every sample id is unique"

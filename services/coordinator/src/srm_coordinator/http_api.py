@@ -127,7 +127,7 @@ def create_app(coordinator: Coordinator) -> FastAPI:
         current = coordinator.snapshot().leader
         return {
             "coordinator": coordinator.id,
-            "leading": coordinator.leading,
+            "leading": coordinator.leads(),
             "leader": None
             if current is None
             else {"coordinator": current.coordinator, "url": current.url, "epoch": current.epoch},
@@ -154,7 +154,7 @@ def create_app(coordinator: Coordinator) -> FastAPI:
 
     @app.get("/v1/drivers")
     def drivers() -> dict[str, object]:
-        return {"leading": coordinator.leading, "drivers": coordinator.members()}
+        return {"leading": coordinator.leads(), "drivers": coordinator.members()}
 
     def run(command: Command, by: str) -> JSONResponse:
         try:

@@ -106,6 +106,12 @@ class Coordinator:
 
     # -- for the HTTP API (other threads) ---------------------------------------------
 
+    def leads(self) -> bool:
+        """Leading, as the API says: never while the log cannot be followed (lost, or of
+        a newer SRM), even in the moment before the loop steps down."""
+        reader = self._reader
+        return self.leading and (reader is None or reader.problem is None)
+
     def snapshot(self) -> ControlState:
         with self._lock:
             return self.state
@@ -116,7 +122,7 @@ class Coordinator:
 
         A command that waited ``timeout`` seconds in the queue is withdrawn, so a
         caller told "timed out" is never surprised by it being applied later."""
-        if not self.leading:
+        if not self.leads():
             raise NotLeader(self._leader_url())
         future: Future[CommandResult] = Future()
         self._commands.put((command, by, future))
