@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import shutil
 import signal
 import socket
@@ -340,14 +341,35 @@ def find_clusters(root: Path) -> list[LocalKafkaCluster]:
 
 
 def free_port_pair(host: str = "127.0.0.1") -> int:
-    """A port p such that p and p+1 are both free now (broker and controller)."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            port = probe.getsockname()[1]
-        if port < 65535 and not _port_open(host, port) and not _port_open(host, port + 1):
+    """A port p such that p and p+1 are both free now (broker and controller), chosen
+    below the kernel's ephemeral range: no client connection ever takes such a port as
+    its source port, so a cluster restarted on its ports finds them free again (a port
+    handed out by bind(0) could be taken by any outgoing connection meanwhile)."""
+    low, high = _below_ephemeral()
+    for _ in range(500):
+        port = random.randrange(low, high - 1)
+        if _bindable(host, port) and _bindable(host, port + 1):
             return port
     raise ClusterStartError("could not find two adjacent free ports on loopback")
+
+
+def _below_ephemeral() -> tuple[int, int]:
+    """[low, high) under the first ephemeral port (Linux: ip_local_port_range)."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    high = max(first, 12_000)
+    return max(10_000, high - 12_000), high
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return not _port_open(host, port)
 
 
 def _listener_port(properties: Path) -> int:
