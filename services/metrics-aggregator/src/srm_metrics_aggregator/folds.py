@@ -188,6 +188,31 @@ def _check(sample: Sample) -> str | None:
     return None
 
 
+def once(
+    store: Any,
+    counts: Any,
+    partition: int,
+    offset: int | None,
+    outs: list[Out],
+    work: Callable[[int, bytes | None, bytes | None], list[Out]],
+    key: bytes | None,
+    value: bytes | None,
+) -> list[Out]:
+    """``outs`` plus what ``work`` sends for the record at ``offset`` of ``partition``,
+    unless that offset was done already (a replay after a crash: counted, skipped). The
+    offset is written last, to the same changelog partition as the state: when it is
+    there after a crash, so is everything the record changed."""
+    if offset is not None:
+        done = store.get(f"o|{partition}")
+        if done is not None and offset <= int(done):
+            counts["replayed"] += 1
+            return outs
+    outs.extend(work(partition, key, value))
+    if offset is not None:
+        store[f"o|{partition}"] = str(offset).encode()
+    return outs
+
+
 class RawFolder:
     """Raw samples of the partitions this instance owns, folded into window cells."""
 
@@ -225,17 +250,7 @@ class RawFolder:
     ) -> list[Out]:
         """The records that folding one raw record (at ``offset`` of ``partition``) sends."""
         outs = self._ensure(partition)
-        if offset is not None:
-            done = self.store.get(f"o|{partition}")
-            if done is not None and offset <= int(done):
-                self.counts["replayed"] += 1
-                return outs
-        outs.extend(self._fold(partition, key, value))
-        if offset is not None:
-            # Written last, to the same changelog partition as the cells: when it is
-            # there after a crash, so is everything the record changed.
-            self.store[f"o|{partition}"] = str(offset).encode()
-        return outs
+        return once(self.store, self.counts, partition, offset, outs, self._fold, key, value)
 
     def next_offset(self, partition: int) -> int | None:
         """The offset after the last record folded on ``partition`` (None: none yet). A
@@ -501,15 +516,7 @@ class Merger:
     ) -> list[Out]:
         """The records that merging one contribution (at ``offset``) sends."""
         outs = self._ensure(partition)
-        if offset is not None:
-            done = self.store.get(f"o|{partition}")
-            if done is not None and offset <= int(done):
-                self.counts["replayed"] += 1
-                return outs
-        outs.extend(self._merge(partition, key, value))
-        if offset is not None:
-            self.store[f"o|{partition}"] = str(offset).encode()
-        return outs
+        return once(self.store, self.counts, partition, offset, outs, self._merge, key, value)
 
     def _merge(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
         outs: list[Out] = []
