@@ -3,6 +3,7 @@ the configuration with one clear line (and exit status 2) instead of a traceback
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -72,3 +73,16 @@ def exit_code(run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | 
         return run(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE`` (required) and ``--set KEY=VALUE`` (repeatable), as every
+    service reads them (:func:`load_or_exit`)."""
+    parser.add_argument("--config", required=True, type=Path, help="srm.yaml or MM2 properties")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the configuration (repeatable)",
+    )

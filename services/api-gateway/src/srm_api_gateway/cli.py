@@ -12,7 +12,14 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common.adapters.http_server import HttpServer
-from srm_common.cli_support import exit_code, fail, load_or_exit, port, setup_logging
+from srm_common.cli_support import (
+    add_config_arguments,
+    exit_code,
+    fail,
+    load_or_exit,
+    port,
+    setup_logging,
+)
 from srm_common.config.control import control_settings
 from srm_common.errors import ConfigError, SrmError
 
@@ -101,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, type=Path, help="srm.yaml or MM2 properties")
+    add_config_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
         "--port", type=port, default=DEFAULT_PORT, help="HTTP port (default: %(default)s)"
@@ -112,12 +119,5 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a file holding the token that commands must bear (Authorization: Bearer ...);"
         " without it the gateway takes no commands",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the configuration (repeatable)",
     )
     return parser

@@ -7,11 +7,17 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
 
 from srm_common.adapters.http_server import HttpServer
-from srm_common.cli_support import exit_code, fail, load_or_exit, port, setup_logging
+from srm_common.cli_support import (
+    add_config_arguments,
+    exit_code,
+    fail,
+    load_or_exit,
+    port,
+    setup_logging,
+)
 from srm_common.config.control import control_settings
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import ConfigError, SrmError
@@ -92,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, type=Path, help="srm.yaml or MM2 properties")
+    add_config_arguments(parser)
     parser.add_argument("--id", help="this instance's name (default: coordinator-<random>)")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
@@ -112,12 +118,5 @@ def _parser() -> argparse.ArgumentParser:
         " differs from the one applied before (default: a differing file is reported on"
         " /v1/leader and not applied, so coordinators with different files never flip"
         " the configuration at each take-over)",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the configuration (repeatable)",
     )
     return parser

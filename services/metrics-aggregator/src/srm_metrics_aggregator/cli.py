@@ -7,9 +7,14 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
-from srm_common.cli_support import fail, load_or_exit, setup_logging
+from srm_common.cli_support import (
+    add_config_arguments,
+    exit_code,
+    fail,
+    load_or_exit,
+    setup_logging,
+)
 from srm_common.errors import ConfigError
 
 PROG = "srm-metrics-aggregator"
@@ -29,10 +34,7 @@ environment:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return _run(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    return exit_code(_run, argv)
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -78,14 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, type=Path, help="srm.yaml or MM2 properties")
+    add_config_arguments(parser)
     parser.add_argument("--cluster", required=True, help="the alias whose raw metrics to fold")
     parser.add_argument("--data-dir", help="Faust's data folder (default: a new temporary folder)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the configuration (repeatable)",
-    )
     return parser
