@@ -13,7 +13,7 @@ clusters:
   backup: {bootstrap.servers: "127.0.0.1:8"}
 replication:
   srm.control.cluster: nowhere
-  sync.topic.acls.enabled: true
+  add.source.alias.to.metrics: true
 flows:
   primary->backup: {enabled: true}
 """
@@ -28,6 +28,7 @@ def test_settings_srm_does_not_act_on_are_logged_once_at_start_up(
     assert "unknown cluster alias 'nowhere'" in capsys.readouterr().err
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warned == [
-        "accepted for MirrorMaker 2 compatibility, not supported: sync.topic.acls.enabled"
-        " (set on every flow): ACLs are not copied; grant them on the target yourself"
+        "accepted for MirrorMaker 2 compatibility, not supported: add.source.alias.to.metrics"
+        " (set on every flow): every raw metrics sample names its flow, source and target"
+        " (docs/metrics.md)"
     ]

@@ -90,8 +90,8 @@ def test_offset_storage_settings_default_and_broker_default(tmp_path: Path) -> N
 def test_settings_srm_does_not_act_on_are_logged_once_at_start_up(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    extra = ", sync.topic.acls.enabled: true, topics.blacklist: [x]"
+    extra = ", add.source.alias.to.metrics: true, topics.blacklist: [x]"
     assert main(["--config", str(_config(tmp_path, extra)), "--spark-master", "nonsense"]) == 2
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert sum("not supported: sync.topic.acls.enabled (set on" in m for m in warned) == 1
+    assert sum("not supported: add.source.alias.to.metrics (set on" in m for m in warned) == 1
     assert any("'flows.primary->backup.topics.blacklist' is deprecated" in m for m in warned)

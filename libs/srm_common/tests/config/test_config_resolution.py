@@ -218,12 +218,13 @@ def test_cluster_overrides_are_kept_as_written_when_a_cluster_is_built() -> None
 
 def test_unknown_keys_pass_through_in_extra_when_they_look_like_no_known_key() -> None:
     config = load(
-        "offset.flush.timeout.ms = 10000\nprimary->backup.sync.topic.acls.enabled = FALSE\n"
+        "offset.flush.timeout.ms = 10000\nprimary->backup.emit.offset-syncs.enabled = FALSE\n"
         "primary->backup.my.custom.thing = x\ndedicated.mode.enable.internal.rest = true\n"
     )
     flow = config.flow("primary", "backup")
     assert flow.extra["offset.flush.timeout.ms"] == "10000"
-    assert flow.extra["sync.topic.acls.enabled"] == "false", "known extras are validated"
+    assert flow.extra["emit.offset-syncs.enabled"] == "false", "known extras are validated"
+    assert flow.sync_topic_acls_enabled and flow.sync_topic_acls_interval_seconds == 600
     assert flow.extra["my.custom.thing"] == "x"
     assert config.extra["dedicated.mode.enable.internal.rest"] == "true"
     assert "my.custom.thing" not in config.flow("backup", "primary").extra

@@ -30,10 +30,13 @@ def lines(body: str) -> tuple[str, ...]:
     return unsupported_settings(load(body))
 
 
-def test_a_file_that_sets_nothing_unsupported_reports_nothing_though_mm2_defaults_would() -> None:
-    # MM2's default has ACL sync on; only what the file writes counts.
-    assert CONNECTOR_KEYS["sync.topic.acls.enabled"].default == "true"
+def test_a_file_that_sets_nothing_unsupported_reports_nothing() -> None:
     assert lines("") == ()
+
+
+def test_acl_sync_takes_effect_so_it_is_never_reported() -> None:
+    body = "sync.topic.acls.enabled = true\nsync.topic.acls.interval.seconds = 30\n"
+    assert lines(body) == ()
 
 
 @pytest.mark.parametrize(
@@ -43,31 +46,29 @@ def test_the_example_configurations_set_nothing_unsupported(path: Path) -> None:
     assert unsupported_settings(load_config(path)) == ()
 
 
-def test_acl_sync_switched_on_is_one_line_naming_the_flows_where_it_is_on() -> None:
-    body = "sync.topic.acls.enabled = true\nbackup->primary.sync.topic.acls.enabled = false\n"
+def test_a_switch_turned_on_is_one_line_naming_the_flows_where_it_is_on() -> None:
+    body = (
+        "add.source.alias.to.metrics = true\nbackup->primary.add.source.alias.to.metrics = false\n"
+    )
     assert lines(body) == (
-        f"{PREFIX}: sync.topic.acls.enabled (set on primary->backup): ACLs are not copied;"
-        " grant them on the target yourself",
+        f"{PREFIX}: add.source.alias.to.metrics (set on primary->backup): every raw metrics"
+        " sample names its flow, source and target (docs/metrics.md)",
     )
 
 
 def test_a_key_set_at_top_level_is_reported_once_for_every_flow() -> None:
     config = parse_properties_text(
         "clusters = a, b, c\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
-        "c.bootstrap.servers = c:1\nsync.topic.acls.enabled = true\n"
-        "a->b.sync.topic.acls.interval.seconds = 30\n"
+        "c.bootstrap.servers = c:1\nconsumer.poll.timeout.ms = 500\n"
+        "a->b.consumer.poll.timeout.ms = 300\n"
     )
     [line] = unsupported_settings(config)
-    assert line.startswith(
-        f"{PREFIX}: sync.topic.acls.enabled, sync.topic.acls.interval.seconds (set on every flow):"
-    )
+    assert line.startswith(f"{PREFIX}: consumer.poll.timeout.ms (set on every flow):")
 
 
 @pytest.mark.parametrize(
     "body",
     [
-        "sync.topic.acls.enabled = false\n",
-        "sync.topic.acls.enabled = false\nsync.topic.acls.interval.seconds = 30\n",
         "emit.offset-syncs.enabled = true\n",
         "use.defaults.from = TARGET\n",
         "add.source.alias.to.metrics = false\n",
@@ -84,7 +85,6 @@ def test_values_that_ask_for_what_srm_does_anyway_are_quiet(body: str) -> None:
 @pytest.mark.parametrize(
     ("body", "reported"),
     [
-        ("sync.topic.acls.interval.seconds = 30\n", "sync.topic.acls.interval.seconds"),
         ("offset.lag.max = 100\n", "offset.lag.max"),
         ("emit.offset-syncs.enabled = FALSE\n", "emit.offset-syncs.enabled=false"),
         ("use.defaults.from = source\n", "use.defaults.from=source"),
@@ -139,7 +139,7 @@ def test_control_keys_count_only_at_top_level_where_they_are_read() -> None:
 
 def test_each_family_is_one_line_whatever_the_number_of_flows_and_keys() -> None:
     body = (
-        "sync.topic.acls.enabled = true\nsync.topic.acls.interval.seconds = 5\n"
+        "add.source.alias.to.metrics = true\n"
         "offset.lag.max = 10\nbackup->primary.offset.lag.max = 20\n"
         "config.providers = file\n"
     )

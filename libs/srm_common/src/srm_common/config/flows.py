@@ -125,6 +125,8 @@ def build_flow(
         refresh_groups_interval_seconds=v.number("refresh.groups.interval.seconds"),
         sync_topic_configs_enabled=v.flag("sync.topic.configs.enabled"),
         sync_topic_configs_interval_seconds=v.number("sync.topic.configs.interval.seconds"),
+        sync_topic_acls_enabled=v.flag("sync.topic.acls.enabled"),
+        sync_topic_acls_interval_seconds=v.number("sync.topic.acls.interval.seconds"),
         offset_lag_max=v.number("offset.lag.max"),
         batch_max_records=v.number("srm.batch.max.records"),
         idle_wait_ms=v.number("srm.idle.wait.ms"),

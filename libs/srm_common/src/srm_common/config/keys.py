@@ -132,7 +132,7 @@ _SPECS: list[KeySpec] = [
     *_interval(
         "sync.topic.configs", "600", "sync_topic_configs", "copy topic configs periodically"
     ),
-    *_interval("sync.topic.acls", "600", None, "copy topic ACLs periodically"),
+    *_interval("sync.topic.acls", "600", "sync_topic_acls", "copy topic ACLs periodically"),
     KeySpec(
         "sync.group.offsets.enabled",
         Kind.BOOLEAN,

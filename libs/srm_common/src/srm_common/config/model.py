@@ -73,7 +73,7 @@ class FlowConfig:
     * ``target_internal_producer`` writes heartbeats, checkpoints and target offset syncs.
 
     ``extra`` holds the other top-level and flow-level keys (flow wins): known MM2 keys
-    without a field here (``sync.topic.acls.enabled``, ``emit.offset-syncs.enabled``...)
+    without a field here (``emit.offset-syncs.enabled``, ``use.defaults.from``...)
     and Connect keys passed through unchecked. ``written`` names the MM2 keys the file
     sets for this flow (top or flow level, legacy names as written), so that a value
     the user chose can be told from MM2's default (:mod:`srm_common.config.unsupported`).
@@ -105,6 +105,8 @@ class FlowConfig:
     refresh_groups_interval_seconds: int
     sync_topic_configs_enabled: bool
     sync_topic_configs_interval_seconds: int
+    sync_topic_acls_enabled: bool
+    sync_topic_acls_interval_seconds: int
     offset_lag_max: int
     batch_max_records: int
     idle_wait_ms: int

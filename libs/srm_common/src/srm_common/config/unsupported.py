@@ -1,28 +1,25 @@
 """MM2 settings SRM accepts but does not act on, as the lines to report at start-up.
 
 Why: an MM2 file must load unchanged (no error for a key MM2 knows), but a setting that
-silently does nothing is worse than an error: the operator believes ACLs are copied, or
-that a custom filter runs. So every such setting the file *asks for* is reported once
-when a service starts (srm-driver and srm-coordinator log the lines at WARNING), one
-line per key family, naming where it is set::
+silently does nothing is worse than an error: the operator believes the setting changes
+something, or that a custom filter runs. So every such setting the file *asks for* is
+reported once when a service starts (srm-driver and srm-coordinator log the lines at
+WARNING), one line per key family, naming where it is set::
 
-    sync.topic.acls.enabled = true                    (top level)
-    backup->primary.sync.topic.acls.enabled = false
+    add.source.alias.to.metrics = true                (top level)
+    backup->primary.add.source.alias.to.metrics = false
     primary->backup.use.defaults.from = source
 
-    accepted for MirrorMaker 2 compatibility, not supported: sync.topic.acls.enabled
-      (set on primary->backup): ACLs are not copied; grant them on the target yourself
+    accepted for MirrorMaker 2 compatibility, not supported: add.source.alias.to.metrics
+      (set on primary->backup): every raw metrics sample names its flow, source and ...
     accepted for MirrorMaker 2 compatibility, not supported: use.defaults.from=source
       (set on primary->backup): a config at its default on the source is left at ...
 
 (one line each, wrapped here). When a family is reported, and when it stays quiet:
 
-* only keys the file writes (top level or per flow) count; MM2's defaults never do.
-  ``sync.topic.acls.enabled`` is on by default in MM2, yet a file that does not mention
-  it gets no line: the user asked for nothing, and every MM2 file would otherwise warn;
-* a switch counts when it turns the missing feature on (``sync.topic.acls.enabled =
-  true``, ``add.source.alias.to.metrics = true``); ``false`` asks for what SRM does
-  anyway. An interval counts when its switch is on, written or by default;
+* only keys the file writes (top level or per flow) count; MM2's defaults never do;
+* a switch counts when it turns the missing feature on (``add.source.alias.to.metrics
+  = true``); ``false`` asks for what SRM does anyway;
 * a choice counts when it asks for what SRM does not do (``use.defaults.from = source``,
   ``emit.offset-syncs.enabled = false``); a plug-in class when it is not MM2's default;
 * a tuning value SRM has no use for (``offset.lag.max``, ``consumer.poll.timeout.ms``,
@@ -32,6 +29,9 @@ line per key family, naming where it is set::
   ``config.providers``) count wherever they are, top level, per flow or per cluster,
   except where the driver or coordinator reads them (:data:`READ_AT_TOP_LEVEL`,
   :data:`READ_ANYWHERE`).
+
+``sync.topic.acls.*`` takes effect (the driver's ACL sync, :mod:`srm_driver.acl_sync`)
+and is never reported.
 
 A flow counts whether or not it is enabled: srm-control may enable it later.
 """
@@ -90,13 +90,6 @@ def _any(written: Mapping[str, str], _defaults: Mapping[str, str]) -> list[str]:
     return list(written)
 
 
-def _switched_on(switch: str) -> Asks:
-    def asks(written: Mapping[str, str], defaults: Mapping[str, str]) -> list[str]:
-        return list(written) if written.get(switch, defaults[switch]) == "true" else []
-
-    return asks
-
-
 def _is(value: str) -> Asks:
     def asks(written: Mapping[str, str], _defaults: Mapping[str, str]) -> list[str]:
         return [key for key, v in written.items() if v == value]
@@ -109,11 +102,6 @@ def _not_default(written: Mapping[str, str], defaults: Mapping[str, str]) -> lis
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family(
-        ("sync.topic.acls.enabled", "sync.topic.acls.interval.seconds"),
-        "ACLs are not copied; grant them on the target yourself",
-        _switched_on("sync.topic.acls.enabled"),
-    ),
     Family(
         ("offset.lag.max",),
         "offset syncs are written at the start of each copy plan, around every upstream gap"
