@@ -56,7 +56,15 @@ def projection(url: str):
 def test_migrations_create_schema_when_database_is_empty(url: str) -> None:
     SqlProjection(url).close()
     inspector = inspect(create_engine(url))
-    assert set(inspector.get_table_names()) == {"srm_events", VERSION_TABLE}
+    assert set(inspector.get_table_names()) == {
+        "srm_events",
+        "srm_positions",
+        "srm_metric_windows",
+        "srm_drivers",
+        "srm_assignments",
+        "srm_halts",
+        VERSION_TABLE,
+    }
     columns = {column["name"] for column in inspector.get_columns("srm_events")}
     assert columns == {
         "log_offset",
@@ -100,6 +108,38 @@ def test_migration_renders_portable_ddl_when_target_is_postgresql() -> None:
     assert "log_offset BIGINT NOT NULL" in ddl
     assert "value BYTEA NOT NULL" in ddl
     assert "CREATE INDEX ix_srm_events_flow ON srm_events (flow)" in ddl
+
+
+def test_upgrade_keeps_rows_when_database_was_projected_by_a_coordinator(url: str) -> None:
+    # Revision 0001 is the schema coordinators wrote before the gateway owned the model.
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("path_separator", "os")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    assert set(inspect(engine).get_table_names()) == {"srm_events", VERSION_TABLE}
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO srm_events VALUES (3, 1000, 'flow.enabled', 1, 'alice', 'A->B',"
+                " 'flow A->B enabled', x'7b7d')"
+            )
+        )
+    engine.dispose()
+    with SqlProjection(url) as upgraded:
+        assert upgraded.status() == ProjectionStatus(events=1, last_offset=3)
+        assert upgraded.values_until() == [(3, b"{}")]
+    assert "srm_metric_windows" in inspect(create_engine(url)).get_table_names()
+
+
+def test_readers_refuse_a_database_without_the_read_model(url: str) -> None:
+    with pytest.raises(SrmError, match="holds no srm_events table; give the database the"):
+        SqlProjection(url, migrate=False)
+    SqlProjection(url).close()
+    with SqlProjection(url, migrate=False) as reader:
+        assert reader.last_offset() == -1
 
 
 def test_last_offset_is_minus_one_when_empty(projection: SqlProjection) -> None:
@@ -175,7 +215,7 @@ def test_bad_url_gives_one_clean_line_when_opening(url: str, reason: str) -> Non
     message = str(caught.value)
     assert message.startswith("cannot open projection database ")
     assert reason in message
-    assert message.endswith("check --db / srm.projection.url")
+    assert message.endswith("(the gateway's --db-url; srm-control's --db / --from-db)")
     assert "\n" not in message
     assert "s3cret" not in message
 

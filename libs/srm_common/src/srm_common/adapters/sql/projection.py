@@ -1,6 +1,8 @@
 """SqlProjection: the control event log copied into SQL for audit history and replay.
 
-The projector feeds decoded events in log order; each becomes one ``srm_events`` row keyed
+The gateway owns this database (its ``--db-url``) and is its only writer; ``srm-control
+audit --db`` and ``restore --from-db`` open it read-only (``migrate=False``). The
+gateway's projector feeds decoded events in log order; each becomes one ``srm_events`` row keyed
 by its log offset. The last applied position *is* the largest stored offset, so it is
 written in the same transaction as the rows and a replay after a crash only re-offers
 events that are then skipped (STYLE.md, events). Readers get history filtered by time and
@@ -9,8 +11,9 @@ flow, or the stored record values to rebuild any other view.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,17 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, Row, create_engine, func, insert, make_url, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    create_engine,
+    func,
+    insert,
+    inspect,
+    make_url,
+    select,
+)
 from sqlalchemy.exc import (
     ArgumentError,
     IntegrityError,
@@ -34,8 +47,8 @@ from srm_common.errors import ConcurrencyError, SrmError, TransientError
 
 DEFAULT_URL = "sqlite:///srm-projection.db"
 MIGRATIONS = Path(__file__).with_name("migrations")
-_HINT = "check --db / srm.projection.url"
-_EXAMPLES = " (for example sqlite:///srm-projection.db or postgresql+psycopg://srm@host/srm)"
+_HINT = "check the URL (the gateway's --db-url; srm-control's --db / --from-db)"
+_EXAMPLES = " (for example sqlite:///srm-gateway.db or postgresql+psycopg://srm:PASSWORD@host/srm)"
 
 
 @dataclass(frozen=True)
@@ -80,13 +93,14 @@ def redact_url(url: str) -> str:
 class SqlProjection:
     """The ``srm_events`` read model on the database at ``url`` (SQLAlchemy URL).
 
-    Constructing it connects and migrates the schema to the newest revision, so a bad URL
-    or unreachable database fails here with one ``SrmError`` line naming the URL (password
-    hidden). Later database failures raise ``TransientError`` (worth retrying) or
-    ``SrmError``. Use as a context manager or call ``close()``.
+    Constructing it connects and migrates the schema to the newest revision (the writer,
+    the gateway) or, with ``migrate=False`` (readers), checks that the read model is
+    there, so a bad URL or unreachable database fails here with one ``SrmError`` line
+    naming the URL (password hidden). Later database failures raise ``TransientError``
+    (worth retrying) or ``SrmError``. Use as a context manager or call ``close()``.
     """
 
-    def __init__(self, url: str = DEFAULT_URL) -> None:
+    def __init__(self, url: str = DEFAULT_URL, *, migrate: bool = True) -> None:
         self.url = redact_url(url)
         self._password = _password_of(url)
         try:
@@ -101,7 +115,10 @@ class SqlProjection:
         except (ValueError, TypeError) as exc:
             raise self._open_error(f"malformed URL ({exc})") from exc
         try:
-            self._migrate()
+            if migrate:
+                self._migrate()
+            else:
+                self._check_tables()
         except CommandError as exc:
             # Typically a newer SRM migrated this database past the revisions we ship.
             self._engine.dispose()
@@ -129,12 +146,22 @@ class SqlProjection:
         """Release pooled connections; the object is unusable afterwards."""
         self._engine.dispose()
 
-    def apply(self, events: Iterable[ProjectedEvent]) -> int:
+    @property
+    def engine(self) -> Engine:
+        """The engine, for the other tables of the read model (same database)."""
+        return self._engine
+
+    def apply(
+        self,
+        events: Iterable[ProjectedEvent],
+        also: Callable[[Connection], None] | None = None,
+    ) -> int:
         """Store the events after ``last_offset()`` in one transaction; return how many.
 
         Events at or below the last stored offset (already projected, or redelivered
         within the batch) are skipped, so re-applying a batch inserts nothing. Order of
-        the input does not matter.
+        the input does not matter. ``also`` runs in the same transaction (the gateway
+        replaces its current-state tables there).
         """
         batch = sorted(events, key=lambda event: event.offset)
         with self._translated("apply events"), self._engine.begin() as connection:
@@ -146,6 +173,8 @@ class SqlProjection:
                     newest = event.offset
             if rows:
                 connection.execute(insert(_events), rows)
+            if also is not None:
+                also(connection)
         return len(rows)
 
     def last_offset(self) -> int:
@@ -215,6 +244,18 @@ class SqlProjection:
         with self._engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
+
+    def _check_tables(self) -> None:
+        with self._engine.connect() as connection:
+            if not inspect(connection).has_table(_events.name):
+                raise SrmError(
+                    f"cannot open projection database {self.url}: it holds no {_events.name}"
+                    " table; give the database the gateway projects into (its --db-url)"
+                )
+
+    def translated(self, action: str) -> contextlib.AbstractContextManager[None]:
+        """Database errors inside become this module's errors (see the class)."""
+        return self._translated(action)
 
     @contextmanager
     def _translated(self, action: str) -> Iterator[None]:
