@@ -39,6 +39,7 @@ from srm_common.control.events import (
     event_key,
 )
 from srm_common.errors import SrmError
+from srm_common.tracecontext import TraceContext
 
 GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "control_events_v1.json"
 GOLDEN = json.loads(GOLDEN_PATH.read_text(encoding="utf-8"))["records"]
@@ -82,12 +83,23 @@ EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
     DriverLeft: st.builds(DriverLeft, names, names),
     AssignmentChanged: st.builds(AssignmentChanged, ints, st.dictionaries(names, names), patterns),
 }
+traces = st.builds(
+    TraceContext,
+    st.builds(
+        "00-{}-{}-{}".format,
+        st.from_regex(r"[0-9a-f]{31}[1-9a-f]", fullmatch=True),
+        st.from_regex(r"[0-9a-f]{15}[1-9a-f]", fullmatch=True),
+        st.sampled_from(["00", "01"]),
+    ),
+    st.sampled_from(["", "vendor=x", "a=1,b=2"]),
+)
 envelopes = st.builds(
     Envelope,
     st.one_of(*EVENTS.values()),
     ints,
     st.none() | names,
     st.none() | names,
+    trace=st.none() | traces,
 )
 
 
@@ -293,3 +305,38 @@ def test_record_key_is_the_flow_the_driver_or_cluster() -> None:
 )
 def test_describe_gives_one_human_line(event: Event, line: str) -> None:
     assert describe(Envelope(event, 0)) == line
+
+
+def test_a_trace_context_is_kept_in_the_envelope_when_a_command_caused_the_event() -> None:
+    record = next(r for r in GOLDEN if r["name"].startswith("topics.allowed v1 with a trace"))
+    envelope = decode(record["value"].encode(), offset=120)
+    assert envelope.trace == TraceContext(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "vendor=x"
+    )
+    assert envelope.trace.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_events_without_a_trace_encode_as_before_when_no_command_traced_them() -> None:
+    envelope = Envelope(FlowEnabled("a->b"), 1, "x", "c")
+    assert b"trace" not in encode(envelope)
+    assert decode(encode(envelope)).trace is None
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "not an object",
+        {"traceparent": 7},
+        {"traceparent": "00-zz-garbage"},
+        {"traceparent": "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+        {"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"},
+        {},
+    ],
+)
+def test_a_garbled_trace_is_dropped_and_the_event_still_read_when_trace_is_bad(
+    trace: object,
+) -> None:
+    record = json.loads(encode(Envelope(FlowEnabled("a->b"), 1, "x", "c")))
+    record["trace"] = trace
+    envelope = decode(json.dumps(record).encode(), offset=3)
+    assert envelope == Envelope(FlowEnabled("a->b"), 1, "x", "c", 3)

@@ -5,7 +5,7 @@ and nobody is elected."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.events import Envelope
@@ -39,10 +39,7 @@ class ListWriter:
             self.before_append()
         if self.error is not None:
             raise self.error
-        written = [
-            Envelope(e.event, e.at_ms, e.by, e.command_id, len(self.appended) + i)
-            for i, e in enumerate(envelopes)
-        ]
+        written = [replace(e, offset=len(self.appended) + i) for i, e in enumerate(envelopes)]
         self.appended += written
         return written
 

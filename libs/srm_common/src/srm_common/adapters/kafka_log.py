@@ -251,10 +251,7 @@ class EventLogWriter:
             raise ControlLogError(f"cannot append to the event log: {error}") from exc
         if errors:
             raise ControlLogError(f"cannot append to the event log: {errors[0]}")
-        return [
-            Envelope(e.event, e.at_ms, e.by, e.command_id, offsets[i])
-            for i, e in enumerate(envelopes)
-        ]
+        return [replace(e, offset=offsets[i]) for i, e in enumerate(envelopes)]
 
     def _abort_quietly(self) -> None:
         try:

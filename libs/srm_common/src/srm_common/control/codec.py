@@ -8,6 +8,17 @@ A record value is compact UTF-8 JSON with sorted keys::
 ``data`` holds the event's fields by name; tuples are JSON lists, so a partition
 ``("orders", 3)`` is ``["orders",3]``. The log offset is not stored: it is where the
 record is.
+
+An event a command caused also carries the command's W3C trace context, an optional
+envelope field beside ``command`` (the envelope has no version of its own; events keep
+theirs)::
+
+    "trace":{"traceparent":"00-<trace id>-<span id>-01","tracestate":"..."}
+
+It is written only when there is one, so every other record's bytes are as before, and
+a reader of an older release ignores it (it reads the envelope fields it knows). A
+``trace`` that is not a well-formed context is dropped on reading: a trace is never
+worth an event.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from srm_common.control.schema import (
     RecordsLost,
     TaskConfigsGenerated,
 )
+from srm_common.tracecontext import parse_trace
 
 _UPGRADE = "it was written by a newer SRM: upgrade this coordinator, driver or srm-control"
 
@@ -57,6 +69,8 @@ def encode(envelope: Envelope) -> bytes:
         "command": envelope.command_id,
         "data": _to_json(event),
     }
+    if envelope.trace is not None:
+        record["trace"] = envelope.trace.headers()
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -110,7 +124,9 @@ def decode(value: bytes, *, offset: int = -1) -> Envelope:
         event = cast(Event, _read_dataclass(cls, data, where, ""))
     except EventDecodeError as exc:
         raise NotAnEvent(str(exc)) from None
-    return Envelope(event, at, by, command, offset)
+    trace = fields_.get("trace")
+    context = parse_trace(cast(dict[str, object], trace)) if isinstance(trace, dict) else None
+    return Envelope(event, at, by, command, offset, context)
 
 
 def _required(record: dict[str, object], name: str, hint: object, where: str) -> object:

@@ -16,6 +16,7 @@ from typing import ClassVar, Literal
 
 from srm_common.domain.tasks import TopicPartition
 from srm_common.errors import SrmError
+from srm_common.tracecontext import TraceContext
 
 PatternKind = Literal["topics", "groups"]
 PatternList = Literal["allow", "deny"]
@@ -294,13 +295,15 @@ class RecordsLost(Event):
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """An event with its metadata; ``offset`` is its log position, set by readers (-1
-    before it is appended) and never encoded."""
+    before it is appended) and never encoded. ``trace``: the W3C trace context of the
+    command that caused the event (srm-control's trace), for the driver that applies it."""
 
     event: Event
     at_ms: int
     by: str | None = None
     command_id: str | None = None
     offset: int = -1
+    trace: TraceContext | None = None
 
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
