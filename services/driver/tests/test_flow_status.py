@@ -34,6 +34,7 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
         copy=copy,
         generation=7,
         held_since={copying.name: 100.0, checkpoint: 200.5, heartbeat: 300.25},
+        acl_syncs={},
         checkpoint_runners={
             checkpoint: (
                 None,
@@ -61,6 +62,7 @@ def test_every_kind_of_task_reports_since_when_it_is_held() -> None:
     assert (tasks[heartbeat]["state"], tasks[heartbeat]["since_ms"]) == ("RUNNING", 300_250)
     assert answer["generation"] == 7 and answer["copy"] == {"partitions": 2}
     assert answer["lease_ms"] == 4000, "the lease of this flow, not of another"
+    assert answer["acl_sync"] is None, "the ACL sync job of the flow runs on another driver"
 
 
 def test_the_driver_shows_the_lease_of_each_flow_it_copies() -> None:

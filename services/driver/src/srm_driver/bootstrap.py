@@ -15,6 +15,7 @@ from srm_common.adapters.http_server import HttpServer
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy
 
+from srm_driver.acl_sync import AclSync, AclSyncJob
 from srm_driver.checkpoints import CheckpointRunner, checkpointer
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
@@ -121,6 +122,11 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
             task_id, checkpointer(flow, task.groups), stop
         ),
         metrics=RawMetrics(settings.driver_id, partitions=copy.metrics, writer=target_writer),
+        acl_sync=lambda flow, stop: AclSyncJob(
+            flow,
+            stop,
+            AclSync(flow, admin_client(flow.source_admin), admin_client(flow.target_admin)),
+        ),
     )
     return driver
 

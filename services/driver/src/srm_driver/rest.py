@@ -191,6 +191,8 @@ def flow_status(driver: Driver, name: str) -> dict[str, object]:
         "lease_ms": driver.source.lease_ms(name),
         "tasks": tasks,
         "copy": runtime.copy.status(name),
+        # Only on the driver that runs the flow's ACL sync (srm_driver.acl_sync).
+        "acl_sync": job.status.as_dict() if (job := runtime.acl_syncs.get(name)) else None,
     }
 
 

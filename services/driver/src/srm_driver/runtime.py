@@ -8,6 +8,7 @@ current assignment and
 * runs a heartbeat emitter per flow whose heartbeat task is here;
 * runs a checkpoint runner per checkpoint task here (group offsets translated to the
   target, and group offset sync: :mod:`srm_driver.checkpoints`);
+* runs a flow's ACL sync job where its first source task is (:mod:`srm_driver.acl_sync`);
 * hands operators' resumes of halted partitions to the copy service;
 * samples each flow's raw metrics when its ``srm.metrics.interval.ms`` ended
   (:mod:`srm_driver.raw_metrics`; written on threads of their own, never waited for);
@@ -27,6 +28,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.control.state import heartbeat_task_id
 from srm_common.domain.tasks import CheckpointTask
 
+from srm_driver.acl_sync import AclSyncJob, runs_acl_sync
 from srm_driver.checkpoints import CheckpointRunner
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
@@ -54,6 +56,7 @@ class DriverRuntime:
         heartbeat: Callable[[FlowConfig, threading.Event], HeartbeatEmitter],
         checkpoints: Callable[[str, FlowConfig, CheckpointTask, threading.Event], CheckpointRunner],
         metrics: RawMetrics | None = None,
+        acl_sync: Callable[[FlowConfig, threading.Event], AclSyncJob] | None = None,
     ) -> None:
         self.source = source
         self.copy = copy
@@ -72,6 +75,8 @@ class DriverRuntime:
         self.flows: Mapping[str, FlowConfig] = {}
         self._last_status = time.monotonic()
         self.metrics = metrics
+        self._acl_sync = acl_sync
+        self.acl_syncs: dict[str, AclSyncJob] = {}
 
     # -- what the heartbeat says ------------------------------------------------------
 
@@ -138,6 +143,7 @@ class DriverRuntime:
             }
         self._set_heartbeats(assignment)
         self._set_checkpoints(assignment)
+        self._set_acl_syncs(assignment)
         now = time.time()
         ids = {heartbeat_task_id(n) for n in assignment.heartbeats} | set(assignment.checkpoints)
         ids |= {task.name for tasks in assignment.source.values() for task in tasks}
@@ -180,6 +186,32 @@ class DriverRuntime:
             runner.start()
             log.info("%s: started the checkpoint task for %d groups", task_id, len(task.groups))
 
+    def _set_acl_syncs(self, assignment: Assignment) -> None:
+        """An ACL sync job per flow whose first source task is here (one driver per flow);
+        a flow whose configuration changed gets a new job."""
+        if self._acl_sync is None:
+            return
+        wanted = {
+            name: assignment.flows[name]
+            for name, tasks in assignment.source.items()
+            if any(task.index == 0 for task in tasks) and runs_acl_sync(assignment.flows[name])
+        }
+        for name, job in list(self.acl_syncs.items()):
+            if wanted.get(name) != job.flow:
+                job.halt()
+                self._halted.append(job)
+                del self.acl_syncs[name]
+                log.info("%s: stopped the ACL sync job", name)
+        for name, flow in wanted.items():
+            if name not in self.acl_syncs:
+                job = self.acl_syncs[name] = self._acl_sync(flow, self.stop)
+                job.start()
+                log.info(
+                    "%s: started the ACL sync job (every %d s)",
+                    name,
+                    flow.sync_topic_acls_interval_seconds,
+                )
+
     def metric_view(self, name: str) -> FlowView:
         """What ``name``'s tasks here show for a raw metrics sample (drains the checkpoint
         tasks' windows: asked once per sample)."""
@@ -221,7 +253,7 @@ class DriverRuntime:
         # One deadline for all (at most 10 s): some may hang on a write.
         deadline = time.monotonic() + min(10.0, timeout)
         runners = [runner for _task, runner in self.checkpoint_runners.values()]
-        for thread in [*self._emitters.values(), *runners, *self._halted]:
+        for thread in [*self._emitters.values(), *runners, *self.acl_syncs.values(), *self._halted]:
             thread.join(max(0.0, deadline - time.monotonic()))
         # The goodbye beat lists what still runs: a thread stuck in a write stays listed
         # (its task is waited out), one that ended is not.
