@@ -65,6 +65,25 @@ READ_AT_TOP_LEVEL = READ_ANYWHERE | {
     "srm.metrics.aggregator.id",
     "srm.metrics.topic.partitions",
     "srm.freshness.objective.ms",
+    # Every service's HTTP listener and access check (srm_common.adapters.http_auth,
+    # http_tls: SRM's listeners keys).
+    "srm.http.tokens.file",
+    "srm.http.allowed.hosts",
+    "srm.http.delegators",
+    "listeners",
+    *(
+        f"listeners.https.ssl.{key}"
+        for key in (
+            "keystore.location",
+            "keystore.password",
+            "keystore.type",
+            "key.password",
+            "truststore.location",
+            "truststore.password",
+            "truststore.type",
+            "client.auth",
+        )
+    ),
 }
 """Keys outside the MM2 catalogue read at top level: the control path's
 (:mod:`srm_common.config.control`), the aggregator's and the gateway's; nowhere else.
