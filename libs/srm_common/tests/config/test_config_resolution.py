@@ -147,7 +147,9 @@ def test_last_value_wins_with_a_warning_when_a_key_is_repeated() -> None:
 def test_cluster_connection_keys_reach_every_client_when_set_per_cluster() -> None:
     flow = primary_to_backup(
         "primary.security.protocol = SSL\nprimary.ssl.truststore.location = /p.jks\n"
-        "security.protocol = SASL_SSL\n"
+        "security.protocol = SASL_SSL\nsasl.mechanism = PLAIN\n"
+        "sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required"
+        ' username="u" password="p";\n'
     )
     for client in (flow.source_consumer, flow.source_admin, flow.source_producer):
         assert client["security.protocol"] == "SSL", "the cluster's own key beats top level"

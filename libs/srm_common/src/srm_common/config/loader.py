@@ -9,10 +9,12 @@ from pathlib import Path
 
 from srm_common.config.model import SrmConfig
 from srm_common.config.properties_file import read_properties
+from srm_common.config.providers import resolve_placeholders
 from srm_common.config.raw import Entry, RawConfig
 from srm_common.config.resolve import build_config
 from srm_common.config.yaml_file import read_yaml
 from srm_common.errors import ConfigError
+from srm_common.redaction import remember_config_secrets
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -59,14 +61,27 @@ def parse_properties_text(
     text: str, source: str = "<properties>", *, overrides: Mapping[str, str] | None = None
 ) -> SrmConfig:
     """Like :func:`load_config` for the text of a properties file; ``source`` names it."""
-    return build_config(_overridden(read_properties(text, source), overrides))
+    return _built(_overridden(read_properties(text, source), overrides))
 
 
 def parse_yaml_text(
     text: str, source: str = "<yaml>", *, overrides: Mapping[str, str] | None = None
 ) -> SrmConfig:
     """Like :func:`load_config` for the text of a YAML file; ``source`` names it."""
-    return build_config(_overridden(read_yaml(text, source), overrides))
+    return _built(_overridden(read_yaml(text, source), overrides))
+
+
+def _built(raw: RawConfig) -> SrmConfig:
+    """Placeholders resolved (:mod:`srm_common.config.providers`), the model built, and its
+    secrets remembered so that logs and answers mask them (:mod:`srm_common.redaction`)."""
+    config = build_config(resolve_placeholders(raw))
+    for cluster in config.clusters.values():
+        for keys in (cluster.client, cluster.consumer, cluster.producer, cluster.admin):
+            remember_config_secrets(keys)
+    for flow in config.flows.values():
+        remember_config_secrets(flow.target_producer)
+        remember_config_secrets(flow.source_consumer)
+    return config
 
 
 def _overridden(raw: RawConfig, overrides: Mapping[str, str] | None) -> RawConfig:

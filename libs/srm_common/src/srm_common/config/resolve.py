@@ -19,6 +19,7 @@ from srm_common.config.keys import CONNECTOR_KEYS, LEGACY_KEYS
 from srm_common.config.model import ClusterConfig, FlowConfig, SrmConfig
 from srm_common.config.problems import Problems
 from srm_common.config.raw import Entry, RawConfig, Style, show_assignment, show_key
+from srm_common.config.security_check import check_security
 from srm_common.config.validate import alias_problem, parse_value
 from srm_common.domain.filters import split_pattern_list
 from srm_common.errors import ConfigError
@@ -47,6 +48,7 @@ def build_config(raw: RawConfig) -> SrmConfig:
                 flow = build_flow(source, target, values, levels, clusters, warnings)
                 _check_flow(flow, values, raw, problems)
                 flows[(source, target)] = flow
+    check_security(clusters, flows, entries, raw.style, problems)
     problems.raise_if_any()
     extra = {**strings(levels.top.extra), **known_extra(top)}
     return SrmConfig(

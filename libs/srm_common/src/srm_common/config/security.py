@@ -1,0 +1,335 @@
+"""One cluster's security settings, read from the Java (MM2) keys and checked for both stacks.
+
+Our clients of a cluster are of two kinds: Java (the copier's consumers and producers)
+and librdkafka (admins, internal producers, the control log, the aggregator's and the
+gateway's Python clients). Operators write MM2's Java keys; :func:`read_security` reads
+them into one :class:`Security` that :mod:`srm_common.adapters.kafka_clients` turns into
+librdkafka's keys, and refuses what one of the two stacks could not honour, with one
+line naming the key (:class:`SecurityProblem`). What is supported::
+
+    security.protocol   PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    sasl.mechanism      PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512, with sasl.jaas.config naming
+                        PlainLoginModule / ScramLoginModule, username= and password=
+    ssl.truststore.*    JKS | PKCS12 file, or PEM (file or ssl.truststore.certificates),
+                        or none (both stacks then trust the system's CAs)
+    ssl.keystore.*      JKS | PKCS12 file, or PEM (file, or ssl.keystore.key plus
+                        ssl.keystore.certificate.chain) for mutual TLS
+    ssl.endpoint.identification.algorithm   https (default) | "" (no host name check)
+
+Refused, and why: GSSAPI (Kerberos: no KDC here to test both stacks against, and the
+Python client's Kerberos support depends on how librdkafka was built); OAUTHBEARER
+(Java needs a login callback handler class and librdkafka its own OIDC settings, with no
+common key set to translate and no token endpoint here to test against); Java class
+hooks (``sasl.login.class``, ``*.callback.handler.class``, ``ssl.engine.factory.class``,
+``ssl.provider``), which librdkafka cannot run; ``ssl.cipher.suites`` (Java's suite
+names are not OpenSSL's); librdkafka's own keys (``sasl.username``...), which the Java
+clients would ignore, each with the Java key to write instead. Keys a stack does not
+need are dropped for it, knowingly (see ``JAVA_ONLY_KEYS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from srm_common.config.jaas import JaasSyntaxError, parse_jaas
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+MECHANISM_MODULES = {
+    "PLAIN": PLAIN_MODULE,
+    "SCRAM-SHA-256": SCRAM_MODULE,
+    "SCRAM-SHA-512": SCRAM_MODULE,
+}
+STORE_TYPES = ("JKS", "PKCS12", "PEM")
+
+JAVA_ONLY_KEYS = frozenset(
+    {
+        "sasl.jaas.config",  # becomes sasl.username / sasl.password
+        "sasl.mechanism",  # becomes sasl.mechanisms
+        "ssl.protocol",  # Java's SSLContext name; OpenSSL negotiates the highest common
+        "ssl.enabled.protocols",  # no librdkafka key; OpenSSL's minimum is TLS 1.2 here
+        "ssl.keymanager.algorithm",  # which Java implementation reads the key store
+        "ssl.trustmanager.algorithm",
+        "ssl.secure.random.implementation",
+        "ssl.truststore.type",  # the stores become PEM files for librdkafka
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.key.password",
+    }
+)
+"""Java keys that never reach librdkafka as such (translated or meaningless there)."""
+
+_REFUSED_HOOKS = {
+    "sasl.login.class": "a Java login class",
+    "sasl.login.callback.handler.class": "a Java callback handler",
+    "sasl.client.callback.handler.class": "a Java callback handler",
+    "ssl.engine.factory.class": "a Java SSL engine factory",
+    "ssl.provider": "a Java security provider",
+}
+_LIBRDKAFKA_KEYS = {
+    "sasl.username": "sasl.jaas.config (username=...)",
+    "sasl.password": "sasl.jaas.config (password=...)",
+    "sasl.mechanisms": "sasl.mechanism",
+    "ssl.key.location": "ssl.keystore.location with ssl.keystore.type=PEM",
+    "ssl.certificate.location": "ssl.keystore.location with ssl.keystore.type=PEM",
+    "ssl.key.pem": "ssl.keystore.key with ssl.keystore.type=PEM",
+    "ssl.certificate.pem": "ssl.keystore.certificate.chain with ssl.keystore.type=PEM",
+    "ssl.ca.pem": "ssl.truststore.certificates with ssl.truststore.type=PEM",
+    "ssl.ca.location": "ssl.truststore.location with ssl.truststore.type=PEM",
+}
+"""librdkafka's names the Java clients would ignore, with the Java key to write."""
+
+
+class SecurityProblem(ValueError):
+    """A security setting one of the client stacks cannot honour; ``key`` is the
+    unprefixed client key (the caller adds ``<alias>.``), ``str()`` the reason."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class TrustStore:
+    """What the client trusts: a store file, or PEM text (``certificates``)."""
+
+    type: str
+    location: str | None = None
+    password: str | None = None
+    certificates: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyStore:
+    """The client's own key and certificate chain (mutual TLS). For PEM either
+    ``location`` (a file with both) or ``key`` plus ``chain`` (PEM text)."""
+
+    type: str
+    location: str | None = None
+    password: str | None = None
+    key_password: str | None = None
+    key: str | None = None
+    chain: str | None = None
+
+
+@dataclass(frozen=True)
+class Security:
+    """A client's security settings, checked: ``mechanism``/``username``/``password``
+    are set exactly when the protocol uses SASL; the stores only when it uses TLS."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    truststore: TrustStore | None = None
+    keystore: KeyStore | None = None
+    verify_hostname: bool = True
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def read_security(keys: Mapping[str, str]) -> Security:
+    """The security settings of one client config (Java keys).
+
+    Raises :class:`SecurityProblem` for the first key that one of the two client stacks
+    cannot honour. Keys of a layer the protocol does not use (``ssl.*`` under
+    ``SASL_PLAINTEXT``) are ignored, as Kafka's clients ignore them.
+    """
+    protocol = keys.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise SecurityProblem(
+            "security.protocol",
+            "expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+        )
+    security = Security(protocol=protocol)
+    uses_tls, uses_sasl = security.uses_tls, security.uses_sasl
+    for key, java in _LIBRDKAFKA_KEYS.items():
+        if key in keys and (uses_sasl if key.startswith("sasl.") else uses_tls):
+            raise SecurityProblem(
+                key,
+                f"this is librdkafka's key, which the Java clients ignore; write {java}"
+                " instead (it is translated for librdkafka)",
+            )
+    for key, what in _REFUSED_HOOKS.items():
+        if keys.get(key, "").strip() and (uses_sasl if key.startswith("sasl.") else uses_tls):
+            raise SecurityProblem(
+                key,
+                f"{what} cannot be used: the Python clients (librdkafka) cannot run Java"
+                " classes; remove it",
+            )
+    mechanism = username = password = None
+    if uses_sasl:
+        mechanism, username, password = _read_sasl(keys)
+    truststore = keystore = None
+    verify_hostname = True
+    if uses_tls:
+        if keys.get("ssl.cipher.suites", "").strip():
+            raise SecurityProblem(
+                "ssl.cipher.suites",
+                "Java's cipher suite names are not OpenSSL's, so librdkafka cannot honour"
+                " them; remove the key (both stacks then negotiate strong suites)",
+            )
+        truststore = _read_truststore(keys)
+        keystore = _read_keystore(keys)
+        algorithm = keys.get("ssl.endpoint.identification.algorithm", "https").strip()
+        if algorithm.lower() not in ("", "https"):
+            raise SecurityProblem(
+                "ssl.endpoint.identification.algorithm",
+                "expected https (check the broker's host name) or an empty value (do not)",
+            )
+        verify_hostname = algorithm.lower() == "https"
+    return Security(
+        protocol=protocol,
+        mechanism=mechanism,
+        username=username,
+        password=password,
+        truststore=truststore,
+        keystore=keystore,
+        verify_hostname=verify_hostname,
+    )
+
+
+def _read_sasl(keys: Mapping[str, str]) -> tuple[str, str, str]:
+    mechanism = keys.get("sasl.mechanism", "").strip()
+    if mechanism in ("", "GSSAPI"):
+        unset = " (unset, Kafka's default is GSSAPI)" if not mechanism else ""
+        raise SecurityProblem(
+            "sasl.mechanism",
+            f"GSSAPI (Kerberos){unset} is not supported: it cannot be tested here for both"
+            " client stacks; use SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN",
+        )
+    if mechanism == "OAUTHBEARER":
+        raise SecurityProblem(
+            "sasl.mechanism",
+            "OAUTHBEARER is not supported: the Java clients need a login callback handler"
+            " and librdkafka its own OIDC settings, with no common keys to translate and"
+            " no token endpoint here to test them; use SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN",
+        )
+    if mechanism not in MECHANISM_MODULES:
+        hint = (
+            " (mechanism names are case sensitive)"
+            if mechanism.upper() in MECHANISM_MODULES
+            else ""
+        )
+        raise SecurityProblem(
+            "sasl.mechanism",
+            f"expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512{hint}",
+        )
+    text = keys.get("sasl.jaas.config")
+    if text is None or not text.strip():
+        raise SecurityProblem(
+            "sasl.jaas.config",
+            f"{mechanism} needs the user's login, e.g."
+            f' sasl.jaas.config = {MECHANISM_MODULES[mechanism]} required username="..."'
+            ' password="...";',
+        )
+    try:
+        login = parse_jaas(text)
+    except JaasSyntaxError as exc:
+        raise SecurityProblem("sasl.jaas.config", f"cannot be read: {exc}") from None
+    module = MECHANISM_MODULES[mechanism]
+    if login.module != module:
+        raise SecurityProblem(
+            "sasl.jaas.config",
+            f"sasl.mechanism {mechanism} needs the login module {module}, not {login.module}",
+        )
+    if login.options.get("tokenauth", "false").lower() == "true":
+        raise SecurityProblem(
+            "sasl.jaas.config",
+            "delegation tokens (tokenauth=true) are not supported: librdkafka cannot use them",
+        )
+    for option in ("username", "password"):
+        if not login.options.get(option):
+            raise SecurityProblem(
+                "sasl.jaas.config", f'the login module has no {option}="..." option'
+            )
+    return mechanism, login.options["username"], login.options["password"]
+
+
+def _store_type(keys: Mapping[str, str], key: str) -> str:
+    kind = keys.get(key, "JKS").strip().upper() or "JKS"
+    if kind not in STORE_TYPES:
+        raise SecurityProblem(key, f"expected {', '.join(STORE_TYPES)}")
+    return kind
+
+
+def _text(keys: Mapping[str, str], key: str) -> str | None:
+    value = keys.get(key)
+    return value if value is not None and value.strip() else None
+
+
+def _read_truststore(keys: Mapping[str, str]) -> TrustStore | None:
+    kind = _store_type(keys, "ssl.truststore.type")
+    location = _text(keys, "ssl.truststore.location")
+    password = _text(keys, "ssl.truststore.password")
+    certificates = _text(keys, "ssl.truststore.certificates")
+    if certificates is not None and kind != "PEM":
+        raise SecurityProblem(
+            "ssl.truststore.certificates", "PEM certificates need ssl.truststore.type=PEM"
+        )
+    if kind == "PEM":
+        if location and certificates:
+            raise SecurityProblem(
+                "ssl.truststore.certificates",
+                "give either ssl.truststore.location or ssl.truststore.certificates, not both",
+            )
+        if password:
+            raise SecurityProblem(
+                "ssl.truststore.password",
+                "a PEM trust store has no password (Kafka refuses one); remove it",
+            )
+    if location is None and certificates is None:
+        return None  # the system's CAs, on both stacks
+    return TrustStore(kind, location=location, password=password, certificates=certificates)
+
+
+def _read_keystore(keys: Mapping[str, str]) -> KeyStore | None:
+    kind = _store_type(keys, "ssl.keystore.type")
+    location = _text(keys, "ssl.keystore.location")
+    password = _text(keys, "ssl.keystore.password")
+    key_password = _text(keys, "ssl.key.password")
+    key = _text(keys, "ssl.keystore.key")
+    chain = _text(keys, "ssl.keystore.certificate.chain")
+    if (key or chain) and kind != "PEM":
+        name = "ssl.keystore.key" if key else "ssl.keystore.certificate.chain"
+        raise SecurityProblem(name, "PEM keys and certificates need ssl.keystore.type=PEM")
+    if kind == "PEM":
+        if location and (key or chain):
+            raise SecurityProblem(
+                "ssl.keystore.location",
+                "give either ssl.keystore.location or ssl.keystore.key with"
+                " ssl.keystore.certificate.chain, not both",
+            )
+        if bool(key) != bool(chain):
+            missing = "ssl.keystore.certificate.chain" if key else "ssl.keystore.key"
+            raise SecurityProblem(missing, "mutual TLS with PEM needs both the key and the chain")
+        if password:
+            raise SecurityProblem(
+                "ssl.keystore.password",
+                "a PEM key store has no store password (Kafka refuses one); the key's"
+                " password is ssl.key.password",
+            )
+        if location is None and key is None:
+            return None
+        return KeyStore(kind, location=location, key_password=key_password, key=key, chain=chain)
+    if location is None:
+        return None
+    if password is None:
+        raise SecurityProblem(
+            "ssl.keystore.password",
+            f"the {kind} key store at ssl.keystore.location needs its password",
+        )
+    return KeyStore(kind, location=location, password=password, key_password=key_password)
