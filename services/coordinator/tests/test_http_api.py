@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from srm_common.adapters.http_auth import access_for
 from srm_common.adapters.http_server import HttpServer
 from srm_common.control.events import TopicsAllowRemoved
 from srm_coordinator.cli import main
@@ -35,10 +36,15 @@ def config_path(tmp_path: Path) -> Path:
     return path
 
 
-def _post(url: str, body: object) -> tuple[int, dict[str, object]]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+TOKEN = "test-token-of-alice-0123456789"
+ACCESS = access_for({"alice": TOKEN})
+
+
+def _post(url: str, body: object, token: str | None = TOKEN) -> tuple[int, dict[str, object]]:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -61,7 +67,7 @@ def _post(url: str, body: object) -> tuple[int, dict[str, object]]:
 def test_a_bad_command_body_is_one_line_naming_the_field(
     standby: Coordinator, body: object, field: str
 ) -> None:
-    server = HttpServer(create_app(standby), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(standby, ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         status, answer = _post(f"{server.url}/v1/commands/patterns", body)
@@ -73,7 +79,7 @@ def test_a_bad_command_body_is_one_line_naming_the_field(
 
 
 def test_a_standby_answers_commands_with_503(standby: Coordinator) -> None:
-    server = HttpServer(create_app(standby), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(standby, ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": ["x"]}
@@ -88,7 +94,7 @@ def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
     leading: Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No loop runs: the command is never reached.
-    server = HttpServer(create_app(leading), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(leading, ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     submit = leading.submit
     monkeypatch.setattr(leading, "submit", lambda command, by: submit(command, by, timeout=0.1))
@@ -127,7 +133,7 @@ def test_bad_flags_are_one_message_and_exit_2(
 @pytest.fixture
 def served(leading: Coordinator) -> Iterator[str]:
     """The API of the ``leading`` coordinator, its loop running every 20 ms."""
-    server = HttpServer(create_app(leading), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(leading, ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     stop = threading.Event()
 
@@ -173,7 +179,13 @@ def test_a_body_over_1_mib_is_413_before_parsing_and_the_leader_goes_on(
     host, port = served.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     chunks = (data[i : i + 65536] for i in range(0, len(data), 65536))
-    connection.request("POST", "/v1/commands/patterns", body=chunks, encode_chunked=True)
+    connection.request(
+        "POST",
+        "/v1/commands/patterns",
+        body=chunks,
+        encode_chunked=True,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
     response = connection.getresponse()
     assert response.status == 413 and b"at most 1048576 bytes" in response.read()
     connection.close()
@@ -197,7 +209,8 @@ def test_a_retry_after_the_command_was_applied_is_answered_already_applied(
     assert first[1]["changes"] == ["topics allowlist of primary->backup: - orders"]
     assert again[0] == 200 and again[1]["outcome"] == "already applied"
     assert again[1]["changes"] == []
-    assert again[1]["applied"]["by"] == "alice@h via srm-control"  # type: ignore[index]
+    # The audit names the authenticated principal; the body's "by" is only a note.
+    assert again[1]["applied"]["by"] == "alice [note: alice@h via srm-control]"  # type: ignore[index]
     recorded = [e for e in fakes.writer.appended if e.command_id == "r-1"]
     assert [type(e.event) for e in recorded] == [TopicsAllowRemoved]
     # Without the id the same removal is decided again, and refused.
@@ -232,3 +245,56 @@ def test_input_over_a_limit_is_refused_naming_it_and_the_leader_goes_on(
     assert answer[0] == status and message in str(answer[1]["error"]), answer
     assert answer[1]["outcome"] == "not applied"
     assert leading.leading and not [e for e in fakes.writer.appended if e.command_id]
+
+
+def test_every_post_route_refuses_a_request_without_a_principal(
+    leading: Coordinator, fakes: Fakes, served: str
+) -> None:
+    """Enumerates the app's routes, so a POST route added later is covered too."""
+    app = create_app(leading, ACCESS)
+    posts = sorted(
+        route.path  # type: ignore[attr-defined]
+        for route in app.routes
+        if "POST" in getattr(route, "methods", set())
+    )
+    assert len(posts) >= 5, posts
+    before = leading.state.digest()
+    statuses = {}
+    for path in posts:
+        url = served + path.replace("{source}", "primary").replace("{target}", "backup")
+        statuses[path] = _post(url, _patterns("add", "payments"), token=None)
+        wrong = _post(url, _patterns("add", "payments"), token="not-the-token-0123456789")
+        assert wrong[0] == 401, (path, wrong)
+    print("coordinator, unauthenticated POST:", {p: s for p, (s, _a) in statuses.items()})
+    assert {s for s, _ in statuses.values()} == {401}, statuses
+    assert all("Authorization: Bearer" in str(a["error"]) for _, a in statuses.values())
+    assert leading.state.digest() == before, "an unauthenticated POST changed the state"
+    assert not [e for e in fakes.writer.appended if e.command_id is not None]
+
+
+def test_a_command_is_recorded_as_its_principal_and_a_relay_as_on_behalf(
+    leading: Coordinator, fakes: Fakes, served: str
+) -> None:
+    status, _ = _post(f"{served}/v1/commands/patterns", _patterns("add", "p1", request_id="a-1"))
+    assert status == 200
+    recorded = [e for e in fakes.writer.appended if e.command_id == "a-1"]
+    assert recorded and {e.by for e in recorded} == {"alice"}
+    # alice may not claim to act for someone else: only delegators (api-gateway, driver:*).
+    request = urllib.request.Request(
+        f"{served}/v1/commands/patterns",
+        data=json.dumps(_patterns("add", "p2")).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "X-SRM-On-Behalf-Of": "bob"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+
+
+def test_a_request_naming_another_host_is_refused(served: str) -> None:
+    """DNS rebinding: a page's own name resolving to 127.0.0.1 is in its Host."""
+    host, port = served.removeprefix("http://").split(":")
+    for name, expected in (("evil.example", 421), ("localhost", 200), ("127.0.0.1", 200)):
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request("GET", "/v1/leader", headers={"Host": f"{name}:{port}"})
+        assert connection.getresponse().status == expected, name
+        connection.close()

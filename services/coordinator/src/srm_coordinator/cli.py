@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
     add_config_arguments,
@@ -33,8 +34,13 @@ Several instances may run; the one holding the election group's partition leads 
 fences any previous leader. State is the event log srm-control.events.internal on the
 control cluster (srm.control.cluster, default: the first alias): a restart replays it.
 
+Every POST needs a principal: a bearer token of the tokens file (srm.http.tokens.file,
+else $SRM_HTTP_TOKENS_FILE) or a client certificate (listeners = https://... with
+listeners.https.ssl.client.auth); see docs/security.md.
+
 environment:
-  SRM_LOG_LEVEL   DEBUG, INFO (default), WARNING
+  SRM_LOG_LEVEL          DEBUG, INFO (default), WARNING
+  SRM_HTTP_TOKENS_FILE   the tokens file when the configuration names none
 """
 
 
@@ -68,8 +74,14 @@ def _run(argv: Sequence[str] | None) -> int:
             projector=projector,
             apply_config=args.apply_config,
         )
+        access, tls = listener_security(config.extra)
         server = HttpServer(
-            create_app(coordinator), host=args.host, port=args.port, name="srm-coordinator http"
+            create_app(coordinator, access),
+            host=args.host,
+            port=args.port,
+            name="srm-coordinator http",
+            access=access,
+            tls=tls,
         )
     except SrmError as exc:
         fail("srm-coordinator", str(exc))

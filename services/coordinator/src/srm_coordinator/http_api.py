@@ -8,6 +8,12 @@ applied`` (a retry under the id ``request_id`` of a command the log holds),
 ``unchanged``, ``not applied``, or ``unknown`` (the leader lost the log or the time while
 writing it: a retry under the same ``request_id`` tells).
 
+Every POST needs a principal (:mod:`srm_common.adapters.http_auth`: a bearer token of
+the tokens file or a client certificate), else 401 and nothing is done; GETs stay open.
+The audit trail's ``by`` is that principal (``alice via api-gateway`` when the gateway
+relays for alice), not a field of the body: a body's ``by`` is kept only as a labelled
+note (``admin [note: ops@host via srm-control]``).
+
 Input is bounded before it reaches the leader: a body over 1 MiB is a 413 before it is
 parsed (:class:`BodyLimit`), a field too long a 422, too many or too long patterns a 400
 (:mod:`srm_common.control.commands`). None of these touches the leader's loop.
@@ -22,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.adapters.http_limits import BodyLimit
 from srm_common.control.commands import (
     ChangePatterns,
@@ -46,7 +53,11 @@ class PatternsBody(BaseModel):
     kind: Literal["topics", "groups"]
     action: Literal["add", "remove", "add-blacklist", "remove-blacklist"]
     patterns: list[str] = Field(min_length=1)
-    by: str | None = Field(default=None, max_length=200, description="who asks (user@host)")
+    by: str | None = Field(
+        default=None,
+        max_length=200,
+        description="a free note (user@host); the audit names the authenticated principal",
+    )
     request_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=REQUEST_ID)
 
 
@@ -64,7 +75,7 @@ class ResumeBody(BaseModel):
     partition: int = Field(ge=0)
     mode: Literal["copy-end", "source-start", "source-end", "offset"]
     offset: int | None = Field(default=None, ge=0)
-    by: str | None = Field(default=None, max_length=200)
+    by: str | None = Field(default=None, max_length=200, description="a free note")
     request_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=REQUEST_ID)
 
 
@@ -102,9 +113,21 @@ def _not_leader(exc: NotLeader) -> JSONResponse:
     )
 
 
-def create_app(coordinator: Coordinator) -> FastAPI:
+def _by(request: Request, note: str | None) -> str:
+    """The audit's ``by``: the authenticated principal, a body's note labelled as one."""
+    who = str(principal(request))
+    return f"{who} [note: {note}]" if note and note not in (who, _as_driver(who)) else who
+
+
+def _as_driver(who: str) -> str:
+    """``driver:d1`` -> ``driver d1``: a driver's own report needs no note."""
+    return who.replace(":", " ", 1) if who.startswith("driver:") else who
+
+
+def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
     app = FastAPI(title="SRM coordinator", version="1")
     app.add_middleware(BodyLimit)
+    guard(app, access)
 
     @app.exception_handler(RequestValidationError)
     def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -175,14 +198,14 @@ def create_app(coordinator: Coordinator) -> FastAPI:
         return JSONResponse(answer)
 
     @app.post("/v1/commands/patterns")
-    def patterns(body: PatternsBody) -> JSONResponse:
+    def patterns(body: PatternsBody, request: Request) -> JSONResponse:
         command = ChangePatterns(
             body.flow, body.kind, body.action, tuple(body.patterns), body.request_id
         )
-        return run(command, body.by or "unknown")
+        return run(command, _by(request, body.by))
 
     @app.post("/v1/commands/resume")
-    def resume(body: ResumeBody) -> JSONResponse:
+    def resume(body: ResumeBody, request: Request) -> JSONResponse:
         """Resume a halted partition (modes: copy-end, source-start, source-end, offset)."""
         command = ResumePartition(
             body.flow,
@@ -192,21 +215,21 @@ def create_app(coordinator: Coordinator) -> FastAPI:
             body.offset,
             body.request_id or uuid.uuid4().hex,
         )
-        return run(command, body.by or "unknown")
+        return run(command, _by(request, body.by))
 
     @app.post("/v1/flows/{source}/{target}/partitions/halted")
-    def halted(source: str, target: str, body: HaltReport) -> JSONResponse:
+    def halted(source: str, target: str, body: HaltReport, request: Request) -> JSONResponse:
         flow = f"{source}->{target}"
         command = ReportHalt(flow, body.topic, body.partition, body.kind, body.reason, body.driver)
-        return run(command, f"driver {body.driver}")
+        return run(command, _by(request, f"driver {body.driver}"))
 
     @app.post("/v1/flows/{source}/{target}/partitions/lost")
-    def lost(source: str, target: str, body: LossReport) -> JSONResponse:
+    def lost(source: str, target: str, body: LossReport, request: Request) -> JSONResponse:
         flow = f"{source}->{target}"
         command = ReportLoss(
             flow, body.topic, body.partition, body.first_offset, body.end_offset, body.driver
         )
-        return run(command, f"driver {body.driver}")
+        return run(command, _by(request, f"driver {body.driver}"))
 
     @app.post("/v1/flows/{source}/{target}/refresh")
     def refresh(source: str, target: str, body: RefreshBody) -> JSONResponse:
