@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from srm_common.adapters.http_client import HttpCredentials, credentials
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
 from srm_common.config.control import ControlSettings, control_settings
@@ -77,7 +78,13 @@ def _run(argv: Sequence[str] | None) -> int:
     # they are taken out wherever they are, then the rest is parsed.
     options, rest = _client_options().parse_known_args(argv)
     args = _parser().parse_args(rest, namespace=options)
+    _HTTP_OPTIONS.clear()
+    _HTTP_OPTIONS.update(
+        {k: getattr(args, k) for k in ("token_file", "ca_file", "cert_file") if getattr(args, k)}
+    )
     config = load_or_exit(PROG, _config_path(args.config), [])
+    _HTTP_EXTRA.clear()
+    _HTTP_EXTRA.update(config.extra)
     try:
         settings = control_settings(config)
     except SrmError as exc:
@@ -193,17 +200,38 @@ def _send(
             " (make up starts two)",
             status=EXIT_NOT_APPLIED,
         )
+    creds = _credentials()
     delivery = Delivery(
-        post=post_json,
+        post=lambda url, body, timeout: post_json(url, body, timeout, creds),
         leader_url=lambda wait: _leader_url(settings, wait),
         applied_in_log=lambda request_id, wait: _applied_in_log(settings, request_id, wait),
     )
     outcome = delivery.send(state.leader.url, path, body, timeout)
     if isinstance(outcome, NotApplied):
-        fail(PROG, f"not applied: {outcome.reason}", status=EXIT_NOT_APPLIED)
+        hint = ""
+        if creds.token is None and "Bearer" in outcome.reason:
+            hint = f" ({PROG} found no token: pass --token-file FILE or set SRM_TOKEN_FILE)"
+        fail(PROG, f"not applied: {outcome.reason}{hint}", status=EXIT_NOT_APPLIED)
     if isinstance(outcome, Unknown):
         fail(PROG, f"unknown: {outcome.reason}", status=EXIT_UNKNOWN)
     return outcome
+
+
+def _credentials() -> HttpCredentials:
+    """The token (and TLS files) srm-control presents to the leader: --token-file, else
+    $SRM_TOKEN_FILE, else the file `make up` writes for srm-control."""
+    options = _HTTP_OPTIONS
+    run = Path(os.environ.get("SRM_RUN_DIR") or ".run")
+    try:
+        return credentials(
+            _HTTP_EXTRA,
+            token_file=options.get("token_file"),
+            defaults=(run / "http" / "srm-control.token",),
+            ca_file=options.get("ca_file"),
+            cert_file=options.get("cert_file"),
+        )
+    except SrmError as exc:
+        fail(PROG, str(exc))
 
 
 def _leader_url(settings: ControlSettings, wait: float) -> str | None:
@@ -365,9 +393,18 @@ def _audit(args: argparse.Namespace, settings: ControlSettings) -> int:
 # -- parser ------------------------------------------------------------------------------
 
 
+# --token-file, --ca-file, --cert-file and the config's top-level keys (the listeners'
+# truststore) of this run, read where a command is sent.
+_HTTP_OPTIONS: dict[str, Path] = {}
+_HTTP_EXTRA: dict[str, str] = {}
+
+
 def _client_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", type=Path)
+    common.add_argument("--token-file", type=Path)
+    common.add_argument("--ca-file", type=Path)
+    common.add_argument("--cert-file", type=Path)
     common.add_argument("--bootstrap-servers")
     common.add_argument("--props")
     common.add_argument("--producer-props")
@@ -381,6 +418,11 @@ options of every subcommand (before or after it):
   --bootstrap-servers H:P    the control cluster's bootstrap servers, overriding the config
   --props K=V,...            client settings for the control cluster (security.protocol=SSL)
   --producer-props, --consumer-props K=V,...   accepted for SRM compatibility; use --props
+  --token-file FILE          the token commands bear (default: $SRM_TOKEN_FILE, else
+                             .run/http/srm-control.token, written by `make up`)
+  --ca-file FILE             the CA of HTTPS coordinators (default: $SRM_HTTP_CA_FILE,
+                             else listeners.https.ssl.truststore.* of the config)
+  --cert-file FILE           a client certificate and its key, PEM ($SRM_HTTP_CERT_FILE)
 
 """
 

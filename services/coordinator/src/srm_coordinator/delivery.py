@@ -9,6 +9,7 @@ outcome, following the leader as it changes, until ``--timeout``::
     each attempt, by its answer:
       200 applied, already applied, unchanged ............. Applied
       400 (decided after the id check), 413, 422 .......... NotApplied
+      401, 403, 421 (no principal, not allowed) ........... NotApplied
       503 from a standby naming the leader ................ resend there at once
       refused connection, 503 naming no one, 504 withdrawn  back off, read the leader
                                                             from the log, resend
@@ -36,6 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from srm_common.adapters.http_client import HttpCredentials
+
 # The coordinator answers a command within 30 s (20 s queued, 10 s writing) or says why.
 ANSWER_TIMEOUT_S = 35.0
 # An attempt near the deadline still waits this long for its answer.
@@ -45,7 +48,7 @@ MAX_BACKOFF_S = 2.0
 
 NOT_SENT = 0  # the request did not reach a server in full: it cannot have been applied
 NO_ANSWER = -1  # it was sent, and no answer came: it may have been applied
-REFUSED = (400, 404, 405, 413, 422)
+REFUSED = (400, 401, 403, 404, 405, 413, 421, 422)
 
 
 @dataclass(frozen=True)
@@ -144,15 +147,20 @@ class Delivery:
 
 
 def post_json(
-    url: str, body: Mapping[str, object], timeout: float
+    url: str,
+    body: Mapping[str, object],
+    timeout: float,
+    credentials: HttpCredentials | None = None,
 ) -> tuple[int, dict[str, object]]:
-    """POST ``body``; the HTTP status and JSON answer, or :data:`NOT_SENT` (nothing, or
-    not all of it, reached a server) or :data:`NO_ANSWER` (sent; no complete answer)."""
+    """POST ``body`` (with ``credentials``' token, verifying an HTTPS server); the HTTP
+    status and JSON answer, or :data:`NOT_SENT` (nothing, or not all of it, reached a
+    server) or :data:`NO_ANSWER` (sent; no complete answer)."""
+    credentials = credentials or HttpCredentials()
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        url, data=json.dumps(body).encode(), headers=credentials.headers()
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with credentials.open(request, timeout) as response:
             status, data = response.status, response.read()
     except urllib.error.HTTPError as exc:
         try:
