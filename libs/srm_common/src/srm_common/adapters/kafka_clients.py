@@ -1,0 +1,145 @@
+"""Every Python Kafka client is built here, from the Java (MM2) keys of the configuration.
+
+The configuration speaks the Java clients' language (the copier gets it unchanged);
+librdkafka, aiokafka and Faust get the same security settings translated::
+
+    Java key                                   librdkafka
+    security.protocol                          security.protocol
+    sasl.mechanism                             sasl.mechanisms
+    sasl.jaas.config  (username=, password=)   sasl.username, sasl.password
+    ssl.truststore.* (JKS, PKCS12, PEM)        ssl.ca.location (a PEM file)
+    ssl.keystore.*, ssl.key.password           ssl.certificate.location, ssl.key.location,
+                                               ssl.key.password (key re-encrypted)
+    ssl.endpoint.identification.algorithm      ssl.endpoint.identification.algorithm
+        https | ""                                 https | none
+    other ssl.* / sasl.* (ssl.protocol,        dropped (see security.JAVA_ONLY_KEYS)
+        ssl.enabled.protocols, *.algorithm)
+
+What :func:`srm_common.config.security.read_security` refuses never gets here (the
+configuration did not load). Use :func:`admin`, :func:`producer` and :func:`consumer`
+instead of confluent-kafka's constructors, :func:`aiokafka_security` for aiokafka and
+:func:`ssl_context` for Faust. A store that cannot be read is a
+:class:`~srm_common.errors.ConfigError`; a client librdkafka refuses keeps
+confluent-kafka's ``KafkaException``, with remembered secrets masked in its text.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from srm_common.adapters.key_stores import KeyFiles, key_files, trust_file
+from srm_common.config.security import Security, read_security
+from srm_common.errors import ConfigError
+from srm_common.redaction import redact_text
+
+_SECURITY_PREFIXES = ("ssl.", "sasl.")
+
+
+def librdkafka_config(keys: Mapping[str, Any]) -> dict[str, Any]:
+    """``keys`` (Java keys, any other client keys) as a librdkafka config."""
+    text_keys = {k: v for k, v in keys.items() if isinstance(v, str)}
+    try:
+        security = read_security(text_keys)
+    except ValueError as exc:  # only when a caller skipped load_config's check
+        key = getattr(exc, "key", None)
+        raise ConfigError(str(exc), key=key) from None
+    config = {
+        k: v
+        for k, v in keys.items()
+        if k != "security.protocol" and not k.startswith(_SECURITY_PREFIXES)
+    }
+    ca = trust_file(security.truststore) if security.truststore else None
+    own = key_files(security.keystore) if security.keystore else None
+    config.update(librdkafka_security(security, ca=ca, own=own))
+    return config
+
+
+def librdkafka_security(
+    security: Security, *, ca: str | None = None, own: KeyFiles | None = None
+) -> dict[str, str]:
+    """librdkafka's keys for ``security`` with its stores already written (``ca``, ``own``)."""
+    out = {"security.protocol": security.protocol}
+    if security.uses_sasl:
+        assert security.mechanism and security.username and security.password is not None
+        out["sasl.mechanisms"] = security.mechanism
+        out["sasl.username"] = security.username
+        out["sasl.password"] = security.password
+    if security.uses_tls:
+        out["ssl.endpoint.identification.algorithm"] = (
+            "https" if security.verify_hostname else "none"
+        )
+        if ca is not None:
+            out["ssl.ca.location"] = ca
+        if own is not None:
+            out["ssl.certificate.location"] = own.certificate
+            out["ssl.key.location"] = own.key
+            out["ssl.key.password"] = own.key_password
+    return out
+
+
+def admin(keys: Mapping[str, Any], **extra: Any) -> AdminClient:
+    """An AdminClient for ``keys`` (then ``extra``, librdkafka's own names)."""
+    return _built(AdminClient, {**librdkafka_config(keys), **extra})
+
+
+def producer(keys: Mapping[str, Any], **extra: Any) -> Producer:
+    """A Producer for ``keys``; ``extra`` keys use librdkafka's names (``a.b`` as ``a_b``
+    is not accepted: pass a dict with ``**{"a.b": v}``)."""
+    return _built(Producer, {**librdkafka_config(keys), **extra})
+
+
+def consumer(keys: Mapping[str, Any], **extra: Any) -> Consumer:
+    """A Consumer for ``keys`` (then ``extra``)."""
+    return _built(Consumer, {**librdkafka_config(keys), **extra})
+
+
+def _built(kind: Any, config: dict[str, Any]) -> Any:
+    try:
+        return kind(config)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        text = error.str() if isinstance(error, KafkaError) else str(exc)
+        masked = redact_text(text, _secret_values(config))
+        if masked == text:
+            raise
+        code = error.code() if isinstance(error, KafkaError) else KafkaError._INVALID_ARG
+        raise KafkaException(KafkaError(code, masked)) from None
+
+
+def _secret_values(config: Mapping[str, Any]) -> list[str]:
+    names = ("sasl.password", "ssl.key.password", "ssl.keystore.password")
+    return [str(config[n]) for n in names if config.get(n)]
+
+
+def ssl_context(keys: Mapping[str, str]) -> ssl.SSLContext | None:
+    """The TLS context of ``keys`` for aiokafka and Faust, or None without TLS."""
+    security = read_security(keys)
+    if not security.uses_tls:
+        return None
+    ca = trust_file(security.truststore) if security.truststore else None
+    context = ssl.create_default_context(cafile=ca)
+    context.check_hostname = security.verify_hostname
+    if security.keystore:
+        own = key_files(security.keystore)
+        context.load_cert_chain(own.certificate, own.key, own.key_password)
+    return context
+
+
+def aiokafka_security(keys: Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments for an aiokafka client: protocol, SASL login, TLS context."""
+    security = read_security(keys)
+    out: dict[str, Any] = {"security_protocol": security.protocol}
+    if security.uses_sasl:
+        out.update(
+            sasl_mechanism=security.mechanism,
+            sasl_plain_username=security.username,
+            sasl_plain_password=security.password,
+        )
+    if security.uses_tls:
+        out["ssl_context"] = ssl_context(keys)
+    return out
