@@ -24,10 +24,14 @@ from srm_common.config.control import control_settings
 from srm_common.errors import ConfigError, SrmError
 
 DEFAULT_PORT = 8080
+DEFAULT_DB = "srm-gateway.db"
 EPILOG = """\
 examples:
   srm-api-gateway --config srm.yaml                  http://127.0.0.1:8080/docs
   srm-api-gateway --config srm.yaml --port 9000
+  srm-api-gateway --config srm.yaml --db-url postgresql+psycopg://srm:PASSWORD@db/srm
+  srm-api-gateway --config srm.yaml --db-url postgresql+psycopg://srm@db/srm \
+    --db-password-file /run/secrets/srm-db-password
   curl http://127.0.0.1:8080/v2/replications
   curl http://127.0.0.1:8080/v2/replications/primary/backup/topics
   curl 'http://127.0.0.1:8080/v1/state?at=2026-11-20T09:30:00Z'
@@ -40,7 +44,10 @@ examples:
 
 It follows the event log on the control cluster (srm.control.cluster) as coordinators
 and drivers do, and the aggregated metrics topic of every target cluster; /readyz says
-when it has read the log to its end.
+when it has read the log to its end. Both are projected into its SQL read model (the
+audit trail, the current members, assignments and halted partitions, closed metric
+windows), migrated with Alembic at start: --db-url, default a SQLite file in
+--state-dir. A database that does not answer at start is one line and exit 2.
 
 environment:
   SRM_LOG_LEVEL   DEBUG, INFO (default), WARNING
@@ -66,16 +73,32 @@ def _run(argv: Sequence[str] | None) -> int:
     from srm_api_gateway.log_view import LogView
     from srm_api_gateway.metric_store import MetricStore
     from srm_api_gateway.metrics_follower import MetricsFollower
+    from srm_api_gateway.read_model import ReadModel
 
-    log_view = LogView(lambda: EventLogReader(settings, client_id="srm-api-gateway"))
+    url = args.db_url or f"sqlite:///{(args.state_dir / DEFAULT_DB).resolve()}"
+    try:
+        if args.db_password_file is not None:
+            url = with_password(url, args.db_password_file)
+        read_model = ReadModel(url)
+    except SrmError as exc:
+        fail("srm-api-gateway", str(exc))
+    # The read model remembers the log it followed: a replaced log is reported lost.
+    log_view = LogView(
+        lambda: EventLogReader(
+            settings, client_id="srm-api-gateway", known_log=read_model.known_log()
+        ),
+        read_model.on_events,
+    )
     store = MetricStore()
     targets = sorted({flow.target for flow in config.flows.values()})
     follower = MetricsFollower(
-        {alias: ",".join(config.clusters[alias].bootstrap_servers) for alias in targets}, store
+        {alias: ",".join(config.clusters[alias].bootstrap_servers) for alias in targets},
+        store,
+        read_model.on_metric,
     )
     try:
         token = read_token(args.token_file) if args.token_file else None
-        app = create_app(config, log_view, store, follower.status, token)
+        app = create_app(config, log_view, store, follower.status, token, read_model)
         server = HttpServer(app, host=args.host, port=args.port, name="srm-api-gateway")
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
@@ -86,6 +109,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
+    read_model.start()
     log_view.start()
     follower.start()
     server.start()
@@ -97,7 +121,25 @@ def _run(argv: Sequence[str] | None) -> int:
         server.stop()
         follower.close()
         log_view.close()
+        read_model.close()
     return 0
+
+
+def with_password(url: str, path: Path) -> str:
+    """``url`` with the password read from ``path``; SrmError naming the file if unreadable."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        password = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SrmError(f"cannot read --db-password-file {path}: {exc}") from exc
+    if not password:
+        raise SrmError(f"--db-password-file {path} is empty; put the database password in it")
+    try:
+        return make_url(url).set(password=password).render_as_string(hide_password=False)
+    except (ArgumentError, ValueError) as exc:
+        raise SrmError(f"--db-url is not a database URL ({exc}); e.g. sqlite:///srm.db") from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,6 +154,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
         "--port", type=port, default=DEFAULT_PORT, help="HTTP port (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--db-url",
+        metavar="URL",
+        help="SQLAlchemy URL of the read model: sqlite:///PATH or"
+        " postgresql+psycopg://USER:PASSWORD@HOST/DB (default: sqlite in --state-dir)",
+    )
+    parser.add_argument(
+        "--db-password-file",
+        type=Path,
+        metavar="FILE",
+        help="a file holding the database password (kept out of the URL, the process"
+        " list and the logs)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(),
+        metavar="DIR",
+        help=f"where the default read model ({DEFAULT_DB}) lives (default: the working directory)",
     )
     parser.add_argument(
         "--token-file",

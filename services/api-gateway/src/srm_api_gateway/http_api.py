@@ -3,8 +3,10 @@ metrics (:mod:`metrics_api`), and our own audit trail, state at a time, drivers,
 freshness, Prometheus exposition, health and readiness.
 
 Every answer comes from the event log as the gateway folded it (:mod:`log_view`) and the
-configuration; nothing here writes. Input errors are 4xx with one message naming the
-parameter; an unknown alias or flow is 404 naming the known ones. OpenAPI at ``/docs``.
+configuration, or, for history (the audit trail, ``?at=``, closed metric windows), from
+the SQL read model (:mod:`read_model`) when it is up to date; nothing here writes. Input
+errors are 4xx with one message naming the parameter; an unknown alias or flow is 404
+naming the known ones. OpenAPI at ``/docs``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from srm_common.adapters.http_limits import BodyLimit
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
+from srm_common.control.state import replay
 from srm_common.errors import SrmError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -28,6 +31,7 @@ from srm_api_gateway import commands, views
 from srm_api_gateway.log_view import LogView
 from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.metrics_api import create_router
+from srm_api_gateway.read_model import ReadModel
 
 Alias = Annotated[str, "a cluster alias of the configuration"]
 # The live dashboard (written here, no external assets): GET / and /dashboard/*.
@@ -41,6 +45,7 @@ def create_app(
     store: MetricStore | None = None,
     metrics_status: Callable[[], Mapping[str, object]] | None = None,
     token: str | None = None,
+    read_model: ReadModel | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="SRM API gateway",
@@ -73,6 +78,14 @@ def create_app(
 
     def state():  # type: ignore[no-untyped-def]
         return log_view.snapshot().state
+
+    def history() -> list:  # type: ignore[type-arg]
+        """The events to answer history from: SQL's when it holds all memory holds."""
+        if read_model is not None:
+            stored = read_model.history(log_view.snapshot().count)
+            if stored is not None:
+                return stored
+        return log_view.envelopes()
 
     @app.get("/v2/replications", summary="Every configured replication, optionally by target")
     def list_replications(
@@ -114,7 +127,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=MAX_AUDIT)] = 1000,
     ) -> dict[str, Any]:
         rows = audit.changes(
-            log_view.envelopes(),
+            history(),
             since_ms=_time("since", since),
             until_ms=_time("until", until),
             flow=flow,
@@ -127,7 +140,7 @@ def create_app(
         at: Annotated[str | None, Query(max_length=64, description="ISO 8601 or ms")] = None,
     ) -> dict[str, Any]:
         moment = _time("at", at)
-        current = state() if moment is None else log_view.state_at(moment)
+        current = state() if moment is None else replay(history(), until_ms=moment)
         return {
             "at": audit.format_time(moment if moment is not None else current.at_ms),
             "offset": current.offset,
@@ -135,11 +148,13 @@ def create_app(
             "state": current.to_json(),
         }
 
-    @app.get("/v1/log", summary="The event log as the gateway reads it")
+    @app.get("/v1/log", summary="The event log as the gateway reads it, and its read model")
     def event_log() -> dict[str, Any]:
-        return log_view.status()
+        found = log_view.status()
+        return found if read_model is None else {**found, "read_model": read_model.status()}
 
-    app.include_router(create_router(config, store or MetricStore()))
+    windows = read_model.windows if read_model is not None else None
+    app.include_router(create_router(config, store or MetricStore(), windows))
 
     @app.get("/v1/metrics/sources", summary="The aggregated metrics topics as read")
     def metric_sources() -> dict[str, Any]:
@@ -188,6 +203,15 @@ def create_app(
     )
     def readyz() -> JSONResponse:
         status = log_view.status()
+        if log_view.ready and read_model is not None:
+            # A lost database leaves the gateway serving from memory: ready, but degraded.
+            model = read_model.status()
+            ok = model["status"] == "ok"
+            return JSONResponse(
+                {"status": "ready" if ok else "degraded", "offset": status["offset"]}
+                | ({} if ok else {"reason": f"read model database: {model['error']}"})
+                | {"read_model": model}
+            )
         if log_view.ready:
             return JSONResponse({"status": "ready", "offset": status["offset"]})
         why = status.get("problem") or status.get("error") or "reading the event log"

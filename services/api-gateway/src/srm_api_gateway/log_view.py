@@ -49,8 +49,17 @@ class Snapshot:
 class LogView:
     """``snapshot()`` (the state and the envelopes so far), ``ready``, ``status()``."""
 
-    def __init__(self, reader: Callable[[], Reader]) -> None:
+    def __init__(
+        self,
+        reader: Callable[[], Reader],
+        on_fold: Callable[[list[Envelope], ControlState, bool], None] | None = None,
+    ) -> None:
+        """``on_fold(fresh, state, restarted)`` is told, on this view's thread, of every
+        batch folded (``restarted``: the history before it was dropped, a restored log);
+        the SQL read model is fed this way."""
         self._open = reader
+        self._on_fold = on_fold
+        self._restarted = False
         self._reader: Reader | None = None
         self._snapshot = Snapshot(ControlState(), 0)
         # Only appended to (by the thread), so a reader's slice up to a count is stable.
@@ -100,6 +109,7 @@ class LogView:
                     if self._reader.take_restart():  # a restored log: a new history
                         self._snapshot = Snapshot(ControlState(), 0)
                         self._envelopes = []
+                        self._restarted = True
                     self._fold(self._reader.poll(0.5))
                     self.ready = self._reader.problem is None
             except SrmError as exc:
@@ -128,3 +138,6 @@ class LogView:
             state = apply(state, envelope)
         self._envelopes.extend(fresh)
         self._snapshot = Snapshot(state, len(self._envelopes))
+        if self._on_fold is not None:
+            restarted, self._restarted = self._restarted, False
+            self._on_fold(fresh, state, restarted)

@@ -5,12 +5,17 @@ Every series answer is SRM's shape: the metric, its unit, the subject, the windo
 its start as ``timestamp``, its value, whether the window is closed). The range is the
 last ``minutes`` or ``hours`` (default 60 minutes) or ``from``/``to``; ``samples`` keeps
 the newest points; ``window`` is ``1m`` or ``1h`` (default: 1m up to 6 hours, else 1h).
+
+Points come from memory (what the gateway read of the aggregated topics) and, for closed
+windows memory no longer holds (a restarted gateway, windows past memory's keep time, a
+topic retention dropped), from the SQL read model (``history``); memory wins for a
+window both hold, as it is the newest.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -20,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 from srm_common.config.model import SrmConfig
 from srm_common.control.audit import parse_time
 from srm_common.errors import ConfigError, SrmError
+from srm_common.metrics.aggregate import Aggregate
 
 from srm_api_gateway import views
 from srm_api_gateway.metric_names import METRICS, Metric
@@ -27,6 +33,8 @@ from srm_api_gateway.metric_store import HOUR, MINUTE, MetricStore
 
 WINDOWS = {"1m": MINUTE, "1h": HOUR}
 DEFAULT_OBJECTIVE_MS = 60_000
+# (level, subject, window_ms, from_ms, to_ms) -> stored windows, by start
+History = Callable[[str, Mapping[str, str | int], int, int, int], list[Aggregate]]
 TextQuery = Annotated[str | None, Query(max_length=64, description="ISO 8601 or epoch ms")]
 
 
@@ -74,11 +82,15 @@ def series(
     subject: Mapping[str, str | int],
     span: Range,
     samples: int,
+    history: History | None = None,
 ) -> dict[str, Any]:
     metric = METRICS.get(metric_name)
     if metric is None:
         raise views.NotFound(f"unknown metric {metric_name!r}; known: {', '.join(METRICS)}")
-    windows = store.windows(level, subject, span.window_ms, span.from_ms, span.to_ms)
+    wanted = (level, subject, span.window_ms, span.from_ms, span.to_ms)
+    by_start = {w.start_ms: w for w in history(*wanted)} if history is not None else {}
+    by_start.update((w.start_ms, w) for w in store.windows(*wanted))
+    windows = [by_start[start] for start in sorted(by_start)]
     points = [
         {
             "timestamp": w.start_ms,
@@ -135,7 +147,9 @@ def freshness_objective(config: SrmConfig) -> int:
     return int(raw)
 
 
-def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
+def create_router(
+    config: SrmConfig, store: MetricStore, history: History | None = None
+) -> APIRouter:
     router = APIRouter()
     objective_ms = freshness_objective(config)
 
@@ -151,7 +165,8 @@ def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
         query: Asked,
     ) -> dict[str, Any]:
         flow = views.flow_of(config, source, target).name
-        return series(store, metric, "topic", {"flow": flow, "topic": upstreamTopic}, *query)
+        subject = {"flow": flow, "topic": upstreamTopic}
+        return series(store, metric, "topic", subject, *query, history)
 
     @router.get(
         "/v2/topic-metrics/{target}/{downstreamTopic}/{metric}",
@@ -164,7 +179,7 @@ def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
         query: Asked,
     ) -> dict[str, Any]:
         flow, topic = _upstream(config, store, target, downstreamTopic)
-        return series(store, metric, "topic", {"flow": flow, "topic": topic}, *query)
+        return series(store, metric, "topic", {"flow": flow, "topic": topic}, *query, history)
 
     @router.get(
         "/v2/replication-metrics/{source}/{target}/{metric}",
@@ -172,7 +187,7 @@ def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
     )
     def flow_metric(source: str, target: str, metric: str, query: Asked) -> dict[str, Any]:
         flow = views.flow_of(config, source, target).name
-        return series(store, metric, "flow", {"flow": flow}, *query)
+        return series(store, metric, "flow", {"flow": flow}, *query, history)
 
     @router.get(
         "/v2/group-metrics/{source}/{target}/{group}/{metric}",
@@ -182,7 +197,7 @@ def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
         source: str, target: str, group: str, metric: str, query: Asked
     ) -> dict[str, Any]:
         flow = views.flow_of(config, source, target).name
-        return series(store, metric, "group", {"flow": flow, "group": group}, *query)
+        return series(store, metric, "group", {"flow": flow, "group": group}, *query, history)
 
     @router.get(
         "/v2/cluster-metrics/{target}/{metric}",
@@ -190,7 +205,7 @@ def create_router(config: SrmConfig, store: MetricStore) -> APIRouter:
     )
     def cluster_metric(target: str, metric: str, query: Asked) -> dict[str, Any]:
         views.known_alias(config, target)
-        return series(store, metric, "cluster", {"cluster": target}, *query)
+        return series(store, metric, "cluster", {"cluster": target}, *query, history)
 
     @router.get("/v1/freshness", summary="Per replication: lag in time against the objective")
     def freshness() -> dict[str, Any]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from srm_common.metrics.aggregate import AGGREGATED_TOPIC, AggregateError, read
+from srm_common.metrics.aggregate import AGGREGATED_TOPIC, Aggregate, AggregateError, read
+from srm_common.metrics.raw import TopicMapping
 
 from srm_api_gateway.metric_store import MetricStore
 
@@ -24,11 +25,18 @@ RETRY_S = 5.0
 
 
 class MetricsFollower:
-    """``start()``/``close()``; ``clusters`` maps alias -> bootstrap servers."""
+    """``start()``/``close()``; ``clusters`` maps alias -> bootstrap servers; ``sink``
+    (the SQL read model) is given every record stored, with where it was read."""
 
-    def __init__(self, clusters: Mapping[str, str], store: MetricStore) -> None:
+    def __init__(
+        self,
+        clusters: Mapping[str, str],
+        store: MetricStore,
+        sink: Callable[[str, int, int, Aggregate | TopicMapping], None] | None = None,
+    ) -> None:
         self._clusters = dict(clusters)
         self._store = store
+        self._sink = sink
         self._stop = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._status: dict[str, dict[str, object]] = {
@@ -87,7 +95,7 @@ class MetricsFollower:
                     batches = await consumer.getmany(timeout_ms=500, max_records=2000)
                     for records in batches.values():
                         for record in records:
-                            self._take(alias, record.value, record.offset)
+                            self._take(alias, record.value, record.offset, record.partition)
             except asyncio.CancelledError:
                 raise
             except (KafkaError, OSError) as exc:
@@ -97,7 +105,7 @@ class MetricsFollower:
                 await consumer.stop()
             await asyncio.sleep(RETRY_S)
 
-    def _take(self, alias: str, value: bytes | None, offset: int) -> None:
+    def _take(self, alias: str, value: bytes | None, offset: int, partition: int = 0) -> None:
         status = self._status[alias]
         try:
             record = read(value)
@@ -106,4 +114,6 @@ class MetricsFollower:
             status["last_skipped"] = f"{AGGREGATED_TOPIC}@{offset}: {exc}"
             return
         self._store.add(record, alias)
+        if self._sink is not None:
+            self._sink(alias, partition, offset, record)
         status["records"] = int(status["records"]) + 1  # type: ignore[call-overload]

@@ -26,6 +26,7 @@ from srm_common.control.events import (
 from srm_api_gateway.http_api import create_app
 from srm_api_gateway.log_view import LogView
 from srm_api_gateway.metric_store import MetricStore
+from srm_api_gateway.read_model import ReadModel
 
 CONFIG = """\
 clusters:
@@ -101,13 +102,15 @@ def served(
     *,
     envelopes: list[Envelope] | None = None,
     token: str | None = None,
+    read_model: ReadModel | None = None,
 ) -> Iterator[str]:
     """The gateway on a free port over ``envelopes`` (default :func:`history`) and
-    ``store``, taking commands with ``token``, ready; its URL."""
+    ``store``, taking commands with ``token``, projecting into ``read_model``, ready;
+    its URL."""
     log = history() if envelopes is None else envelopes
-    view = LogView(lambda: FakeReader(log))
+    view = LogView(lambda: FakeReader(log), read_model.on_events if read_model else None)
     view.start()
-    app = create_app(config, view, store, token=token)
+    app = create_app(config, view, store, token=token, read_model=read_model)
     server = HttpServer(app, host="127.0.0.1", port=0, name="test")
     server.start()
     waiting = threading.Event()

@@ -1,0 +1,170 @@
+"""The gateway's SQL read model: opened (and migrated) at start, fed by the event log
+view and the metrics follower, written in batches on a thread of its own, so neither
+the readers nor the HTTP event loop ever wait for the database.
+
+Faults:
+
+* Unreachable or unusable at start: :class:`ReadModel` raises one ``SrmError`` line and
+  the gateway exits 2 (a gateway that silently served no history would hide it).
+* Lost while running: writes fail, ``status()`` (on ``/readyz``) says ``unreachable``
+  with the reason, what was read waits in memory (events in order, metric windows by
+  key) and is written when the database answers again, from the stored positions. The
+  live API answers from memory meanwhile; history falls back to memory too.
+* A row this release cannot read (a newer gateway wrote it) is skipped, as log readers
+  skip what they cannot read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+
+from srm_common.adapters.sql.projection import SqlProjection
+from srm_common.control.events import Envelope
+from srm_common.control.state import ControlState
+from srm_common.errors import SrmError
+from srm_common.metrics.aggregate import Aggregate
+from srm_common.metrics.raw import TopicMapping
+
+from srm_api_gateway.event_projection import EventProjection
+from srm_api_gateway.metric_projection import MetricProjection, Read
+
+log = logging.getLogger(__name__)
+
+BATCH_S = 0.5
+RETRY_S = 2.0
+PROBE_S = 5.0  # an idle read model asks the database this often whether it answers
+
+
+class ReadModel:
+    """See the module docstring. ``on_events``/``on_metric`` are called by the readers'
+    threads; ``history``/``windows`` by HTTP handlers (a worker thread each)."""
+
+    def __init__(self, url: str, *, batch_s: float = BATCH_S, retry_s: float = RETRY_S) -> None:
+        self.db = SqlProjection(url)
+        try:
+            self.events = EventProjection(self.db)
+        except SrmError:
+            self.db.close()
+            raise
+        self.metrics = MetricProjection(self.db)
+        self._batch_s = batch_s
+        self._retry_s = retry_s
+        self._lock = threading.Lock()
+        self._queued_events: list[tuple[list[Envelope], ControlState, bool]] = []
+        self._queued_reads: list[Read] = []
+        # Envelopes of the log view's current history (since its last restart) received,
+        # and how many of them are in the database: equal means SQL is up to date.
+        self._received = 0
+        self._stored = 0
+        self._error: str | None = None
+        self._failed_since: float | None = None
+        self._probed = time.monotonic()
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="read-model", daemon=True)
+
+    # -- fed by the readers ------------------------------------------------------------
+
+    def on_events(self, fresh: Sequence[Envelope], state: ControlState, restarted: bool) -> None:
+        with self._lock:
+            self._queued_events.append((list(fresh), state, restarted))
+
+    def on_metric(
+        self, cluster: str, partition: int, offset: int, record: Aggregate | TopicMapping
+    ) -> None:
+        with self._lock:
+            self._queued_reads.append(Read(cluster, partition, offset, record))
+
+    # -- read by HTTP handlers ---------------------------------------------------------
+
+    def history(self, view_count: int) -> list[Envelope] | None:
+        """Every event of the read model, when it holds the ``view_count`` envelopes the
+        log view holds (and more: a lost log's); None when memory must answer."""
+        if self._error is not None or self._stored < view_count or self._received < view_count:
+            return None
+        try:
+            return self.events.envelopes()
+        except SrmError as exc:
+            log.warning("read model: %s (answering from memory)", exc)
+            return None
+
+    def windows(
+        self,
+        level: str,
+        subject: Mapping[str, str | int],
+        window_ms: int,
+        from_ms: int,
+        to_ms: int,
+    ) -> list[Aggregate]:
+        """Stored closed windows; none while the database does not answer."""
+        if self._error is not None:
+            return []
+        try:
+            return self.metrics.windows(level, subject, window_ms, from_ms, to_ms)
+        except SrmError as exc:
+            log.warning("read model: %s (answering from memory)", exc)
+            return []
+
+    def status(self) -> dict[str, object]:
+        return {
+            "database": self.db.url,
+            "status": "unreachable" if self._error else "ok",
+            "error": self._error,
+            "events_waiting": self.events.pending + len(self._queued_events),
+            "windows_waiting": self.metrics.pending + len(self._queued_reads),
+            "up_to_date": self._error is None and self._stored == self._received,
+        }
+
+    def known_log(self) -> str | None:
+        return self.events.known_log()
+
+    # -- the writer thread -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self.db.close()
+
+    def flush(self) -> bool:
+        """Write what is queued now; False (and the reason in ``status()``) if it failed."""
+        with self._lock:
+            batches, self._queued_events = self._queued_events, []
+            reads, self._queued_reads = self._queued_reads, []
+        for fresh, _state, restarted in batches:
+            if restarted:
+                self._received = self._stored = 0
+            self._received += len(fresh)
+        state = batches[-1][1] if batches else None
+        self.metrics.add(reads)  # waits there if the events cannot be written
+        try:
+            written = self.events.project([e for fresh, _, _ in batches for e in fresh], state)
+            written += self.metrics.flush()
+            now = time.monotonic()
+            if not written and (self._error is not None or now - self._probed > PROBE_S):
+                self._probed = now
+                self.db.status()  # nothing to write: does the database still answer?
+        except SrmError as exc:
+            if self._error is None:
+                self._failed_since = time.monotonic()
+                log.error("read model: %s (keeping what was read in memory; retrying)", exc)
+            self._error = str(exc)
+            return False
+        if self._error is not None:
+            log.warning(
+                "read model: the database answers again after %.0f s; caught up",
+                time.monotonic() - (self._failed_since or time.monotonic()),
+            )
+        self._error = None
+        self._stored = self._received
+        return True
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.stop.wait(self._batch_s if self.flush() else self._retry_s)
+        self.flush()
