@@ -13,6 +13,10 @@ engine answers and the image exists, local processes otherwise (no engine: no co
 check is whether a socket exists). The run's summary says which backend ran and why.
 SRM_TEST_<ALIAS>_BOOTSTRAP points an alias at an existing cluster on either backend. Each
 test gets unique topic and group names, and the topics it made are deleted afterwards.
+
+``kafka_secured`` gives ``primary`` and ``backup`` secured (SASL_SSL with SCRAM, mutual
+TLS, StandardAuthorizer), always as local processes (:mod:`srm_local.secured`, whose
+docstring lists what each cluster offers), started the first time a test asks.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from srm_local.testing import ClusterPool
 
 if TYPE_CHECKING:
     from srm_local.containers import ContainerPool
+    from srm_local.secured import SecuredCluster, SecuredPool
 
 BACKENDS = ("containers", "processes")
 
@@ -74,6 +79,8 @@ def _choose(asked: str) -> Backend:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _BACKEND is not None and _BACKEND.pool is not None:
         _BACKEND.pool.stop_all()
+    if _SECURED is not None:
+        _SECURED.stop_all()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -141,6 +148,51 @@ def kafka3() -> Iterator[Clusters]:
     clusters = Clusters(_start("primary", "backup", "dr"))
     yield clusters
     _clean_up(clusters)
+
+
+_SECURED: SecuredPool | None = None
+
+
+@dataclass
+class SecuredClusters:
+    """Secured clusters by alias (:class:`srm_local.secured.SecuredCluster`), plus topic
+    bookkeeping for clean-up."""
+
+    clusters: dict[str, SecuredCluster]
+    created: list[tuple[str, str]] = field(default_factory=list)
+
+    def __getitem__(self, alias: str) -> SecuredCluster:
+        return self.clusters[alias]
+
+    def create_topic(
+        self, alias: str, name: str, *, partitions: int = 1, config: Mapping[str, str] | None = None
+    ) -> str:
+        self[alias].create_topic(name, partitions=partitions, config=config)
+        self.created.append((alias, name))
+        return name
+
+
+@pytest.fixture
+def kafka_secured() -> Iterator[SecuredClusters]:
+    """``primary`` and ``backup`` with SASL_SSL (SCRAM-SHA-512/256, PLAIN), mutual TLS and
+    StandardAuthorizer, as local processes on any backend (started once per session)."""
+    global _SECURED
+    from srm_local.paths import run_dir
+    from srm_local.secured import SecuredPool
+
+    if _SECURED is None:
+        _SECURED = SecuredPool(run_dir() / f"test-{os.getpid()}" / "secured")
+    try:
+        clusters = SecuredClusters(_SECURED.start("primary", "backup"))
+    except Exception as exc:  # noqa: BLE001 - turned into a skip or a failure below
+        if os.environ.get("SRM_REQUIRE_KAFKA") == "1":
+            raise
+        pytest.skip(f"secured Kafka clusters could not be started: {exc}")
+    yield clusters
+    for alias, name in clusters.created:
+        testing.delete_topics(
+            clusters[alias].bootstrap_servers, [name], client=clusters[alias].client_config()
+        )
 
 
 @pytest.fixture

@@ -29,8 +29,12 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from srm_local.jars import kafka_classpath
+
+if TYPE_CHECKING:
+    from srm_local.secured import ClusterSecurity
 
 DEFAULT_HEAP = os.environ.get("SRM_KAFKA_HEAP", "768m")
 
@@ -91,6 +95,8 @@ class ClusterSpec:
     controller_port: int | None = None
     host: str = "127.0.0.1"
     properties: Mapping[str, str] = field(default_factory=dict)
+    # SASL_SSL, mutual TLS and an authorizer (srm_local.secured); None: plaintext.
+    security: ClusterSecurity | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -145,7 +151,9 @@ class LocalKafkaCluster:
         """
         started = time.monotonic()
         if self.is_running():
-            wait_until_answering(self.bootstrap_servers, timeout, process=None)
+            wait_until_answering(
+                self.bootstrap_servers, timeout, process=None, client=self._client_config()
+            )
             self.startup_seconds = time.monotonic() - started
             return self.startup_seconds
         for port in (self.spec.port, self.spec.quorum_port):
@@ -183,7 +191,9 @@ class LocalKafkaCluster:
         console.close()
         self.pid_file.write_text(f"{process.pid}\n")
         try:
-            wait_until_answering(self.bootstrap_servers, timeout, process=process)
+            wait_until_answering(
+                self.bootstrap_servers, timeout, process=process, client=self._client_config()
+            )
         except ClusterStartError as exc:
             self.stop()
             raise ClusterStartError(f"cluster '{self.alias}': {exc}\n{self._log_tail()}") from exc
@@ -213,6 +223,11 @@ class LocalKafkaCluster:
     def _properties_path(self) -> Path:
         return self.folder / "server.properties"
 
+    def _client_config(self) -> dict[str, str] | None:
+        """What an admin client needs beyond bootstrap.servers (None: plaintext)."""
+        security = self.spec.security
+        return None if security is None else security.client_config(self.bootstrap_servers)
+
     def _write_files(self) -> None:
         (self.folder / "data").mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(parents=True, exist_ok=True)
@@ -228,10 +243,14 @@ class LocalKafkaCluster:
             "controller.quorum.voters": f"1@{host}:{cport}",
             "log.dirs": str(self.folder / "data"),
             **SINGLE_NODE_PROPERTIES,
-            **self.spec.properties,
         }
+        if self.spec.security is not None:
+            properties.update(self.spec.security.broker_properties(host, port, cport))
+        properties.update(self.spec.properties)
         text = "".join(f"{key}={value}\n" for key, value in properties.items())
         self._properties_path().write_text(f"# generated for cluster '{self.alias}'\n{text}")
+        if self.spec.security is not None:
+            self._properties_path().chmod(0o600)  # it holds the admin's password
         (self.folder / "log4j2.properties").write_text(_LOG4J2)
 
     def _format_storage(self) -> None:
@@ -255,6 +274,7 @@ class LocalKafkaCluster:
                 f"--cluster-id={cluster_id}",
                 "-c",
                 str(self._properties_path()),
+                *(self.spec.security.format_arguments() if self.spec.security else []),
             ],
             capture_output=True,
             text=True,
@@ -276,9 +296,14 @@ class LocalKafkaCluster:
 
 
 def wait_until_answering(
-    bootstrap_servers: str, timeout: float, *, process: subprocess.Popen[bytes] | None
+    bootstrap_servers: str,
+    timeout: float,
+    *,
+    process: subprocess.Popen[bytes] | None,
+    client: Mapping[str, str] | None = None,
 ) -> None:
-    """Block until an admin client lists topics on ``bootstrap_servers``.
+    """Block until an admin client lists topics on ``bootstrap_servers`` (``client``: the
+    admin client's keys on a secured cluster).
 
     Probes the TCP port first (librdkafka logs every refused connection), then asks for
     metadata. Raises ClusterStartError on timeout or when ``process`` exits.
@@ -294,7 +319,7 @@ def wait_until_answering(
         if time.monotonic() > deadline:
             raise ClusterStartError(f"no answer on {bootstrap_servers} after {timeout:.0f} s")
         if _port_open(host, int(port)):
-            admin = admin or AdminClient({"bootstrap.servers": bootstrap_servers})
+            admin = admin or AdminClient({"bootstrap.servers": bootstrap_servers, **(client or {})})
             try:
                 metadata = admin.list_topics(timeout=2)
                 if metadata.brokers:
@@ -345,12 +370,17 @@ def free_port_pair(host: str = "127.0.0.1") -> int:
     below the kernel's ephemeral range: no client connection ever takes such a port as
     its source port, so a cluster restarted on its ports finds them free again (a port
     handed out by bind(0) could be taken by any outgoing connection meanwhile)."""
+    return free_ports(2, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` adjacent free ports below the ephemeral range (see free_port_pair)."""
     low, high = _below_ephemeral()
     for _ in range(500):
-        port = random.randrange(low, high - 1)
-        if _bindable(host, port) and _bindable(host, port + 1):
-            return port
-    raise ClusterStartError("could not find two adjacent free ports on loopback")
+        port = random.randrange(low, high - count + 1)
+        if all(_bindable(host, p) for p in range(port, port + count)):
+            return list(range(port, port + count))
+    raise ClusterStartError(f"could not find {count} adjacent free ports on loopback")
 
 
 def _below_ephemeral() -> tuple[int, int]:
@@ -375,7 +405,8 @@ def _bindable(host: str, port: int) -> bool:
 def _listener_port(properties: Path) -> int:
     for line in properties.read_text().splitlines():
         if line.startswith("advertised.listeners="):
-            return int(line.rsplit(":", 1)[1])
+            first = line.partition("=")[2].split(",")[0]  # the client listener comes first
+            return int(first.rsplit(":", 1)[1])
     return 0
 
 

@@ -101,8 +101,10 @@ def _external(alias: str) -> str | None:
     return os.environ.get(f"SRM_TEST_{alias.upper()}_BOOTSTRAP") or None
 
 
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+def admin(bootstrap: str, client: Mapping[str, str] | None = None) -> AdminClient:
+    """An admin client; ``client``: more librdkafka keys (a secured cluster's, from
+    :meth:`srm_local.secured.SecuredCluster.client_config`)."""
+    return AdminClient({"bootstrap.servers": bootstrap, **(client or {})})
 
 
 def create_topic(
@@ -112,16 +114,17 @@ def create_topic(
     partitions: int = 1,
     config: Mapping[str, str] | None = None,
     timeout: float = 30,
+    client: Mapping[str, str] | None = None,
 ) -> None:
     """Create a topic and wait until its metadata shows every partition."""
-    client = admin(bootstrap)
+    handle = admin(bootstrap, client)
     topic = NewTopic(
         name, num_partitions=partitions, replication_factor=1, config=dict(config or {})
     )
-    client.create_topics([topic])[name].result(timeout)
+    handle.create_topics([topic])[name].result(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        described = client.list_topics(name, timeout=5).topics.get(name)
+        described = handle.list_topics(name, timeout=5).topics.get(name)
         if (
             described is not None
             and not described.error
@@ -132,12 +135,17 @@ def create_topic(
     raise TimeoutError(f"topic {name} did not show {partitions} partitions within {timeout} s")
 
 
-def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> None:
+def delete_topics(
+    bootstrap: str,
+    names: Iterable[str],
+    timeout: float = 30,
+    client: Mapping[str, str] | None = None,
+) -> None:
     names = list(names)
     if not names:
         return
-    client = admin(bootstrap)  # must outlive its futures, or librdkafka destroys the handle
-    for future in client.delete_topics(names, operation_timeout=timeout).values():
+    handle = admin(bootstrap, client)  # must outlive its futures, or librdkafka destroys the handle
+    for future in handle.delete_topics(names, operation_timeout=timeout).values():
         try:
             future.result(timeout)
         except Exception as exc:  # noqa: BLE001 - a topic already gone is fine at clean-up
@@ -145,8 +153,8 @@ def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> 
                 raise
 
 
-def list_topics(bootstrap: str) -> set[str]:
-    return set(admin(bootstrap).list_topics(timeout=10).topics)
+def list_topics(bootstrap: str, client: Mapping[str, str] | None = None) -> set[str]:
+    return set(admin(bootstrap, client).list_topics(timeout=10).topics)
 
 
 def produce(
@@ -196,6 +204,7 @@ def consume_all(
     *,
     isolation_level: str = "read_committed",
     timeout: float = 30,
+    client: Mapping[str, str] | None = None,
 ) -> dict[int, list[Record]]:
     """Read every partition of ``topic`` from its start to the current end (no group)."""
     consumer = Consumer(
@@ -205,6 +214,7 @@ def consume_all(
             "enable.auto.commit": False,
             "isolation.level": isolation_level,
             "enable.partition.eof": True,
+            **(client or {}),
         }
     )
     try:
@@ -255,10 +265,12 @@ def write_config(
     flows: Mapping[str, Mapping[str, object]] | None = None,
     replication: Mapping[str, object] | None = None,
     name: str = "srm.yaml",
+    cluster_keys: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Path:
     """A YAML configuration for clusters on the given bootstrap servers, single-node
     friendly (replication factors 1, short intervals); ``flows`` and ``replication``
-    add or override keys (``{"primary->backup": {"enabled": True}}``)."""
+    add or override keys (``{"primary->backup": {"enabled": True}}``); ``cluster_keys``
+    adds keys per alias (a secured cluster's ``mm2_keys``)."""
     import yaml
 
     settings: dict[str, object] = {
@@ -273,7 +285,10 @@ def write_config(
         **(replication or {}),
     }
     document = {
-        "clusters": {alias: {"bootstrap.servers": servers} for alias, servers in bootstrap.items()},
+        "clusters": {
+            alias: {"bootstrap.servers": servers, **(cluster_keys or {}).get(alias, {})}
+            for alias, servers in bootstrap.items()
+        },
         "replication": settings,
         "flows": {name: dict(keys) for name, keys in (flows or {}).items()},
     }
@@ -413,7 +428,9 @@ _LEADERLESS = {
 }
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+def end_offsets(
+    bootstrap: str, topic: str, client: Mapping[str, str] | None = None
+) -> dict[int, int]:
     """High watermark of every partition of ``topic`` (empty if it does not exist).
 
     A topic just deleted or recreated has partitions without a leader for a moment: such
@@ -421,7 +438,7 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     deadline = time.monotonic() + 10
     while True:
         try:
-            return _end_offsets(bootstrap, topic)
+            return _end_offsets(bootstrap, topic, client)
         except KafkaException as exc:
             error = exc.args[0]
             if time.monotonic() > deadline or not (
@@ -431,12 +448,15 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
             time.sleep(0.5)
 
 
-def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    client = admin(bootstrap)
-    described = client.list_topics(topic, timeout=10).topics.get(topic)
+def _end_offsets(
+    bootstrap: str, topic: str, client: Mapping[str, str] | None = None
+) -> dict[int, int]:
+    described = admin(bootstrap, client).list_topics(topic, timeout=10).topics.get(topic)
     if described is None or described.error is not None:
         return {}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "srm-test-offsets"})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "srm-test-offsets", **(client or {})}
+    )
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]

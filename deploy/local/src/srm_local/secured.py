@@ -1,0 +1,433 @@
+"""Secured local clusters: SASL over TLS, SCRAM users, mutual TLS and an authorizer.
+
+A cluster started with a :class:`ClusterSecurity` in its :class:`ClusterSpec` listens on::
+
+    SASL_SSL        spec.port            SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN, TLS
+    CONTROLLER      spec.port + 1        SASL_PLAINTEXT + PLAIN, loopback, broker only
+    SSL             security.ssl_port    mutual TLS required (client cert CN -> principal)
+    SASL_PLAINTEXT  security.sasl_plaintext_port   the three mechanisms, no TLS
+
+with ``StandardAuthorizer``, ``super.users=User:<admin>`` (the broker's own principal on
+every listener) and ``allow.everyone.if.no.acl.found=false``: a principal without ACLs is
+refused (TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED). Certificates come from
+:mod:`srm_local.tls_files` (one CA for every cluster of a pool, plus an unrelated CA).
+
+SCRAM users: the admin (both SCRAM mechanisms) and ``scram_users`` are added when the
+storage is formatted (``kafka-storage format --add-scram``); later ones with Kafka's own
+``kafka-configs --alter --add-config SCRAM-SHA-512=[password=...]``
+(:meth:`SecuredCluster.create_user`). PLAIN users are static (``plain_users``, in the
+listener's JAAS), so they are fixed when the cluster starts.
+
+API (tests use it through the ``kafka_secured`` fixture of ``tests/conftest.py``)::
+
+    pool = SecuredPool(folder)                   # one CA, one admin password per pool
+    cluster = pool.start("primary", "backup")["primary"]   # SecuredCluster, started
+    cluster.bootstrap_servers                    # SASL_SSL listener, "127.0.0.1:<port>"
+    cluster.ssl_bootstrap_servers                # mutual-TLS listener
+    cluster.sasl_plaintext_bootstrap_servers
+    cluster.tls                                  # TlsFiles: ca_pem, truststore_jks,
+                                                 #   truststore_p12, client_keystore_jks,
+                                                 #   client_keystore_p12, client_pem,
+                                                 #   client_key, stranger_truststore_jks...
+    cluster.tls.password                         # of every store and the encrypted key
+    cluster.admin                                # Credential of the super user
+    alice = cluster.create_user("alice", "pw")   # Credential (SCRAM-SHA-512 by default)
+    cluster.allow(alice.principal, "topic", "orders", "READ", "DESCRIBE")
+    cluster.allow(alice.principal, "group", "g-", "READ", pattern="PREFIXED")
+    cluster.acls()                               # [AclBinding], every ACL of the cluster
+    cluster.client_config(alice)                 # librdkafka keys (sasl.username,
+                                                 #   ssl.ca.location), bootstrap included:
+                                                 #   for test harness clients
+    cluster.client_config()                      # the same as the admin
+    cluster.mm2_keys(alice)                      # MM2/Java keys: security.protocol,
+                                                 #   sasl.mechanism, sasl.jaas.config,
+                                                 #   ssl.truststore.location/.password
+    cluster.java_properties(alice)               # a file of those keys for Kafka's tools
+    cluster.create_topic("orders", partitions=3)
+    pool.stop_all()
+
+``mm2_keys`` is what a user of SRM or MM2 writes under ``clusters.<alias>``; the product
+must translate it for librdkafka itself. Harness clients use ``client_config`` so that a
+test's data never depends on the code under test.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srm_local.clusters import (
+    ClusterSpec,
+    ClusterStartError,
+    LocalKafkaCluster,
+    free_ports,
+    start_clusters,
+)
+from srm_local.tls_files import TlsFiles, write_tls_files
+
+SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+MECHANISMS = (*SCRAM_MECHANISMS, "PLAIN")
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_LOGIN_MODULES = {
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+}
+# A client certificate's "CN=srm-client,O=srm-local" becomes the principal User:srm-client.
+PRINCIPAL_MAPPING = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A SASL user: name, password and the mechanism it logs in with."""
+
+    username: str
+    password: str
+    mechanism: str = "SCRAM-SHA-512"
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism {self.mechanism!r}: use one of {', '.join(MECHANISMS)}")
+        if '"' in self.password or '"' in self.username:
+            raise ValueError("a JAAS value cannot hold a double quote")
+
+    @property
+    def principal(self) -> str:
+        return f"User:{self.username}"
+
+    def jaas(self) -> str:
+        """The ``sasl.jaas.config`` line a Java client writes for this user."""
+        module = _LOGIN_MODULES[self.mechanism]
+        return f'{module} required username="{self.username}" password="{self.password}";'
+
+    def with_mechanism(self, mechanism: str) -> Credential:
+        return Credential(self.username, self.password, mechanism)
+
+    def __repr__(self) -> str:  # never print a password in a test report
+        return f"Credential({self.username!r}, {self.mechanism})"
+
+
+@dataclass(frozen=True)
+class ClusterSecurity:
+    """How a local cluster is secured; see the module docstring for the listeners."""
+
+    tls: TlsFiles
+    admin: Credential
+    ssl_port: int
+    sasl_plaintext_port: int
+    scram_users: Mapping[str, str] = field(default_factory=dict)
+    plain_users: Mapping[str, str] = field(default_factory=dict)
+
+    def broker_properties(self, host: str, port: int, controller_port: int) -> dict[str, str]:
+        """server.properties entries replacing the plaintext listeners."""
+        admin = self.admin
+        plain_users = {admin.username: admin.password, **self.plain_users}
+        plain_server = " ".join(f'user_{name}="{pw}"' for name, pw in plain_users.items())
+        plain_module = _LOGIN_MODULES["PLAIN"]
+        plain_jaas = f"{plain_module} required {plain_server};"
+        tls = self.tls
+        properties = {
+            "listeners": (
+                f"SASL_SSL://{host}:{port},CONTROLLER://{host}:{controller_port},"
+                f"SSL://{host}:{self.ssl_port},SASL_PLAINTEXT://{host}:{self.sasl_plaintext_port}"
+            ),
+            "advertised.listeners": (
+                f"SASL_SSL://{host}:{port},SSL://{host}:{self.ssl_port},"
+                f"SASL_PLAINTEXT://{host}:{self.sasl_plaintext_port}"
+            ),
+            "listener.security.protocol.map": (
+                "SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+            ),
+            "inter.broker.listener.name": "SASL_SSL",
+            "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            # One JAAS line per listener and mechanism: SCRAM's server side reads users
+            # from the metadata log (the admin's line is also the broker's client side).
+            **{
+                f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config": (
+                    plain_jaas if mechanism == "PLAIN" else admin.with_mechanism(mechanism).jaas()
+                )
+                for listener in ("sasl_ssl", "sasl_plaintext")
+                for mechanism in MECHANISMS
+            },
+            # The broker talks to its controller as the admin over PLAIN; the same JAAS
+            # line is the client (username/password) and the server (user_<name>) side.
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": (
+                f'{plain_module} required username="{admin.username}"'
+                f' password="{admin.password}" user_{admin.username}="{admin.password}";'
+            ),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(tls.broker_keystore),
+            "ssl.keystore.password": tls.password,
+            "ssl.key.password": tls.password,
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(tls.truststore_p12),
+            "ssl.truststore.password": tls.password,
+            "listener.name.ssl.ssl.client.auth": "required",
+            "ssl.principal.mapping.rules": PRINCIPAL_MAPPING,
+            "authorizer.class.name": AUTHORIZER,
+            "super.users": admin.principal,
+            "allow.everyone.if.no.acl.found": "false",
+        }
+        return properties
+
+    def format_arguments(self) -> list[str]:
+        """``--add-scram`` arguments: the admin and ``scram_users``, both SCRAM mechanisms."""
+        users = {self.admin.username: self.admin.password, **self.scram_users}
+        return [
+            f"--add-scram={mechanism}=[name={name},password={password}]"
+            for name, password in users.items()
+            for mechanism in SCRAM_MECHANISMS
+        ]
+
+    def client_config(self, bootstrap: str, credential: Credential | None = None) -> dict[str, str]:
+        """librdkafka keys for a SASL_SSL client (the admin unless ``credential``)."""
+        who = credential or self.admin
+        return {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": who.mechanism,
+            "sasl.username": who.username,
+            "sasl.password": who.password,
+            "ssl.ca.location": str(self.tls.ca_pem),
+        }
+
+
+class SecuredCluster:
+    """A started secured cluster; see the module docstring for what it offers."""
+
+    def __init__(self, cluster: LocalKafkaCluster) -> None:
+        assert cluster.spec.security is not None
+        self.cluster = cluster
+        self.security: ClusterSecurity = cluster.spec.security
+
+    alias = property(lambda self: self.cluster.alias)
+    bootstrap_servers = property(lambda self: self.cluster.bootstrap_servers)
+    tls = property(lambda self: self.security.tls)
+    admin = property(lambda self: self.security.admin)
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        return f"{self.cluster.spec.host}:{self.security.ssl_port}"
+
+    @property
+    def sasl_plaintext_bootstrap_servers(self) -> str:
+        return f"{self.cluster.spec.host}:{self.security.sasl_plaintext_port}"
+
+    def client_config(self, credential: Credential | None = None) -> dict[str, str]:
+        """librdkafka keys (bootstrap included) for the admin or ``credential``."""
+        return self.security.client_config(self.bootstrap_servers, credential)
+
+    def mm2_keys(self, credential: Credential, *, truststore: str = "JKS") -> dict[str, str]:
+        """The cluster's keys as an MM2/SRM user writes them (Java client style)."""
+        store = self.tls.truststore_jks if truststore == "JKS" else self.tls.truststore_p12
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": credential.mechanism,
+            "sasl.jaas.config": credential.jaas(),
+            "ssl.truststore.location": str(store),
+            "ssl.truststore.password": self.tls.password,
+            **({"ssl.truststore.type": "PKCS12"} if truststore == "PKCS12" else {}),
+        }
+
+    def java_properties(self, credential: Credential | None = None) -> Path:
+        """A client properties file (``--command-config``) for Kafka's tools."""
+        who = credential or self.admin
+        keys = self.mm2_keys(who)
+        keys.pop("bootstrap.servers")
+        path = self.cluster.folder / f"client-{who.username}-{who.mechanism}.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in keys.items()))
+        path.chmod(0o600)
+        return path
+
+    def admin_client(self, credential: Credential | None = None):  # type: ignore[no-untyped-def]
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(self.client_config(credential))
+
+    def create_user(
+        self, username: str, password: str, mechanism: str = "SCRAM-SHA-512"
+    ) -> Credential:
+        """A SCRAM user made with ``kafka-configs`` as an operator would; waits until it
+        can log in (the credential reaches the broker through the metadata log)."""
+        from srm_local.tools import run_tool
+
+        credential = Credential(username, password, mechanism)
+        if mechanism not in SCRAM_MECHANISMS:
+            raise ValueError(f"{mechanism} users are static: pass plain_users to SecuredPool")
+        result = run_tool(
+            "kafka-configs",
+            [
+                "--bootstrap-server",
+                self.bootstrap_servers,
+                "--command-config",
+                str(self.java_properties()),
+                "--alter",
+                "--add-config",
+                f"{mechanism}=[password={password}]",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                username,
+            ],
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"kafka-configs could not add user {username} on {self.alias}:"
+                f" {result.stdout}{result.stderr}".replace(password, "***")
+            )
+        self.wait_can_log_in(credential)
+        return credential
+
+    def wait_can_log_in(self, credential: Credential, timeout: float = 20) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        while True:
+            client = AdminClient({**self.client_config(credential), "log_level": 0})
+            try:
+                client.list_topics(timeout=3)
+                return
+            except Exception:  # noqa: BLE001 - authentication fails until the user arrives
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{credential.username} cannot log in to {self.alias} after {timeout} s"
+                    ) from None
+                time.sleep(0.3)
+
+    def allow(
+        self,
+        principal: str,
+        resource_type: str,
+        name: str,
+        *operations: str,
+        pattern: str = "LITERAL",
+        host: str = "*",
+    ) -> None:
+        """ALLOW ACLs: ``allow("User:alice", "topic", "orders", "READ", "DESCRIBE")``;
+        resource types topic, group, cluster (name ``kafka-cluster``), transactional_id."""
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        bindings = [
+            AclBinding(
+                ResourceType[resource_type.upper()],
+                name,
+                ResourcePatternType[pattern.upper()],
+                principal,
+                host,
+                AclOperation[operation.upper()],
+                AclPermissionType.ALLOW,
+            )
+            for operation in operations
+        ]
+        client = self.admin_client()
+        for future in client.create_acls(bindings).values():
+            future.result(30)
+
+    def acls(self) -> list[object]:
+        """Every ACL binding on the cluster."""
+        from confluent_kafka.admin import (
+            AclBindingFilter,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        any_acl = AclBindingFilter(
+            ResourceType.ANY,
+            None,
+            ResourcePatternType.ANY,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        client = self.admin_client()  # must outlive its future
+        return list(client.describe_acls(any_acl).result(30))
+
+    def create_topic(
+        self, name: str, *, partitions: int = 1, config: Mapping[str, str] | None = None
+    ) -> str:
+        from srm_local import testing
+
+        testing.create_topic(
+            self.bootstrap_servers,
+            name,
+            partitions=partitions,
+            config=config,
+            client=self.client_config(),
+        )
+        return name
+
+
+def admin_password() -> str:
+    return "admin-" + secrets.token_hex(8)
+
+
+@dataclass
+class SecuredPool:
+    """Secured clusters by alias sharing one CA and one admin; started on demand."""
+
+    folder: Path
+    admin: Credential = field(default_factory=lambda: Credential("admin", admin_password()))
+    scram_users: Mapping[str, str] = field(default_factory=dict)
+    plain_users: Mapping[str, str] = field(default_factory=dict)
+    started: dict[str, SecuredCluster] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def tls(self) -> TlsFiles:
+        return write_tls_files(self.folder / "tls", "store-" + self.admin.password[-8:])
+
+    def start(self, *aliases: str, attempts: int = 3) -> dict[str, SecuredCluster]:
+        """The clusters of ``aliases``, starting those not running (in parallel)."""
+        with self._lock:
+            missing = [a for a in aliases if a not in self.started]
+            if missing:
+                tls = self.tls
+                for attempt in range(1, attempts + 1):
+                    clusters = [self._cluster(alias, tls) for alias in missing]
+                    try:
+                        self.timings.update(start_clusters(clusters, fresh=True))
+                        break
+                    except ClusterStartError:
+                        for cluster in clusters:
+                            cluster.stop()
+                        if attempt == attempts:
+                            raise
+                self.started.update({c.alias: SecuredCluster(c) for c in clusters})
+        return {alias: self.started[alias] for alias in aliases}
+
+    def _cluster(self, alias: str, tls: TlsFiles) -> LocalKafkaCluster:
+        port, _controller, ssl_port, plaintext_port = free_ports(4)
+        security = ClusterSecurity(
+            tls=tls,
+            admin=self.admin,
+            ssl_port=ssl_port,
+            sasl_plaintext_port=plaintext_port,
+            scram_users=self.scram_users,
+            plain_users=self.plain_users,
+        )
+        spec = ClusterSpec(alias, port, security=security)
+        return LocalKafkaCluster(spec, self.folder / "kafka" / alias)
+
+    def stop_all(self) -> None:
+        for cluster in self.started.values():
+            cluster.cluster.stop()
+        self.started.clear()
