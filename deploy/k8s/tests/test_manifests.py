@@ -145,14 +145,16 @@ def test_secrets_are_mounted_as_files_and_templated_not_applied() -> None:
 
 @cache
 def _routes(name: str) -> set[str]:
+    from srm_common.adapters.http_auth import access_for
+
     if name == "srm-driver":
         from srm_driver.rest import create_app
 
-        app = create_app(None)  # type: ignore[arg-type]
+        app = create_app(None, access_for({}))  # type: ignore[arg-type]
     elif name == "srm-coordinator":
         from srm_coordinator.http_api import create_app
 
-        app = create_app(None)  # type: ignore[arg-type]
+        app = create_app(None, access_for({}))  # type: ignore[arg-type]
     else:
         from srm_api_gateway.http_api import create_app
 

@@ -125,7 +125,8 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
     discovery: FakeDiscovery,
 ) -> None:
     """The driver's REST resume forwards to the coordinator's POST /v1/commands/resume
-    with the flow and the request id (a retry then applies once)."""
+    with the flow and the request id (a retry then applies once), on behalf of the
+    principal who asked the driver (the leader records them)."""
     from srm_driver.copying.state import ResumeRequest
 
     config = config_with()
@@ -136,17 +137,21 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
         discovery,  # type: ignore[arg-type]
     )
     sent: list[tuple[str, dict[str, object]]] = []
+    behalf: list[str | None] = []
 
     class Client:
-        def post(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        def post(
+            self, path: str, body: dict[str, object], on_behalf_of: str | None = None
+        ) -> tuple[int, dict[str, object]]:
             sent.append((path, body))
+            behalf.append(on_behalf_of)
             return 200, {"outcome": "applied"}
 
     source.client = Client()  # type: ignore[assignment]
     said = source.resume(FLOW, ("orders", 1), ResumeRequest("r-1", "source-start", by="ops@h"))
     assert said == "requested (recorded in the event log)"
     ((path, body),) = sent
-    assert path == "/v1/commands/resume"
+    assert path == "/v1/commands/resume" and behalf == ["ops@h"]
     assert body == {
         "flow": FLOW,
         "topic": "orders",

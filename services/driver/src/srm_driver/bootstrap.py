@@ -7,10 +7,13 @@ classes receive what they use. Tests build a runtime from fakes the same way.
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.http_auth import listener_security
+from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy
@@ -29,7 +32,7 @@ from srm_driver.internal_writer import InternalWriter
 from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
 from srm_driver.progress_store import ProgressStore
 from srm_driver.raw_metrics import RawMetrics, target_writer
-from srm_driver.rest import create_app
+from srm_driver.rest import copier_principal, create_app
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
 from srm_driver.spark import spark_session, stop_session
@@ -87,13 +90,28 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     driver = Driver(settings)
     config = settings.config
     discovery = Discovery()
+    access, tls = listener_security(config.extra)
+    # The copy slots' channel: a secret of this run only, handed to the slots with the job.
+    secret = secrets.token_urlsafe(32)
+    access.add_token(copier_principal(settings.driver_id), secret)
     if settings.standalone:
         source: TaskSource = StaticTaskSource(config, discovery)
     else:
-        source = CoordinatedTaskSource(config, settings.control, settings.driver_id, discovery)
+        source = CoordinatedTaskSource(
+            config,
+            settings.control,
+            settings.driver_id,
+            discovery,
+            credentials=credentials(config.extra, token_file=settings.token_file),
+        )
     driver.source = source
     driver.server = HttpServer(
-        create_app(driver), host=settings.host, port=settings.port, name="srm-driver http"
+        create_app(driver, access),
+        host=settings.host,
+        port=settings.port,
+        name="srm-driver http",
+        access=access,
+        tls=tls,
     )
     driver.closers.append(driver.server.stop)
     if session is None:
@@ -101,7 +119,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         session = spark_session(settings.spark_master, jars=settings.jars, conf=settings.spark_conf)
         started = session
         driver.closers.append(lambda: stop_session(started))
-    job = SparkCopyJob(session, driver.server.url)
+    job = SparkCopyJob(session, driver.server.url, secret)
     flows = {flow.name: flow for flow in config.flows.values()}
     copy = CopyService(
         adapters=lambda flow: flow_adapters(flow, settings),

@@ -68,6 +68,7 @@ def _run(argv: Sequence[str] | None) -> int:
             port=args.port,
             driver_id=args.id,
             standalone=args.standalone,
+            token_file=args.token_file,
         )
         driver = build(settings)
     except (SrmError, ValueError) as exc:
@@ -142,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--port", type=port, default=0, help="REST port (default: any free one, advertised)"
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="the token this driver bears to the coordinator leader (principal driver:<id>"
+        " in the tokens file; default: $SRM_TOKEN_FILE)",
     )
     parser.add_argument(
         "--set",

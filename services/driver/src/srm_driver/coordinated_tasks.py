@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
+from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.kafka_log import (
     ControlLogError,
     ControlTopicRefused,
@@ -44,6 +45,7 @@ class CoordinatedTaskSource:
         driver_id: str,
         discovery: Discovery,
         clock: Callable[[], float] = time.monotonic,
+        credentials: HttpCredentials | None = None,
     ) -> None:
         self.driver_id = driver_id
         self._clock = clock
@@ -53,7 +55,7 @@ class CoordinatedTaskSource:
         self._discovery = discovery
         self._watch_due: dict[str, RefreshSchedule] = {}
         self.link: ControlLink | None = None
-        self.client = CoordinatorClient(self._leader_url, driver_id)
+        self.client = CoordinatorClient(self._leader_url, driver_id, credentials)
         self.changed = threading.Event()
 
     def start(self, url: str, report: Report) -> None:
@@ -161,7 +163,8 @@ class CoordinatedTaskSource:
             "request_id": request.request_id,
         }
         try:
-            status, answer = self.client.post("/v1/commands/resume", body)
+            # Relayed for the operator who asked this driver: the leader records them.
+            status, answer = self.client.post("/v1/commands/resume", body, request.by)
         except CoordinatorUnavailable as exc:
             return f"not applied: {exc}"
         if status >= 300:

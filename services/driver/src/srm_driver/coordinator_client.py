@@ -4,7 +4,9 @@ changed, report halts and losses, forward an operator's resume.
 Reports are facts the leader appends to the event log; they are queued and sent again
 (with a backoff) until the leader took them, in order, so a leader change or a
 restarting coordinator loses none. The queue is bounded: a driver cut off from every
-coordinator keeps its last 1000 reports.
+coordinator keeps its last 1000 reports. Each request bears the driver's token
+(principal ``driver:<id>`` in the tokens file); a refused token (401, 403) is logged and
+the report kept, so a token fixed in the file is used once the driver restarts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping
+
+from srm_common.adapters.http_client import HttpCredentials
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +34,15 @@ class CoordinatorUnavailable(Exception):
 class CoordinatorClient:
     """Talks to whichever coordinator leads now (``leader_url()``, from the event log)."""
 
-    def __init__(self, leader_url: Callable[[], str | None], driver: str) -> None:
+    def __init__(
+        self,
+        leader_url: Callable[[], str | None],
+        driver: str,
+        credentials: HttpCredentials | None = None,
+    ) -> None:
         self._leader_url = leader_url
         self._driver = driver
+        self.credentials = credentials or HttpCredentials()
         self._queue: deque[tuple[str, dict[str, object]]] = deque(maxlen=MAX_QUEUED)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -43,19 +53,23 @@ class CoordinatorClient:
     def start(self) -> None:
         self._thread.start()
 
-    def post(self, path: str, body: Mapping[str, object]) -> tuple[int, dict[str, object]]:
-        """POST ``body`` to the leader now; its status and answer, or CoordinatorUnavailable."""
+    def post(
+        self, path: str, body: Mapping[str, object], on_behalf_of: str | None = None
+    ) -> tuple[int, dict[str, object]]:
+        """POST ``body`` to the leader now (for the principal ``on_behalf_of`` when this
+        driver relays an operator's request); its status and answer, or
+        CoordinatorUnavailable."""
         url = self._leader_url()
         if url is None:
             raise CoordinatorUnavailable("no coordinator leads the event log yet")
         request = urllib.request.Request(
             f"{url}{path}",
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
+            headers=self.credentials.headers(on_behalf_of),
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with self.credentials.open(request, TIMEOUT_S) as response:
                 return response.status, _json(response.read())
         except urllib.error.HTTPError as exc:
             return exc.code, _json(exc.read())
@@ -86,6 +100,13 @@ class CoordinatorClient:
                 self._queue.popleft()
                 backoff = 0.5
                 continue
+            if status in (401, 403):
+                log.error(
+                    "the leader refused this driver's credentials for %s: %s (token from %s)",
+                    path,
+                    answer.get("error"),
+                    self.credentials.source,
+                )
             self._stop.wait(backoff)
             backoff = min(backoff * 2, 10.0)
 

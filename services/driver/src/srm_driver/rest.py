@@ -8,12 +8,15 @@ source now and tell the leader if the task configs must change; ``POST
 .../partitions/{topic}/{partition}/resume``: resume a halted partition from an explicit
 choice. ``POST /internal/v1/copy/{job}/slots/{slot}`` is the copy slots' control channel
 (:mod:`srm_driver.copying.protocol`).
+
+Every POST needs a principal (:mod:`srm_common.adapters.http_auth`), else 401 and
+nothing is done; a resume is relayed to the leader on behalf of that principal, which the
+audit names. The copy slots' channel takes only the driver's per-run secret (principal
+``copier:<driver id>``), which the copy job hands to its slots; GETs stay open.
 """
 
 from __future__ import annotations
 
-import getpass
-import socket
 import uuid
 from typing import TYPE_CHECKING, Literal
 
@@ -21,6 +24,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
+from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.control.state import (
     ControlState,
     checkpoint_task_id,
@@ -43,7 +47,9 @@ class ResumeBody(BaseModel):
 
     from_: Literal["copy-end", "source-start", "source-end", "offset"] = Field(alias="from")
     offset: int | None = Field(default=None, ge=0)
-    by: str | None = Field(default=None, max_length=200)
+    by: str | None = Field(
+        default=None, max_length=200, description="ignored: the leader records the principal"
+    )
 
     @model_validator(mode="after")
     def _offset_with_mode(self) -> ResumeBody:
@@ -64,8 +70,14 @@ def flow_leases(driver: Driver) -> dict[str, int]:
     return {name: driver.source.lease_ms(name) for name in names}
 
 
-def create_app(driver: Driver) -> FastAPI:
+def copier_principal(driver_id: str) -> str:
+    """The principal of this driver's copy slots (their per-run secret)."""
+    return f"copier:{driver_id}"
+
+
+def create_app(driver: Driver, access: Access) -> FastAPI:
     app = FastAPI(title="SRM driver", version="1")
+    guard(app, access)
 
     @app.exception_handler(RequestValidationError)
     def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -126,18 +138,23 @@ def create_app(driver: Driver) -> FastAPI:
 
     @app.post("/v1/flows/{source}/{target}/partitions/{topic}/{partition}/resume")
     def resume(
-        source: str, target: str, topic: str, partition: int, body: ResumeBody
+        source: str, target: str, topic: str, partition: int, body: ResumeBody, request: Request
     ) -> JSONResponse:
         name = flow_name(source, target)
         assert driver.source is not None
-        who = body.by or f"{getpass.getuser()}@{socket.gethostname()} (driver REST)"
-        request = ResumeRequest(uuid.uuid4().hex, body.from_, body.offset, who)
-        outcome = driver.source.resume(name, (topic, partition), request)
+        who = principal(request).name
+        resume = ResumeRequest(uuid.uuid4().hex, body.from_, body.offset, who)
+        outcome = driver.source.resume(name, (topic, partition), resume)
         code = 409 if outcome.startswith("not applied") else 202
         return JSONResponse({"outcome": outcome}, status_code=code)
 
     @app.post("/internal/v1/copy/{job}/slots/{slot}")
     async def copy_report(job: str, slot: int, request: Request) -> JSONResponse:
+        if principal(request).name != copier_principal(driver.settings.driver_id):
+            return JSONResponse(
+                {"error": "only this driver's copy slots report here (the per-run secret)"},
+                status_code=403,
+            )
         body = await request.body()
         if len(body) > MAX_REPORT_BYTES:
             return JSONResponse({"error": "report too large"}, status_code=413)

@@ -36,6 +36,8 @@ class DriverSettings:
     standalone: bool
     # (partitions, replication factor) of mm2-offsets.<S>.internal per flow.
     progress_topics: Mapping[str, tuple[int, int]]
+    # The token this driver bears to the leader (else $SRM_TOKEN_FILE).
+    token_file: Path | None = None
 
 
 def driver_settings(
@@ -48,6 +50,7 @@ def driver_settings(
     port: int,
     driver_id: str | None,
     standalone: bool,
+    token_file: Path | None = None,
 ) -> DriverSettings:
     check_spark_settings(spark_master, spark_conf)
     return DriverSettings(
@@ -60,6 +63,7 @@ def driver_settings(
         port=port,
         driver_id=driver_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}",
         standalone=standalone,
+        token_file=token_file,
         progress_topics={
             flow.name: (
                 _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),

@@ -1,7 +1,10 @@
 """The copy job on Spark: one long-lived job of ``slots`` tasks, each a copy slot.
 
 ``srm.copier.CopyJob.run`` (JVM, through Py4J) blocks while the slots run, so it runs on
-a thread of its own; the slots find the driver through the control URL. Everything here
+a thread of its own; the slots find the driver through the control URL and bear the
+driver's per-run secret in each report (``Authorization: Bearer``), which Spark hands to
+the executors with the task: protect Spark's own traffic (``spark.authenticate``,
+``spark.network.crypto.enabled``) when executors run on other hosts. Everything here
 is the adapter over Spark: what the slots do is decided by
 :class:`srm_driver.copying.service.CopyService`.
 """
@@ -22,9 +25,10 @@ log = logging.getLogger(__name__)
 class SparkCopyJob:
     """Starts and watches the one copy job of a driver."""
 
-    def __init__(self, session: SparkSession, control_url: str) -> None:
+    def __init__(self, session: SparkSession, control_url: str, secret: str) -> None:
         self._session = session
         self._control_url = control_url
+        self._secret = secret
         self.slots = max(1, int(session.sparkContext.defaultParallelism))
         # In local mode the slots run in this process's JVM, so "none runs any more" can
         # be asked; on a cluster only their leases tell.
@@ -54,6 +58,7 @@ class SparkCopyJob:
                 self._control_url,
                 job_id,
                 self.slots,
+                self._secret,
             )
         except Exception as exc:  # noqa: BLE001 - Py4J errors: reported, the service restarts
             self.error = _first_line(exc)

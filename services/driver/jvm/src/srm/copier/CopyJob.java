@@ -25,7 +25,12 @@ public final class CopyJob {
         return ACTIVE.get();
     }
 
-    public static void run(JavaSparkContext context, String group, String controlUrl, String jobId, int slots) {
+    /**
+     * {@code secret} is the driver's per-run token for the slots' control channel: each report
+     * bears it ({@code Authorization: Bearer}), so nobody else on the network can post one.
+     */
+    public static void run(JavaSparkContext context, String group, String controlUrl, String jobId, int slots,
+            String secret) {
         context.setJobGroup(group, "srm copy slots of job " + jobId, false);
         List<Integer> ids = new ArrayList<>(slots);
         for (int i = 0; i < slots; i++) {
@@ -33,7 +38,9 @@ public final class CopyJob {
         }
         final String url = controlUrl;
         final String job = jobId;
+        final String token = secret;
         context.parallelize(ids, slots)
-                .foreachPartition((VoidFunction<java.util.Iterator<Integer>>) it -> SlotRunner.runSlots(it, url, job));
+                .foreachPartition(
+                        (VoidFunction<java.util.Iterator<Integer>>) it -> SlotRunner.runSlots(it, url, job, token));
     }
 }

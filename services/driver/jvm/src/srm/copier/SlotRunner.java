@@ -42,6 +42,7 @@ public final class SlotRunner {
     private static final TypeReference<Map<String, Object>> MAP = new TypeReference<Map<String, Object>>() {};
 
     private final String url;
+    private final String authorization;
     private final String jobId;
     private final int slot;
     private final Map<String, FlowUnit> units = new HashMap<>();
@@ -56,8 +57,9 @@ public final class SlotRunner {
     private long seq;
     private long answered = -1;
 
-    SlotRunner(String controlUrl, String jobId, int slot) {
+    SlotRunner(String controlUrl, String jobId, int slot, String secret) {
         this.url = controlUrl + "/internal/v1/copy/" + jobId + "/slots/" + slot;
+        this.authorization = "Bearer " + secret;
         this.jobId = jobId;
         this.slot = slot;
     }
@@ -167,6 +169,7 @@ public final class SlotRunner {
             HttpRequest request = HttpRequest.newBuilder(URI.create(url))
                     .timeout(Duration.ofSeconds(5))
                     .header("Content-Type", "application/json")
+                    .header("Authorization", authorization)
                     .POST(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(snapshot.body)))
                     .build();
             HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
@@ -326,11 +329,11 @@ public final class SlotRunner {
     }
 
     /** Run the slots of one copy job; returns when every slot has ended. */
-    static void runSlots(Iterator<Integer> slots, String controlUrl, String jobId) {
+    static void runSlots(Iterator<Integer> slots, String controlUrl, String jobId, String secret) {
         while (slots.hasNext()) {
             CopyJob.ACTIVE.incrementAndGet();
             try {
-                new SlotRunner(controlUrl, jobId, slots.next()).run();
+                new SlotRunner(controlUrl, jobId, slots.next(), secret).run();
             } finally {
                 CopyJob.ACTIVE.decrementAndGet();
             }
