@@ -5,7 +5,8 @@
 it in the event log, and the running drivers follow within seconds. ``partitions`` lists
 the partitions a driver halted (and records lost to retention) and resumes one from an
 explicit choice. ``audit`` replays the log: the history of changes, or with ``--at`` the
-whole state at a moment.
+whole state at a moment. ``acls --print`` prints the ACLs each service needs on each
+cluster, from the configuration alone (:mod:`srm_coordinator.acl_commands`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from srm_common.control.events import describe
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
-from srm_coordinator import group_commands, restore
+from srm_coordinator import acl_commands, group_commands, restore
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
 
@@ -54,8 +55,10 @@ examples:
   srm-control audit                                  configuration changes, oldest first
   srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
-  srm-control audit --db sqlite:///srm-projection-c1.db   from the SQL projection
-  srm-control restore --from-db sqlite:///srm-projection-c1.db   after 'event log lost'
+  srm-control audit --db sqlite:///srm-gateway.db   from the gateway's read model
+  srm-control restore --from-db postgresql+psycopg://srm:PASSWORD@db/srm   after 'event log lost'
+  srm-control acls --print                           the ACLs SRM needs (kafka-acls.sh)
+  srm-control acls --print --format table --cluster backup
 
 The configuration comes from --config, else $SRM_CONFIG, else ./srm.yaml, else
 ./deploy/local/srm.yaml (the stack `make up` runs). Changes take effect on the running
@@ -94,6 +97,8 @@ def _run(argv: Sequence[str] | None) -> int:
         return _audit(args, settings)
     if args.command == "restore":
         return restore.run(args, settings)
+    if args.command == "acls":
+        return acl_commands.run(args, config)
     if args.command == "partitions":
         return _partitions(args, config, settings)
     if args.command == "offsets":
@@ -369,7 +374,7 @@ def _audit(args: argparse.Namespace, settings: ControlSettings) -> int:
         from srm_common.control.events import decode
 
         try:
-            projection = SqlProjection(args.db)
+            projection = SqlProjection(args.db, migrate=False)
             envelopes = [decode(v, offset=o) for o, v in projection.values_until()]
             projection.close()
         except SrmError as exc:
@@ -458,7 +463,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{topics,groups,partitions,offsets,failover,failback,audit,restore}",
+        metavar="{topics,groups,partitions,offsets,failover,failback,audit,restore,acls}",
     )
     for kind in ("topics", "groups"):
         p = sub.add_parser(
@@ -553,7 +558,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="include membership and assignment events (default: configuration only)",
     )
-    a.add_argument("--db", metavar="URL", help="read the SQL projection instead of Kafka")
+    a.add_argument(
+        "--db",
+        metavar="URL",
+        help="read the gateway's SQL read model (its --db-url) instead of Kafka; it keeps"
+        " a lost log's history too",
+    )
     a.add_argument("--json", action="store_true", help="machine-readable output")
     restore.add_parser(sub, CLIENT_OPTIONS + EPILOG)
+    acl_commands.add_parser(sub, CLIENT_OPTIONS + EPILOG)
     return parser

@@ -1,0 +1,593 @@
+"""The least-privilege ACLs each of our services needs on each cluster, from a configuration.
+
+``srm-control acls --print`` prints them; the secured end-to-end test grants exactly
+these. Read from the code, not guessed: every topic, group and transactional id below is
+one a service of this repository uses (the module that uses it is named in ``why``).
+
+Who is asked for what (flow ``S->T``, default policy; ``<p>`` is
+``srm.control.topic.prefix``, ``<id>`` is ``srm.metrics.aggregator.id``)::
+
+    cluster  service      resource                               operations
+    S        driver       replicated topics (from `topics`)      READ DESCRIBE DESCRIBE_CONFIGS
+    S        driver       groups (from `groups`; checkpoints)    DESCRIBE
+    S        driver       mm2-offset-syncs.T.internal (location  CREATE WRITE READ DESCRIBE
+                          source) + IDEMPOTENT_WRITE on S
+    S        driver       cluster (sync.topic.acls on)           DESCRIBE
+    T        driver       S.* (PREFIXED; identity: the topics)   CREATE WRITE READ DESCRIBE ALTER
+                                                                 DESCRIBE_CONFIGS ALTER_CONFIGS
+    T        driver       heartbeats, S.checkpoints.internal,    CREATE WRITE READ DESCRIBE
+                          mm2-offsets.S.internal, srm-metrics-raw.internal
+    T        driver       <p>.fences.internal                    READ DESCRIBE
+    T        driver       groups (checkpoints, group sync)       DESCRIBE (+READ with group sync)
+    T        driver       cluster                                IDEMPOTENT_WRITE (+DESCRIBE ALTER
+                                                                 with sync.topic.acls)
+    T        coordinator  <p>.fences.internal                    CREATE WRITE DESCRIBE
+    T        coordinator  cluster                                IDEMPOTENT_WRITE
+    S        coordinator  replicated topics, groups (discovery)  DESCRIBE
+    control  coordinator  <p>.events/.drivers/.election.internal CREATE READ DESCRIBE (+WRITE,
+                                                                 DESCRIBE_CONFIGS on events)
+    control  coordinator  transactional id <p>.coordinator       WRITE DESCRIBE
+    control  coordinator  group <p>.coordinators                 READ DESCRIBE
+    control  driver       <p>.events.internal, <p>.election...   READ DESCRIBE / DESCRIBE
+    control  driver       <p>.drivers.internal                   WRITE DESCRIBE
+    T        aggregator   srm-metrics-raw.internal               CREATE READ DESCRIBE
+    T        aggregator   <id> (PREFIXED: its topics, Faust's)   CREATE READ WRITE DESCRIBE
+    T        aggregator   srm-metrics-aggregated/-dead.internal  CREATE WRITE DESCRIBE
+    T        aggregator   group <id>                             READ DESCRIBE
+    T        gateway      srm-metrics-aggregated.internal        READ DESCRIBE
+    control  gateway      <p>.events.internal                    READ DESCRIBE
+
+Kafka's ACLs cannot say "matches this regex": a ``topics``/``groups`` pattern becomes a
+literal name when it has no regex character (``orders``, ``billing\\.eu``), a PREFIXED
+name when it is ``<plain>.*`` (``orders-.*``), and the wildcard ``*`` otherwise (noted,
+so an operator can narrow it). Exclusions cannot be expressed at all: the ACLs allow at
+least what the flow reads. Principals come from each cluster's connection settings
+(``sasl.username``, or the ``username`` of ``sasl.jaas.config``; ``User:ANONYMOUS`` on
+PLAINTEXT); an SSL certificate's principal cannot be known from the configuration and
+must be given (``principals``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.domain.acls import AclBinding, PatternType, ResourceType
+from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
+from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
+from srm_common.metrics.raw import RAW_TOPIC
+
+SERVICES = ("driver", "coordinator", "metrics-aggregator", "api-gateway")
+DEFAULT_AGGREGATOR_ID = "srm-metrics-aggregator"
+"""``srm.metrics.aggregator.id``'s default (the aggregator's settings use the same)."""
+
+UNKNOWN_PRINCIPAL = "User:<principal of {alias}>"
+
+_TOPIC_WRITER = ("CREATE", "WRITE", "READ", "DESCRIBE")
+_REGEX_CHARS = re.compile(r"[\\^$|?*+()\[\]{}]")
+
+
+class _Grant(Protocol):
+    def __call__(
+        self,
+        cluster: str,
+        service: str,
+        resource: ResourceType,
+        name: str,
+        operations: Iterable[str],
+        why: str,
+        pattern: PatternType = "LITERAL",
+    ) -> None: ...
+
+
+@dataclass(frozen=True, order=True)
+class RequiredAcl:
+    """One ACL one service needs on one cluster, and why (a sentence naming the code)."""
+
+    cluster: str
+    service: str
+    binding: AclBinding
+    why: str
+
+
+def required_acls(
+    config: SrmConfig, principals: Mapping[str, str] | None = None
+) -> list[RequiredAcl]:
+    """Every ACL our services need for ``config``, sorted by cluster, service, resource.
+
+    ``principals`` maps a cluster alias (or ``<service>@<alias>``, which wins) to the
+    principal to grant (``User:srm``); unset, the principal comes from the cluster's
+    connection settings, or is the placeholder :data:`UNKNOWN_PRINCIPAL` when they do not
+    say it (SSL client certificates). Duplicates are merged (one binding, the first why).
+    """
+    given = dict(principals or {})
+    rows: dict[tuple[str, str, AclBinding], str] = {}
+
+    def grant(
+        cluster: str,
+        service: str,
+        resource: ResourceType,
+        name: str,
+        operations: Iterable[str],
+        why: str,
+        pattern: PatternType = "LITERAL",
+    ) -> None:
+        principal = _principal(config, cluster, service, given)
+        for operation in operations:
+            binding = AclBinding(resource, name, pattern, principal, "*", operation, "ALLOW")
+            rows.setdefault((cluster, service, binding), why)
+
+    settings = control_settings(config)
+    for flow in config.flows.values():
+        _flow_acls(flow, grant, settings.fences_topic)
+    _control_acls(settings, grant)
+    _metrics_acls(config, grant)
+    return sorted(RequiredAcl(c, s, b, why) for (c, s, b), why in rows.items())
+
+
+def principal_of(config: SrmConfig, alias: str) -> str | None:
+    """The principal the connection settings of ``alias`` authenticate as, if they say."""
+    client = config.cluster(alias).client
+    protocol = client.get("security.protocol", "PLAINTEXT").upper()
+    if protocol in ("SASL_SSL", "SASL_PLAINTEXT"):
+        name = client.get("sasl.username") or _jaas_username(client.get("sasl.jaas.config", ""))
+        return f"User:{name}" if name else None
+    if protocol == "PLAINTEXT":
+        return "User:ANONYMOUS"
+    return None  # SSL: the certificate's distinguished name, unknown here
+
+
+def topic_resources(patterns: Iterable[str]) -> list[tuple[str, PatternType, str | None]]:
+    """``topics``/``groups`` patterns as ACL resources: (name, pattern type, note)."""
+    out: list[tuple[str, PatternType, str | None]] = []
+    for pattern in patterns:
+        plain = pattern.replace("\\.", ".")
+        if pattern in (".*", ".+"):
+            out.append(("*", "LITERAL", None))
+        elif not _REGEX_CHARS.search(plain.replace(".", "")):
+            out.append((plain, "LITERAL", None))
+        elif pattern.endswith(".*") and not _REGEX_CHARS.search(pattern[:-2].replace("\\.", "")):
+            prefix = pattern[:-2].replace("\\.", ".")
+            # An unescaped '.' in the prefix matches any character: not a prefix of names.
+            if "." not in pattern[:-2].replace("\\.", ""):
+                out.append((prefix, "PREFIXED", None))
+            else:
+                out.append(("*", "LITERAL", f"pattern {pattern!r} has no exact ACL form"))
+        else:
+            out.append(("*", "LITERAL", f"pattern {pattern!r} has no exact ACL form"))
+    return out
+
+
+# --- per area -----------------------------------------------------------------------------
+
+
+def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
+    source, target = flow.source, flow.target
+    policy = flow.replication_policy()
+    if flow.emit_heartbeats_enabled:
+        grant(
+            target,
+            "driver",
+            "TOPIC",
+            policy.heartbeats_topic(),
+            _TOPIC_WRITER,
+            "heartbeat task writes here (srm_driver.heartbeats)",
+        )
+        grant(
+            target,
+            "driver",
+            "CLUSTER",
+            "kafka-cluster",
+            ["IDEMPOTENT_WRITE"],
+            "idempotent producers (copy, internal topics)",
+        )
+        _fence_acls(flow, grant, fences)
+    if not flow.enabled:
+        return
+    topics = topic_resources(flow.topics)
+    if flow.heartbeats_replication_enabled:
+        topics.append((policy.heartbeats_topic(), "LITERAL", None))
+    for name, pattern, note in topics:
+        why = "replicated topics: read and listed (copy, topic sync, config sync)"
+        grant(
+            source,
+            "driver",
+            "TOPIC",
+            name,
+            ["READ", "DESCRIBE", "DESCRIBE_CONFIGS"],
+            _noted(why, note),
+            pattern,
+        )
+        grant(
+            source,
+            "coordinator",
+            "TOPIC",
+            name,
+            ["DESCRIBE"],
+            _noted("discovery lists the source's topics (task planning)", note),
+            pattern,
+        )
+    if isinstance(policy, IdentityReplicationPolicy):
+        remote = [(name, pattern, note) for name, pattern, note in topics]
+    else:
+        remote = [(policy.format_remote_topic(source, ""), "PREFIXED", None)]
+    for name, pattern, note in remote:
+        grant(
+            target,
+            "driver",
+            "TOPIC",
+            name,
+            [*_TOPIC_WRITER, "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"],
+            _noted(
+                "remote topics: created, grown, written, read back to check, configs"
+                " synced (srm_driver.topic_sync, copying)",
+                note,
+            ),
+            pattern,
+        )
+    grant(
+        target,
+        "driver",
+        "TOPIC",
+        mm2_offsets_topic(source),
+        _TOPIC_WRITER,
+        "copy progress (srm_driver.progress_store)",
+    )
+    grant(
+        target,
+        "driver",
+        "TOPIC",
+        RAW_TOPIC,
+        ["CREATE", "WRITE", "DESCRIBE"],
+        "raw metrics samples (srm_driver.raw_metrics)",
+    )
+    if flow.offset_syncs_topic_location == "target":
+        syncs_cluster, syncs_topic = target, policy.offset_syncs_topic(source)
+    else:
+        syncs_cluster, syncs_topic = source, policy.offset_syncs_topic(target)
+    grant(
+        syncs_cluster,
+        "driver",
+        "TOPIC",
+        syncs_topic,
+        _TOPIC_WRITER,
+        "offset syncs: written by the copy, read by checkpoints",
+    )
+    grant(
+        syncs_cluster,
+        "driver",
+        "CLUSTER",
+        "kafka-cluster",
+        ["IDEMPOTENT_WRITE"],
+        "idempotent producers (copy, internal topics)",
+    )
+    if flow.emit_checkpoints_enabled:
+        grant(
+            target,
+            "driver",
+            "TOPIC",
+            policy.checkpoints_topic(source),
+            _TOPIC_WRITER,
+            "checkpoints (srm_driver.checkpoints)",
+        )
+        group_ops = ["DESCRIBE", "READ"] if flow.sync_group_offsets_enabled else ["DESCRIBE"]
+        for name, pattern, note in topic_resources(flow.groups):
+            grant(
+                source,
+                "driver",
+                "GROUP",
+                name,
+                ["DESCRIBE"],
+                _noted("checkpoints read the groups' committed offsets", note),
+                pattern,
+            )
+            grant(
+                source,
+                "coordinator",
+                "GROUP",
+                name,
+                ["DESCRIBE"],
+                _noted("discovery lists the source's groups", note),
+                pattern,
+            )
+            grant(
+                target,
+                "driver",
+                "GROUP",
+                name,
+                group_ops,
+                _noted(
+                    "checkpoints look at the groups on the target (READ: "
+                    "sync.group.offsets commits them)",
+                    note,
+                ),
+                pattern,
+            )
+    if flow.sync_topic_acls_enabled:
+        grant(
+            source,
+            "driver",
+            "CLUSTER",
+            "kafka-cluster",
+            ["DESCRIBE"],
+            "ACL sync lists the source's topic ACLs (srm_driver.acl_sync)",
+        )
+        grant(
+            target,
+            "driver",
+            "CLUSTER",
+            "kafka-cluster",
+            ["DESCRIBE", "ALTER"],
+            "ACL sync lists and creates topic ACLs; ALTER on the cluster can grant"
+            " anything: set sync.topic.acls.enabled = false to do without it",
+        )
+
+
+def _fence_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
+    # Fences live on every cluster some flow writes into (ControlSettings.targets).
+    grant(
+        flow.target,
+        "driver",
+        "TOPIC",
+        fences,
+        ["READ", "DESCRIBE"],
+        "drivers renew their leases from the fences (srm_common.adapters.fence_topic)",
+    )
+    grant(
+        flow.target,
+        "coordinator",
+        "TOPIC",
+        fences,
+        ["CREATE", "WRITE", "DESCRIBE"],
+        "the leader writes fences (srm_coordinator.fencing)",
+    )
+    grant(
+        flow.target,
+        "coordinator",
+        "CLUSTER",
+        "kafka-cluster",
+        ["IDEMPOTENT_WRITE"],
+        "the fence writer is idempotent",
+    )
+
+
+def _control_acls(settings: ControlSettings, grant: _Grant) -> None:
+    alias = settings.cluster
+    events, drivers, election = (
+        settings.events_topic,
+        settings.drivers_topic,
+        settings.election_topic,
+    )
+    grant(
+        alias,
+        "coordinator",
+        "TOPIC",
+        events,
+        ["CREATE", "WRITE", "READ", "DESCRIBE", "DESCRIBE_CONFIGS"],
+        "the event log: created, checked, appended by the leader, read by all",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "TOPIC",
+        drivers,
+        ["CREATE", "READ", "DESCRIBE"],
+        "driver heartbeats (membership)",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "TOPIC",
+        election,
+        ["CREATE", "READ", "DESCRIBE"],
+        "leader election (srm_coordinator.election)",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "GROUP",
+        settings.election_group,
+        ["READ", "DESCRIBE"],
+        "the coordinators' election group",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "TRANSACTIONAL_ID",
+        settings.transactional_id,
+        ["WRITE", "DESCRIBE"],
+        "the leader's transactional writer fences an old leader",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "CLUSTER",
+        "kafka-cluster",
+        ["IDEMPOTENT_WRITE"],
+        "the event log writer is idempotent",
+    )
+    grant(
+        alias,
+        "driver",
+        "TOPIC",
+        events,
+        ["READ", "DESCRIBE"],
+        "drivers fold the event log (srm_driver.control)",
+    )
+    grant(alias, "driver", "TOPIC", drivers, ["WRITE", "DESCRIBE"], "drivers send heartbeats")
+    grant(
+        alias,
+        "driver",
+        "TOPIC",
+        election,
+        ["DESCRIBE"],
+        "drivers check the control topics' shape at start",
+    )
+    grant(
+        alias,
+        "api-gateway",
+        "TOPIC",
+        events,
+        ["READ", "DESCRIBE"],
+        "the gateway projects the event log",
+    )
+
+
+def _metrics_acls(config: SrmConfig, grant: _Grant) -> None:
+    app_id = config.extra.get("srm.metrics.aggregator.id", DEFAULT_AGGREGATOR_ID).strip()
+    for alias in sorted({flow.target for flow in config.flows.values()}):
+        grant(
+            alias,
+            "metrics-aggregator",
+            "TOPIC",
+            RAW_TOPIC,
+            ["CREATE", "READ", "DESCRIBE"],
+            "raw samples folded (srm_metrics_aggregator.app)",
+        )
+        grant(
+            alias,
+            "metrics-aggregator",
+            "TOPIC",
+            app_id,
+            ["CREATE", "READ", "WRITE", "DESCRIBE"],
+            "its own topics and changelogs, Faust's leader topic",
+            "PREFIXED",
+        )
+        for topic in (AGGREGATED_TOPIC, DEAD_TOPIC):
+            grant(
+                alias,
+                "metrics-aggregator",
+                "TOPIC",
+                topic,
+                ["CREATE", "WRITE", "DESCRIBE"],
+                "aggregated windows and records not folded",
+            )
+        grant(
+            alias,
+            "metrics-aggregator",
+            "GROUP",
+            app_id,
+            ["READ", "DESCRIBE"],
+            "the aggregator instances' consumer group",
+        )
+        grant(
+            alias,
+            "api-gateway",
+            "TOPIC",
+            AGGREGATED_TOPIC,
+            ["READ", "DESCRIBE"],
+            "the gateway follows the aggregated metrics",
+        )
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _principal(config: SrmConfig, alias: str, service: str, given: Mapping[str, str]) -> str:
+    return (
+        given.get(f"{service}@{alias}")
+        or given.get(alias)
+        or principal_of(config, alias)
+        or UNKNOWN_PRINCIPAL.format(alias=alias)
+    )
+
+
+def _noted(why: str, note: str | None) -> str:
+    return f"{why}; {note}: narrow it by hand" if note else why
+
+
+_USERNAME = re.compile(r"""\busername\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))""")
+
+
+def _jaas_username(jaas: str) -> str | None:
+    match = _USERNAME.search(jaas)
+    if match is None:
+        return None
+    return next(group for group in match.groups() if group is not None)
+
+
+# --- rendering ----------------------------------------------------------------------------
+
+
+def kafka_acls_commands(
+    config: SrmConfig,
+    rows: Iterable[RequiredAcl],
+    *,
+    command_config: str = "{alias}-admin.properties",
+) -> str:
+    """``rows`` as ``kafka-acls.sh --add`` commands, one per principal and resource (its
+    operations together), under a comment per cluster and service saying why.
+
+    ``command_config`` names the admin client file of each cluster (``{alias}`` is
+    replaced): an administrator's credentials, not SRM's.
+    """
+    grouped: dict[tuple[str, str, str, str, str, str], list[str]] = {}
+    whys: dict[tuple[str, str, str, str, str, str], dict[str, None]] = {}
+    for row in rows:
+        b = row.binding
+        key = (row.cluster, row.service, b.principal, b.resource_type, b.name, b.pattern_type)
+        grouped.setdefault(key, []).append(b.operation)
+        whys.setdefault(key, {})[row.why] = None
+    lines: list[str] = []
+    heading = None
+    for key in sorted(grouped):
+        cluster, service, principal, resource, name, pattern = key
+        if (cluster, service) != heading:
+            heading = (cluster, service)
+            servers = ",".join(config.cluster(cluster).bootstrap_servers)
+            lines += ["", f"# --- {cluster} ({servers}): {service} as {principal}"]
+        lines.append(f"# {'; '.join(whys[key])}")
+        servers = ",".join(config.cluster(cluster).bootstrap_servers)
+        parts = [
+            "kafka-acls.sh",
+            f"--bootstrap-server {servers}",
+            f"--command-config {command_config.format(alias=cluster)}",
+            "--add",
+            f"--allow-principal {_quoted(principal)}",
+            *(f"--operation {_camel(op)}" for op in sorted(set(grouped[key]))),
+            _resource_flag(resource, name),
+        ]
+        if pattern == "PREFIXED":
+            parts.append("--resource-pattern-type prefixed")
+        lines.append(" ".join(parts))
+    return "\n".join(lines).lstrip("\n")
+
+
+def acl_table(rows: Iterable[RequiredAcl]) -> str:
+    """``rows`` as an aligned table: cluster, service, principal, resource, operations."""
+    grouped: dict[tuple[str, str, str, str], list[str]] = {}
+    for row in rows:
+        b = row.binding
+        resource = f"{b.resource_type}:{b.name}" + (
+            " (prefixed)" if b.pattern_type == "PREFIXED" else ""
+        )
+        grouped.setdefault((row.cluster, row.service, b.principal, resource), []).append(
+            b.operation
+        )
+    table = [("CLUSTER", "SERVICE", "PRINCIPAL", "RESOURCE", "OPERATIONS")]
+    table += [(*key, ",".join(sorted(set(ops)))) for key, ops in sorted(grouped.items())]
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(r)).rstrip()
+        for r in table
+    )
+
+
+def _camel(operation: str) -> str:
+    return "".join(part.capitalize() for part in operation.split("_"))
+
+
+def _resource_flag(resource: str, name: str) -> str:
+    if resource == "CLUSTER":
+        return "--cluster"
+    flag = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id"}
+    return f"{flag[resource]} {_quoted(name)}"
+
+
+def _quoted(text: str) -> str:
+    safe = re.fullmatch(r"[A-Za-z0-9_.:=@,/+-]+", text)
+    return text if safe else "'" + text.replace("'", "'\\''") + "'"
