@@ -114,7 +114,7 @@ def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
         (["--port", "http"], "'http' is not a port"),
         (["--set", "srm.control.cluster=nowhere"], "unknown cluster alias 'nowhere'"),
         (["--set", "srm.driver.session.timeout.ms=soon"], "srm.driver.session.timeout.ms"),
-        (["--projection", "nonsense://x"], "cannot open projection database"),
+        (["--state-file", "/nonexistent-dir/c1.json"], "cannot write the log memory"),
     ],
 )
 def test_bad_flags_are_one_message_and_exit_2(

@@ -1,10 +1,13 @@
 """srm-control restore: the restored log rebuilds the lost log's configuration, from a SQL
-projection or an audit export; the projection keeps both logs as one history."""
+read model (the gateway's, read only) or an audit export."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from sqlalchemy import create_engine, inspect
+from srm_common.adapters.sql.projection import ProjectedEvent, SqlProjection
 from srm_common.control.events import (
     ConfigApplied,
     CoordinatorElected,
@@ -18,10 +21,11 @@ from srm_common.control.events import (
     RecordsLost,
     TopicsAllowed,
     TopicsDenied,
+    encode,
 )
 from srm_common.control.state import replay
+from srm_common.errors import SrmError
 from srm_coordinator.audit import render_state
-from srm_coordinator.projector import Projector
 from srm_coordinator.restore import configuration, from_audit, from_db, restored_events
 
 FLOW = "primary->backup"
@@ -72,35 +76,27 @@ def test_an_audit_export_restores_the_same_as_the_log(tmp_path: Path) -> None:
     assert source.startswith("audit export state.json (state at ")
 
 
-def test_a_projection_remembers_its_log_and_keeps_a_restored_one_after_it(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'c1.db'}"
-    projector = Projector(url)
-    assert projector.known_log() is None
-    projector.project(log_of(LOST))
-    assert projector.known_log() == "L1"
-    lost, _source = from_db(url)
+def gateway_db(url: str, envelopes: list[Envelope]) -> None:
+    """A read model as the gateway writes it (srm_api_gateway.event_projection)."""
+    rows = [
+        ProjectedEvent(e.offset, e.at_ms, e.event.TYPE, e.event.VERSION, e.by, None, "", encode(e))
+        for e in envelopes
+    ]
+    with SqlProjection(url) as db:
+        db.apply(rows)
+
+
+def test_the_gateways_read_model_restores_the_lost_logs_configuration(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'gateway.db'}"
+    gateway_db(url, log_of(LOST))
+    lost, source = from_db(url)
     assert configuration(lost) == configuration(replay(log_of(LOST)))
-
-    # The restored log starts again at offset 0; its rows follow the lost log's.
-    restored = restore_of(log_of(LOST))
-    projector.project(restored)
-    assert projector.known_log() == "L2"
-    rows = projector.projection.values_until()
-    assert len(rows) == len(LOST) + len(restored)
-    assert [o for o, _ in rows] == sorted(o for o, _ in rows)
-    replayed, _ = from_db(url)
-    assert replayed.log_id == "L2" and configuration(replayed) == configuration(lost)
-    projector.close()
-
-    # Restarted, the coordinator reads the restored log from offset 0 again: no new rows.
-    again = Projector(url)
-    again.project(restored)
-    assert len(again.projection.values_until()) == len(rows)
-    again.close()
+    assert lost.log_id == "L1" and source == f"SQL projection {url} up to row 20"
 
 
-def test_a_projection_of_a_log_without_ids_knows_that_a_log_existed(tmp_path: Path) -> None:
-    projector = Projector(f"sqlite:///{tmp_path / 'old.db'}")
-    projector.project(log_of(LOST[1:]))
-    assert projector.known_log() == ""
-    projector.close()
+def test_restore_refuses_a_database_the_gateway_never_projected_into(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    with pytest.raises(SrmError, match="holds no srm_events table; give the database the"):
+        from_db(url)
+    # Read only: srm-control created nothing there.
+    assert inspect(create_engine(url)).get_table_names() == []

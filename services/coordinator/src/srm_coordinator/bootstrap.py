@@ -20,8 +20,8 @@ from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
 
 from srm_coordinator.election import Candidacy
+from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.ports import Adapters
-from srm_coordinator.projector import Projector
 from srm_coordinator.service import Coordinator
 
 
@@ -51,7 +51,7 @@ def build(
     settings: ControlSettings,
     *,
     coordinator_id: str | None = None,
-    projector: Projector | None = None,
+    memory: LogMemory | None = None,
     apply_config: bool = False,
 ) -> Coordinator:
     """A coordinator on Kafka; nothing is read or joined until :meth:`Coordinator.run`."""
@@ -60,6 +60,6 @@ def build(
         settings,
         real_adapters(settings),
         coordinator_id=coordinator_id,
-        projector=projector,
+        memory=memory,
         apply_config=apply_config,
     )

@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from srm_common.adapters.http_auth import listener_security
@@ -28,11 +29,14 @@ examples:
   srm-coordinator --config srm.yaml                    one instance (leads at once)
   srm-coordinator --config srm.yaml --port 8090 --id c1
   srm-coordinator --config srm.yaml --port 8091 --id c2   a standby: leads if c1 dies
-  srm-coordinator --config srm.yaml --projection postgresql://srm@db/srm
+  srm-coordinator --config srm.yaml --id c1 --state-file /var/lib/srm/c1.json
 
 Several instances may run; the one holding the election group's partition leads and
 fences any previous leader. State is the event log srm-control.events.internal on the
 control cluster (srm.control.cluster, default: the first alias): a restart replays it.
+The coordinator writes no SQL: the gateway projects the log into its read model. It
+remembers only which log it followed (--state-file), to report a lost log after a
+restart instead of starting an empty one.
 
 Every POST needs a principal: a bearer token of the tokens file (srm.http.tokens.file,
 else $SRM_HTTP_TOKENS_FILE) or a client certificate (listeners = https://... with
@@ -60,18 +64,25 @@ def _run(argv: Sequence[str] | None) -> int:
         fail("srm-coordinator", str(exc))
     from srm_coordinator.bootstrap import build
     from srm_coordinator.http_api import create_app
-    from srm_coordinator.projector import Projector
+    from srm_coordinator.log_memory import LogMemory
 
-    projector = None
+    if args.projection is not None and args.projection != "none":
+        logging.warning(
+            "--projection is ignored: the SQL read model is the gateway's now"
+            " (srm-api-gateway --db-url); this coordinator remembers its log in --state-file"
+        )
+    state_file = args.state_file or f"srm-coordinator-{args.id or 'coordinator'}.json"
+    if args.projection == "none":  # the old way of saying "no memory"
+        state_file = "none"
     try:
-        if args.projection != "none":
-            url = args.projection or f"sqlite:///srm-projection-{args.id or 'coordinator'}.db"
-            projector = Projector(url)
+        memory = None
+        if state_file != "none":
+            memory = LogMemory(Path(state_file), settings.events_topic)
         coordinator = build(
             config,
             settings,
             coordinator_id=args.id,
-            projector=projector,
+            memory=memory,
             apply_config=args.apply_config,
         )
         access, tls = listener_security(config.extra)
@@ -117,12 +128,15 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=port, default=0, help="HTTP port (default: any free one; logged)"
     )
     parser.add_argument(
-        "--projection",
-        default=None,
-        metavar="URL",
-        help="SQLAlchemy URL of the SQL projection (default: sqlite:///srm-projection-<id>.db"
-        " in the working directory; 'none' to skip)",
+        "--state-file",
+        metavar="FILE",
+        help="where this coordinator remembers which event log it followed (default:"
+        " srm-coordinator-<id>.json in the working directory; 'none': no memory, a lost"
+        " log is then not noticed across a restart)",
     )
+    # Before the gateway owned the read model: 'none' still means no memory; a URL is
+    # ignored with a warning.
+    parser.add_argument("--projection", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--apply-config",
         action="store_true",

@@ -2,9 +2,9 @@
 
 When the event log is lost (its topic deleted or recreated), coordinators and drivers
 keep their last state and say ``event log lost``. This writes a new log that restores
-the configuration the lost log held, taken from a coordinator's SQL projection
-(``--from-db URL``, replayed to its end) or from an export of ``srm-control audit --at
-TIME --json`` (``--from-audit FILE``)::
+the configuration the lost log held, taken from the gateway's SQL read model
+(``--from-db URL``, its ``--db-url``, replayed to its end) or from an export of
+``srm-control audit --at TIME --json`` (``--from-audit FILE``)::
 
     offset  event                                        by
     0       log.started  L2, restored_from L1, source    alice@host via srm-control restore
@@ -82,7 +82,9 @@ def add_parser(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: i
     )
     source = r.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--from-db", metavar="URL", help="a coordinator's SQL projection (its --projection)"
+        "--from-db",
+        metavar="URL",
+        help="the gateway's SQL read model (its --db-url; read only)",
     )
     source.add_argument(
         "--from-audit",
@@ -145,10 +147,10 @@ def configuration(state: ControlState) -> dict[str, object]:
 
 
 def from_db(url: str) -> tuple[ControlState, str]:
-    """The state a SQL projection replays to, and how to name it in the log."""
+    """The state the gateway's read model replays to, and how to name it in the log."""
     from srm_common.adapters.sql.projection import SqlProjection, redact_url
 
-    with SqlProjection(url) as projection:
+    with SqlProjection(url, migrate=False) as projection:
         rows = projection.values_until()
     if not rows:
         raise RestoreError(f"the SQL projection {redact_url(url)} holds no events")

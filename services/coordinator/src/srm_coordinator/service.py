@@ -33,9 +33,9 @@ from srm_common.errors import ControlLogError, Fenced, SrmError
 
 from srm_coordinator.fencing import Fencer
 from srm_coordinator.leader import Leader, Round
+from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.membership import Membership
 from srm_coordinator.ports import Adapters, Beats, LogReader, LogWriter
-from srm_coordinator.projector import Projector
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class Coordinator:
         adapters: Adapters,
         *,
         coordinator_id: str | None = None,
-        projector: Projector | None = None,
+        memory: LogMemory | None = None,
         apply_config: bool = False,
     ) -> None:
         self.config = config
@@ -93,7 +93,7 @@ class Coordinator:
         self.stop = threading.Event()
         self.state = ControlState()
         self.leading = False
-        self.projector = projector
+        self.memory = memory
         self.took_over_at: float | None = None
         self._lock = threading.Lock()
         self._commands: queue.Queue[tuple[Command, str, Future[CommandResult]]] = queue.Queue()
@@ -191,8 +191,8 @@ class Coordinator:
     def replay(self, url: str) -> LogReader:
         """Open the event log and fold it to its end; ``url`` is this instance's API."""
         self.url = url
-        # The projection remembers the last log: if it is gone, say so, never start anew.
-        known = self.projector.known_log() if self.projector is not None else None
+        # The memory file names the last log: if it is gone, say so, never start anew.
+        known = self.memory.known() if self.memory is not None else None
         self.adapters.prepare(known is None)
         reader = self.adapters.reader(f"{self.id}-log", known)
         self._reader = reader
@@ -239,8 +239,6 @@ class Coordinator:
                 self._step_down("stopping")
             election.close()
             reader.close()
-            if self.projector is not None:
-                self.projector.close()
 
     def _fold(self, envelopes: list[Envelope]) -> None:
         fresh = [e for e in envelopes if e.offset > self.state.offset]
@@ -251,8 +249,11 @@ class Coordinator:
             state = apply(state, envelope)
         with self._lock:
             self.state = state
-        if self.projector is not None:
-            self.projector.project(fresh)
+        if self.memory is not None:
+            try:
+                self.memory.remember(state.log_id)
+            except SrmError as exc:
+                log.error("%s: %s (retrying with the next events)", self.id, exc)
 
     def lead(self) -> None:
         """Take over (after :meth:`replay`): fence the writer, read the log to its end,
