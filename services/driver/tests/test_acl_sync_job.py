@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from srm_common.config import parse_yaml_text
 from srm_common.domain.acls import AclBinding
 from srm_common.domain.tasks import SourceTask
-from srm_driver.acl_sync import AclRound, AclSync, AclSyncJob, AclSyncProblem
+from srm_driver.acl_sync import AclRound, AclSync, AclSyncJob, AclSyncProblem, from_kafka, to_kafka
 from srm_driver.runtime import DriverRuntime
 from srm_driver.tasks import Assignment
 
@@ -206,3 +206,20 @@ def test_no_job_when_acl_sync_is_switched_off() -> None:
         assert r.acl_syncs == {}
     finally:
         r.shutdown(1)
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        READ,
+        AclBinding(
+            "CLUSTER", "kafka-cluster", "LITERAL", "User:a", "*", "IDEMPOTENT_WRITE", "ALLOW"
+        ),
+        AclBinding(
+            "TRANSACTIONAL_ID", "srm.coordinator", "PREFIXED", "User:a", "*", "WRITE", "DENY"
+        ),
+    ],
+)
+def test_bindings_cross_to_confluent_kafka_and_back_unchanged(binding: AclBinding) -> None:
+    # librdkafka names Kafka's CLUSTER resource BROKER.
+    assert from_kafka(to_kafka(binding)) == binding

@@ -146,10 +146,10 @@ class AclSync:
             raise AclSyncProblem(
                 "failing", f"cannot list the topic ACLs of {alias!r}: no answer; is it reachable?"
             ) from exc
-        return [b for b in (_binding(k) for k in found) if b is not None]
+        return [b for b in (from_kafka(k) for k in found) if b is not None]
 
     def _create(self, bindings: Iterable[AclBinding]) -> None:
-        requests = [_kafka_binding(b) for b in bindings]
+        requests = [to_kafka(b) for b in bindings]
         if not requests:
             return
         target = self.flow.target
@@ -264,13 +264,13 @@ def _code(exc: KafkaException) -> int | None:
     return error.code() if isinstance(error, KafkaError) else None
 
 
-def _binding(binding: KafkaAclBinding) -> AclBinding | None:
-    """The domain's binding; None for what it does not model (an UNKNOWN operation)."""
+def from_kafka(binding: KafkaAclBinding) -> AclBinding | None:
+    """confluent-kafka's binding as the domain's; None for what it does not model (an
+    UNKNOWN operation). librdkafka calls Kafka's CLUSTER resource BROKER."""
+    restype = "CLUSTER" if binding.restype == ResourceType.BROKER else binding.restype.name
     try:
         return AclBinding(
-            resource_type="TOPIC"
-            if binding.restype == ResourceType.TOPIC
-            else binding.restype.name,  # type: ignore[arg-type]
+            resource_type=restype,  # type: ignore[arg-type]
             name=binding.name,
             pattern_type=binding.resource_pattern_type.name,  # type: ignore[arg-type]
             principal=binding.principal,
@@ -282,9 +282,11 @@ def _binding(binding: KafkaAclBinding) -> AclBinding | None:
         return None
 
 
-def _kafka_binding(binding: AclBinding) -> KafkaAclBinding:
+def to_kafka(binding: AclBinding) -> KafkaAclBinding:
+    """The domain's binding as confluent-kafka's (CLUSTER is librdkafka's BROKER)."""
+    restype = "BROKER" if binding.resource_type == "CLUSTER" else binding.resource_type
     return KafkaAclBinding(
-        ResourceType[binding.resource_type],
+        ResourceType[restype],
         binding.name,
         ResourcePatternType[binding.pattern_type],
         binding.principal,
