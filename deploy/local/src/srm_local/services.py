@@ -90,20 +90,26 @@ def _config_args(config_path: Path, overrides: dict[str, str]) -> list[str]:
 def coordinator_service(
     name: str, port: int, config_path: Path, overrides: dict[str, str]
 ) -> ServiceProcess:
-    """``srm-coordinator`` named ``name`` on ``port``; its SQL projection in the run dir.
-    Every coordinator of the local stack runs the one file, and an edit of it is meant to
-    take effect at the next ``make up``: so they apply it (``--apply-config``)."""
-    projection = f"sqlite:///{run_dir() / 'services' / f'{name}-projection.db'}"
+    """``srm-coordinator`` named ``name`` on ``port``; its memory of the log it followed
+    in the run dir. Every coordinator of the local stack runs the one file, and an edit of
+    it is meant to take effect at the next ``make up``: so they apply it
+    (``--apply-config``)."""
+    state = run_dir() / "services" / f"{name}-log.json"
     args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
     return ServiceProcess(
-        name, "srm_coordinator", [*args, "--projection", projection, "--apply-config"]
+        name, "srm_coordinator", [*args, "--state-file", str(state), "--apply-config"]
     )
 
 
 def gateway_service(config_path: Path, overrides: dict[str, str]) -> ServiceProcess:
-    """``srm-api-gateway`` on SRM_GATEWAY_PORT (default 8080): the HTTP API people use."""
+    """``srm-api-gateway`` on SRM_GATEWAY_PORT (default 8080): the HTTP API people use;
+    its SQL read model a SQLite file in the run dir (``SRM_GATEWAY_DB_URL`` moves it, e.g.
+    to PostgreSQL)."""
     port = os.environ.get("SRM_GATEWAY_PORT", "8080")
     args = [*_config_args(config_path, overrides), "--port", port]
+    args += ["--state-dir", str(run_dir() / "services")]
+    if os.environ.get("SRM_GATEWAY_DB_URL"):
+        args += ["--db-url", os.environ["SRM_GATEWAY_DB_URL"]]
     return ServiceProcess("gateway", "srm_api_gateway", args)
 
 

@@ -411,6 +411,24 @@ class CoordinatorProcess(ChildProcess):
         self.id = coordinator_id
 
 
+class GatewayProcess(ChildProcess):
+    """``srm-api-gateway --config FILE --port 0 --db-url URL``; :meth:`url` once it serves."""
+
+    def __init__(self, config: Path, log_path: Path, db_url: str, *args: str) -> None:
+        super().__init__(
+            "srm_api_gateway",
+            ["--config", str(config), "--port", "0", "--db-url", db_url, *args],
+            log_path,
+        )
+
+    def url(self) -> str | None:
+        """Where the latest start serves, or None before it says."""
+        text = self.log_text().split(f"--- start {self.starts}\n")[-1]
+        if "API at " not in text:
+            return None
+        return text.split("API at ")[-1].split()[0]
+
+
 def copied(source: str, topic: str, target: str, remote: str) -> bool:
     """The remote topic holds at least as many records as the source shows read_committed
     (what a copy reads); a test then compares their content."""
