@@ -13,6 +13,7 @@ import logging
 import threading
 
 from confluent_kafka import Consumer, KafkaException
+from srm_common.adapters import kafka_clients
 from srm_common.config.control import ControlSettings
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ class LeaderElection(threading.Thread):
         self.leading = threading.Event()
         self.changed = threading.Event()
         self._stopping = stop
-        self._consumer = Consumer(
+        self._consumer = kafka_clients.consumer(
             {
                 **settings.client,
                 "group.id": settings.election_group,

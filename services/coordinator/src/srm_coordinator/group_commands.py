@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.flow_offsets import FlowOffsets
 from srm_common.adapters.group_admin import (
     GroupAdminError,
@@ -158,7 +159,7 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
 def _admin(config: Mapping[str, str]) -> AdminClient:
     # A cluster that does not answer is reported once, by the call that needed it;
     # librdkafka's own connection errors would repeat it on stderr every second.
-    return AdminClient({**config, "log_level": 0})
+    return kafka_clients.admin({**config, "log_level": 0})
 
 
 def _admin_of(flow: FlowConfig, alias: str) -> Mapping[str, str]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.kafka_log import (
     EventLogReader,
     EventLogWriter,
@@ -273,7 +273,7 @@ def _make_room(settings: ControlSettings, lost_id: str | None, *, replace: bool)
     """An events topic to write the restored log into: missing (created), empty, or (with
     ``replace``) deleted and created again; RestoreError otherwise."""
     topic = settings.events_topic
-    admin = AdminClient(dict(settings.client))
+    admin = kafka_clients.admin(dict(settings.client))
     try:
         exists = topic in admin.list_topics(timeout=15).topics
     except KafkaException as exc:

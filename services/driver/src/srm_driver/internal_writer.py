@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
+from srm_common.adapters import kafka_clients
 
 from srm_driver.kafka_admin import KafkaAdminError
 
@@ -31,7 +32,7 @@ class InternalWriter:
         # A bounded delivery timeout: a write that could not land within it never lands
         # later (progress and offset syncs of a driver that lost its lease must not).
         bounded = {} if timeout_ms is None else {"message.timeout.ms": timeout_ms}
-        self._producer = Producer(
+        self._producer = kafka_clients.producer(
             {
                 **producer_config,
                 "enable.idempotence": True,

@@ -20,6 +20,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from srm_common.adapters import kafka_clients
 from srm_common.errors import SrmError
 
 TIMEOUT_S = 30.0
@@ -40,7 +41,7 @@ class PartitionOffsets:
 
 def admin_client(config: Mapping[str, str]) -> AdminClient:
     """An AdminClient for the resolved client config of one cluster."""
-    return AdminClient(dict(config))
+    return kafka_clients.admin(dict(config))
 
 
 def topic_partitions(admin: AdminClient, *, timeout: float = TIMEOUT_S) -> dict[str, int]:

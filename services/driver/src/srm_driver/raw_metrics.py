@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, Producer
+from srm_common.adapters import kafka_clients
 from srm_common.config.model import FlowConfig
 from srm_common.metrics.raw import (
     RAW_TOPIC,
@@ -325,7 +326,7 @@ class TargetWriter(threading.Thread):
 def target_writer(flow: FlowConfig) -> TargetWriter:
     """The writer of ``flow``'s target cluster, with real clients (the composition root's
     factory): the topic created with the flow's ``srm.metrics.topic.replication.factor``."""
-    producer = Producer(
+    producer = kafka_clients.producer(
         {
             **flow.target_internal_producer,
             "acks": "all",

@@ -24,6 +24,7 @@ from typing import Any
 
 import faust
 from confluent_kafka.admin import AdminClient, NewTopic
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
@@ -64,7 +65,7 @@ def prepare_topics(settings: AggregatorSettings, timeout: float = 30) -> tuple[i
     """Create what is missing of the raw topic and the aggregator's own topics (Faust
     ignores for good a topic it subscribes to before it exists); the raw topic's partition
     count, which every other topic gets, and their replication factor."""
-    admin = AdminClient(
+    admin = kafka_clients.admin(
         {**settings.client, "bootstrap.servers": ",".join(settings.bootstrap_servers)}
     )
     metadata = admin.list_topics(timeout=timeout)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from srm_common.adapters import kafka_clients
 from srm_common.config.model import FlowConfig
 from srm_common.control.refresh import DiscoveryPending
 from srm_common.domain.tasks import TopicPartition
@@ -86,7 +87,7 @@ def admin_lister(admin_config: Mapping[str, str]) -> Lister:
     def listing() -> tuple[Mapping[str, int], tuple[str, ...] | str]:
         try:
             if not admins:
-                admins.append(AdminClient(dict(admin_config)))
+                admins.append(kafka_clients.admin(dict(admin_config)))
             metadata = admins[0].list_topics(timeout=TIMEOUT_S)
         except KafkaException as exc:
             raise DiscoveryError(_reason(exc)) from exc

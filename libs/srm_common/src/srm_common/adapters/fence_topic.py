@@ -14,14 +14,13 @@ from collections.abc import Mapping
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    Consumer,
     KafkaError,
     KafkaException,
-    Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from srm_common.adapters import kafka_clients
 from srm_common.config.control import ControlSettings
 from srm_common.control.fences import Fence, FenceHistory
 from srm_common.errors import ControlLogError
@@ -41,7 +40,7 @@ class FenceWriter:
         self._client: Mapping[str, str] = settings.targets[cluster]
         self._factor = settings.replication_factor
         self._ready = False
-        self._producer = Producer(
+        self._producer = kafka_clients.producer(
             {
                 **self._client,
                 "client.id": client_id,
@@ -70,7 +69,7 @@ class FenceWriter:
             raise ControlLogError(f"cannot write a fence to {self.cluster!r}: {reason}")
 
     def _create(self, timeout: float) -> None:
-        admin = AdminClient(dict(self._client))
+        admin = kafka_clients.admin(dict(self._client))
         try:
             if self.topic not in admin.list_topics(timeout=timeout).topics:
                 config = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
@@ -95,7 +94,7 @@ class FenceWatch:
         self.topic = settings.fences_topic
         self.history = FenceHistory()
         self._position = 0
-        self._consumer = Consumer(
+        self._consumer = kafka_clients.consumer(
             {
                 **settings.targets[cluster],
                 "client.id": client_id,

@@ -28,12 +28,12 @@ from confluent_kafka import (
     IsolationLevel,
     KafkaError,
     KafkaException,
-    Producer,
     TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
+from srm_common.adapters import kafka_clients
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, encode, event_key
@@ -58,7 +58,7 @@ def ensure_control_topics(
 
     ``create_events=False``: a missing event log is left missing (a coordinator that knew
     a log must report it lost, never start an empty one in its place)."""
-    admin = AdminClient(dict(settings.client))
+    admin = kafka_clients.admin(dict(settings.client))
     wanted = {
         settings.events_topic: {"retention.ms": "-1", "retention.bytes": "-1"},
         settings.drivers_topic: {"retention.ms": "3600000"},
@@ -114,7 +114,7 @@ def check_control_topics(
       ``retention.bytes`` -1 (as created): compaction or retention deletes history that
       every state is folded from.
     """
-    admin = admin or AdminClient(dict(settings.client))
+    admin = admin or kafka_clients.admin(dict(settings.client))
     servers = settings.client.get("bootstrap.servers", "HOST:PORT")
     names = [settings.events_topic, settings.drivers_topic, settings.election_topic]
     found = {}
@@ -193,7 +193,7 @@ class EventLogWriter:
 
     def __init__(self, settings: ControlSettings, *, client_id: str) -> None:
         self.topic = settings.events_topic
-        self._producer = Producer(
+        self._producer = kafka_clients.producer(
             {
                 **settings.client,
                 "client.id": client_id,
@@ -303,7 +303,7 @@ class EventLogReader:
         admin: AdminClient | None = None,
     ) -> None:
         self.topic = settings.events_topic
-        self._consumer = consumer or Consumer(
+        self._consumer = consumer or kafka_clients.consumer(
             {
                 **settings.client,
                 "client.id": client_id,
@@ -316,7 +316,7 @@ class EventLogReader:
                 "auto.offset.reset": "error",
             }
         )
-        self._admin = admin or AdminClient(dict(settings.client))
+        self._admin = admin or kafka_clients.admin(dict(settings.client))
         self.guard = LogGuard(self.topic, known_log=known_log)
         self.problem: LogProblem | None = None
         self.restarted = False
@@ -576,7 +576,7 @@ class EventLogEnd:
         self.topic = settings.events_topic
         self.election_topic = settings.election_topic
         self.election_group = settings.election_group
-        self._admin = AdminClient(dict(settings.client))
+        self._admin = kafka_clients.admin(dict(settings.client))
 
     def query(self, timeout: float = 5.0) -> int:
         """The end offset; :class:`ControlLogError` if the control cluster did not answer."""
@@ -645,7 +645,7 @@ class BeatWriter:
 
     def __init__(self, settings: ControlSettings, *, client_id: str) -> None:
         self.topic = settings.drivers_topic
-        self._producer = Producer(
+        self._producer = kafka_clients.producer(
             {
                 **settings.client,
                 "client.id": client_id,
@@ -675,7 +675,7 @@ class BeatReader:
 
     def __init__(self, settings: ControlSettings, *, client_id: str, since_ms: int) -> None:
         self.topic = settings.drivers_topic
-        self._consumer = Consumer(
+        self._consumer = kafka_clients.consumer(
             {
                 **settings.client,
                 "client.id": client_id,

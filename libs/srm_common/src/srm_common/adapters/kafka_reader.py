@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from srm_common.adapters import kafka_clients
 from srm_common.errors import SrmError
 
 Key = tuple[str, int]
@@ -49,7 +50,7 @@ def read_partitions(
 
 
 def _reader(config: Mapping[str, str], isolation: str = "read_uncommitted") -> Consumer:
-    return Consumer(
+    return kafka_clients.consumer(
         {
             **config,
             "group.id": "srm-reader",  # librdkafka wants one; nothing is committed

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Final, NoReturn
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from srm_common.adapters import kafka_clients
 from srm_common.domain.policy import DefaultReplicationPolicy, ReplicationPolicy
 from srm_common.domain.records import CHECKPOINTS_PARTITION, Checkpoint
 from srm_common.errors import ConfigError, RecordFormatError, SrmError, TransientError
@@ -296,7 +296,7 @@ class MirrorClient:
 
     def topics(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> set[str]:
         """Every topic name of the cluster but Kafka's own (``__consumer_offsets``...)."""
-        admin = AdminClient({**self.config, "logger": _CLIENT_LOG})
+        admin = kafka_clients.admin({**self.config, "logger": _CLIENT_LOG})
         try:
             metadata = admin.list_topics(timeout=timeout_s)
         except KafkaException as exc:
@@ -372,7 +372,7 @@ class MirrorClient:
     ) -> None:
         """Feed every record of ``topic``/``partition`` up to its current end to ``fold``."""
         deadline = time.monotonic() + timeout_s
-        consumer = Consumer(
+        consumer = kafka_clients.consumer(
             {
                 # Java's consumer reads read_uncommitted and so does MM2's client; an
                 # explicit isolation.level in the configuration wins.
