@@ -159,7 +159,7 @@ def _routes(name: str) -> set[str]:
         from srm_api_gateway.http_api import create_app
 
         config = load_config(ROOT / "deploy" / "compose" / "srm.yaml")
-        app = create_app(config, None)  # type: ignore[arg-type]
+        app = create_app(config, None, access=access_for({}))  # type: ignore[arg-type]
     return {route.path for route in app.routes if "GET" in getattr(route, "methods", ())}
 
 

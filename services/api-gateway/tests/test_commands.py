@@ -1,6 +1,6 @@
-"""Commands through the gateway: the token, the forward to the leader (following a
-standby's redirect), the caller marked as coming through the gateway, and the outcome
-when no coordinator can be reached."""
+"""Commands through the gateway: the principal, the forward to the leader on the
+caller's behalf (following a standby's redirect), and the outcome when no coordinator
+can be reached."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from srm_api_gateway.testing import history, served
+from srm_api_gateway.testing import RELAY_TOKEN, history, served
 from srm_common.adapters.http_server import HttpServer
 from srm_common.config.model import SrmConfig
 from srm_common.control.events import CoordinatorElected, Envelope
@@ -35,7 +35,15 @@ def coordinator(answer: tuple[int, dict] | None = None) -> Iterator[tuple[str, l
 
     @app.post("/v1/commands/{verb}")
     async def command(verb: str, request: Request) -> JSONResponse:
-        got.append({"verb": verb, **json.loads(await request.body())})
+        got.append(
+            {
+                "verb": verb,
+                **json.loads(await request.body()),
+                "headers": {
+                    k: request.headers.get(k) for k in ("authorization", "x-srm-on-behalf-of")
+                },
+            }
+        )
         status, body = answer or (200, {"outcome": "applied", "changes": ["+ sales.*"]})
         return JSONResponse(body, status_code=status)
 
@@ -65,7 +73,7 @@ def post(url: str, body: object, token: str | None = TOKEN, raw: bytes | None = 
         return exc.code, json.loads(exc.read())
 
 
-def test_a_command_with_the_token_reaches_the_leader_marked_as_through_the_gateway(
+def test_a_command_of_a_principal_reaches_the_leader_on_its_behalf(
     config: SrmConfig,
 ) -> None:
     with (
@@ -74,14 +82,16 @@ def test_a_command_with_the_token_reaches_the_leader_marked_as_through_the_gatew
     ):
         status, answer = post(f"{gw}/v1/commands/patterns", COMMAND)
     assert (status, answer["outcome"]) == (200, "applied")
-    assert got == [{**COMMAND, "verb": "patterns", "by": "ops@host (via api-gateway)"}]
+    # The gateway bears its own token and names the caller; the body's "by" is a note.
+    headers = {"authorization": f"Bearer {RELAY_TOKEN}", "x-srm-on-behalf-of": "ops"}
+    assert got == [{**COMMAND, "verb": "patterns", "headers": headers}]
 
 
 def test_without_a_token_or_with_a_wrong_one_nothing_is_forwarded(config: SrmConfig) -> None:
     with coordinator() as (leader, got):
         with served(config, envelopes=led_by(leader)) as gw:
             status, answer = post(f"{gw}/v1/commands/patterns", COMMAND)
-            assert status == 403 and "--token-file" in answer["error"]
+            assert status == 401 and "no tokens file" in answer["error"]
         with served(config, envelopes=led_by(leader), token=TOKEN) as gw:
             status, answer = post(f"{gw}/v1/commands/patterns", COMMAND, token="wrong-token")
             assert status == 401 and answer["outcome"] == "not applied"
@@ -112,3 +122,43 @@ def test_no_leader_or_an_unreachable_one_is_not_applied(config: SrmConfig) -> No
     with served(config, envelopes=led_by(gone), token=TOKEN) as gw:
         status, answer = post(f"{gw}/v1/commands/patterns", COMMAND)
     assert status == 503 and answer["outcome"] == "not applied"
+
+
+def test_every_mutating_route_refuses_a_request_without_a_principal(config: SrmConfig) -> None:
+    """Enumerates the app's routes, so a route added later is covered too."""
+    from srm_api_gateway.http_api import create_app
+
+    app = create_app(config, None)  # type: ignore[arg-type]
+    mutating = sorted(
+        (method, route.path)  # type: ignore[attr-defined]
+        for route in app.routes
+        for method in getattr(route, "methods", set()) - {"GET", "HEAD", "OPTIONS"}
+    )
+    assert ("POST", "/v1/commands/{verb}") in mutating
+    with coordinator() as (leader, got):
+        with served(config, envelopes=led_by(leader), token=TOKEN) as gw:
+            statuses = {}
+            for method, path in mutating:
+                url = gw + path.replace("{verb}", "patterns")
+                request = urllib.request.Request(
+                    url, data=json.dumps(COMMAND).encode(), method=method
+                )
+                try:
+                    urllib.request.urlopen(request, timeout=10)
+                    statuses[path] = 200
+                except urllib.error.HTTPError as exc:
+                    statuses[path] = exc.code
+            # A browser's cross-site POST with a valid token is refused too.
+            request = urllib.request.Request(
+                f"{gw}/v1/commands/patterns",
+                data=json.dumps(COMMAND).encode(),
+                headers={"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"},
+            )
+            try:
+                urllib.request.urlopen(request, timeout=10)
+                cross_site = 200
+            except urllib.error.HTTPError as exc:
+                cross_site = exc.code
+    print("api-gateway, unauthenticated POST:", statuses, "cross-site POST:", cross_site)
+    assert set(statuses.values()) == {401} and cross_site == 403
+    assert got == [], "a refused command reached the leader"

@@ -193,6 +193,13 @@ def authenticate(
 
     A bearer token wins over a certificate; a token that is no one's is refused even when
     a certificate would do, so a typo never passes unnoticed."""
+    if not policy.tokens and not policy.client_certificates:
+        return Refusal(
+            401,
+            "this service accepts no changes: it has no tokens file"
+            " (srm.http.tokens.file or SRM_HTTP_TOKENS_FILE) and no HTTPS listener"
+            " asking for client certificates",
+        )
     token = bearer(headers.get("authorization"))
     name: str | None
     if token is not None:
@@ -202,13 +209,6 @@ def authenticate(
     else:
         name = certificate_name
     if name is None:
-        if not policy.tokens and not policy.client_certificates:
-            return Refusal(
-                401,
-                "this service accepts no changes: it has no tokens file"
-                " (srm.http.tokens.file or SRM_HTTP_TOKENS_FILE) and no HTTPS listener"
-                " asking for client certificates",
-            )
         return Refusal(401, f"authentication required: {HOW_TO_AUTHENTICATE}")
     behalf = (headers.get(ON_BEHALF_OF) or "").strip()
     if not behalf:

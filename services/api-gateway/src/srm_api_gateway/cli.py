@@ -37,10 +37,14 @@ examples:
   curl 'http://127.0.0.1:8080/v1/state?at=2026-11-20T09:30:00Z'
   curl http://127.0.0.1:8080/v2/topic-metrics/primary/backup/orders/replication-latency-ms-p99
   curl http://127.0.0.1:8080/metrics                 Prometheus exposition
-  srm-api-gateway --config srm.yaml --token-file /etc/srm/gateway.token
-  curl -H "Authorization: Bearer $(cat /etc/srm/gateway.token)" -d '{"flow":
+  srm-api-gateway --config srm.yaml --set srm.http.tokens.file=/etc/srm/http-tokens \
+    --token-file /etc/srm/api-gateway.token
+  curl -H "Authorization: Bearer $(cat ~/.srm/alice.token)" -d '{"flow":
     "primary->backup","kind":"topics","action":"add","patterns":["sales.*"]}'
     http://127.0.0.1:8080/v1/commands/patterns
+
+Every POST needs a principal of the tokens file (or a client certificate): callers'
+commands go to the coordinator leader on their behalf (see docs/security.md).
 
 It follows the event log on the control cluster (srm.control.cluster) as coordinators
 and drivers do, and the aggregated metrics topic of every target cluster; /readyz says
@@ -50,7 +54,9 @@ windows), migrated with Alembic at start: --db-url, default a SQLite file in
 --state-dir. A database that does not answer at start is one line and exit 2.
 
 environment:
-  SRM_LOG_LEVEL   DEBUG, INFO (default), WARNING
+  SRM_LOG_LEVEL          DEBUG, INFO (default), WARNING
+  SRM_HTTP_TOKENS_FILE   the tokens file when the configuration names none
+  SRM_TOKEN_FILE         the gateway's own token when --token-file is not given
 """
 
 
@@ -66,9 +72,10 @@ def _run(argv: Sequence[str] | None) -> int:
         settings = control_settings(config)
     except ConfigError as exc:
         fail("srm-api-gateway", str(exc))
+    from srm_common.adapters.http_auth import listener_security
+    from srm_common.adapters.http_client import credentials
     from srm_common.adapters.kafka_log import EventLogReader
 
-    from srm_api_gateway.commands import read_token
     from srm_api_gateway.http_api import create_app
     from srm_api_gateway.log_view import LogView
     from srm_api_gateway.metric_store import MetricStore
@@ -97,9 +104,20 @@ def _run(argv: Sequence[str] | None) -> int:
         read_model.on_metric,
     )
     try:
-        token = read_token(args.token_file) if args.token_file else None
-        app = create_app(config, log_view, store, follower.status, token, read_model)
-        server = HttpServer(app, host=args.host, port=args.port, name="srm-api-gateway")
+        access, tls = listener_security(config.extra)
+        relay = credentials(config.extra, token_file=args.token_file)
+        app = create_app(
+            config,
+            log_view,
+            store,
+            follower.status,
+            credentials=relay,
+            read_model=read_model,
+            access=access,
+        )
+        server = HttpServer(
+            app, host=args.host, port=args.port, name="srm-api-gateway", access=access, tls=tls
+        )
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
     stop = threading.Event()
@@ -179,7 +197,8 @@ def _parser() -> argparse.ArgumentParser:
         "--token-file",
         type=Path,
         metavar="FILE",
-        help="a file holding the token that commands must bear (Authorization: Bearer ...);"
-        " without it the gateway takes no commands",
+        help="the gateway's own token, borne when it relays a command to the coordinator"
+        " leader (principal api-gateway in the tokens file; default: $SRM_TOKEN_FILE)."
+        " Callers authenticate with the tokens file (srm.http.tokens.file)",
     )
     return parser

@@ -19,11 +19,14 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from srm_common.adapters.http_auth import Access, guard, principal
+from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.http_limits import BodyLimit
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
 from srm_common.control.state import replay
 from srm_common.errors import SrmError
+from srm_common.http_access import AccessPolicy
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -44,9 +47,12 @@ def create_app(
     log_view: LogView,
     store: MetricStore | None = None,
     metrics_status: Callable[[], Mapping[str, object]] | None = None,
-    token: str | None = None,
+    credentials: HttpCredentials | None = None,
     read_model: ReadModel | None = None,
+    access: Access | None = None,
 ) -> FastAPI:
+    """``access`` decides who may send commands (none when not given: every POST is a
+    401); ``credentials`` are what the gateway bears to the leader when it relays one."""
     app = FastAPI(
         title="SRM API gateway",
         version="2",
@@ -55,6 +61,7 @@ def create_app(
         " token) forwarded to the coordinator leader.",
     )
     app.add_middleware(BodyLimit)
+    guard(app, access or Access(AccessPolicy()))
 
     @app.exception_handler(RequestValidationError)
     def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -164,16 +171,13 @@ def create_app(
         "/v1/commands/{verb}",
         summary="srm-control's verbs (patterns, resume), forwarded to the coordinator leader",
         responses={
-            401: {"description": "missing or wrong token"},
-            403: {"description": "the gateway takes no commands (no --token-file)"},
+            401: {"description": "no principal: a bearer token or a client certificate"},
+            403: {"description": "a change from a web page of another site"},
             503: {"description": "no coordinator leads now"},
         },
     )
     async def command(verb: str, request: Request) -> JSONResponse:
-        refused = commands.authorized(token, request.headers.get("authorization"))
-        if refused is not None:
-            status, error = refused
-            return JSONResponse({"error": error, "outcome": "not applied"}, status_code=status)
+        who = principal(request).name
         if verb not in commands.VERBS:
             known = ", ".join(commands.VERBS)
             raise views.NotFound(f"unknown command {verb[:50]!r}; known: {known}")
@@ -183,7 +187,9 @@ def create_app(
             current = state().leader
             return current.url if current is not None else None
 
-        status, answer = await run_in_threadpool(commands.forward, verb, body, leader)
+        status, answer = await run_in_threadpool(
+            commands.forward, verb, body, leader, who, credentials or HttpCredentials()
+        )
         return JSONResponse(answer, status_code=status)
 
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD), name="dashboard")

@@ -9,6 +9,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from srm_common.adapters.http_auth import access_for
+from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.http_server import HttpServer
 from srm_common.config.model import SrmConfig
 from srm_common.control.events import (
@@ -95,6 +97,9 @@ class FakeReader:
         pass
 
 
+RELAY_TOKEN = "the-gateways-own-token-0123456789"
+
+
 @contextmanager
 def served(
     config: SrmConfig,
@@ -110,7 +115,10 @@ def served(
     log = history() if envelopes is None else envelopes
     view = LogView(lambda: FakeReader(log), read_model.on_events if read_model else None)
     view.start()
-    app = create_app(config, view, store, token=token, read_model=read_model)
+    # ``token`` is the principal "ops"'s; the gateway relays with "api-gateway"'s.
+    access = access_for({"ops": token}) if token else None
+    relay = HttpCredentials(RELAY_TOKEN)
+    app = create_app(config, view, store, credentials=relay, read_model=read_model, access=access)
     server = HttpServer(app, host="127.0.0.1", port=0, name="test")
     server.start()
     waiting = threading.Event()
