@@ -14,8 +14,11 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
+from srm_common.adapters.kafka_clients import aiokafka_security
+from srm_common.errors import SrmError
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, Aggregate, AggregateError, read
 from srm_common.metrics.raw import TopicMapping
+from srm_common.redaction import redact_text
 
 from srm_api_gateway.metric_store import MetricStore
 
@@ -25,16 +28,20 @@ RETRY_S = 5.0
 
 
 class MetricsFollower:
-    """``start()``/``close()``; ``clusters`` maps alias -> bootstrap servers; ``sink``
-    (the SQL read model) is given every record stored, with where it was read."""
+    """``start()``/``close()``; ``clusters`` maps alias -> the cluster's client keys
+    (MM2's Java keys, security included) or just its bootstrap servers; ``sink`` (the SQL
+    read model) is given every record stored, with where it was read."""
 
     def __init__(
         self,
-        clusters: Mapping[str, str],
+        clusters: Mapping[str, str | Mapping[str, str]],
         store: MetricStore,
         sink: Callable[[str, int, int, Aggregate | TopicMapping], None] | None = None,
     ) -> None:
-        self._clusters = dict(clusters)
+        self._clusters = {
+            alias: {"bootstrap.servers": keys} if isinstance(keys, str) else dict(keys)
+            for alias, keys in clusters.items()
+        }
         self._store = store
         self._sink = sink
         self._stop = threading.Event()
@@ -73,15 +80,22 @@ class MetricsFollower:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _follow(self, alias: str, servers: str) -> None:
+    async def _follow(self, alias: str, keys: Mapping[str, str]) -> None:
         from aiokafka import AIOKafkaConsumer
         from aiokafka.errors import KafkaError
 
         status = self._status[alias]
+        try:
+            security = aiokafka_security(keys)
+        except (SrmError, ValueError) as exc:  # a store that cannot be read: said once
+            status["error"] = str(exc)
+            log.error("metrics of %s cannot be read: %s", alias, exc)
+            return
         while not self._stop.is_set():
             consumer = AIOKafkaConsumer(
                 AGGREGATED_TOPIC,
-                bootstrap_servers=servers,
+                bootstrap_servers=keys["bootstrap.servers"],
+                **security,
                 group_id=None,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
@@ -99,8 +113,9 @@ class MetricsFollower:
             except asyncio.CancelledError:
                 raise
             except (KafkaError, OSError) as exc:
-                status["error"] = f"{type(exc).__name__}: {exc}"
-                log.warning("metrics of %s: %s (retrying in %.0f s)", alias, exc, RETRY_S)
+                reason = redact_text(f"{type(exc).__name__}: {exc}")
+                status["error"] = reason
+                log.warning("metrics of %s: %s (retrying in %.0f s)", alias, reason, RETRY_S)
             finally:
                 await consumer.stop()
             await asyncio.sleep(RETRY_S)
