@@ -10,6 +10,8 @@ from concurrent.futures import Future
 import pytest
 from srm_common.adapters.kafka_log import ControlLogError, Fenced
 from srm_common.control.commands import ChangePatterns
+from srm_common.control.events import TopicsAllowed
+from srm_common.tracecontext import TraceContext
 from srm_coordinator.service import CommandResult, CommandTimedOut, Coordinator, NotLeader
 from srm_coordinator.testing import Fakes
 
@@ -19,11 +21,36 @@ def coordinator(leading: Coordinator) -> Coordinator:
     return leading
 
 
-def queue(service: Coordinator) -> Future[CommandResult]:
+def queue(service: Coordinator, trace: TraceContext | None = None) -> Future[CommandResult]:
     future: Future[CommandResult] = Future()
     command = ChangePatterns("primary->backup", "topics", "add", ("payments",))
-    service._commands.put((command, "op", future))
+    service._commands.put((command, "op", trace, future))
     return future
+
+
+def test_the_events_a_command_causes_carry_its_trace_when_the_request_had_one(
+    coordinator: Coordinator, fakes: Fakes
+) -> None:
+    parent = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    queue(coordinator, parent)
+    coordinator._round()
+    traced = {type(e.event).__name__: e.trace for e in fakes.writer.appended if e.trace}
+    assert set(traced) >= {"TopicsAllowed", "TaskConfigsGenerated"}
+    assert {t.trace_id for t in traced.values()} == {parent.trace_id}
+    # The leader's span is the parent the driver continues from, not the caller's.
+    assert traced["TopicsAllowed"].traceparent != parent.traceparent
+
+
+def test_a_command_without_a_trace_starts_one_at_the_leader_when_none_was_sent(
+    coordinator: Coordinator, fakes: Fakes
+) -> None:
+    queue(coordinator)
+    coordinator._round()
+    ids = {e.trace.trace_id for e in fakes.writer.appended if e.trace is not None}
+    allowed = next(
+        e for e in fakes.writer.appended if isinstance(e.event, TopicsAllowed) and e.by == "op"
+    )
+    assert allowed.trace is not None and ids == {allowed.trace.trace_id}
 
 
 def test_a_round_appends_and_folds_its_events(coordinator: Coordinator) -> None:

@@ -3,6 +3,12 @@ assignment. Everything decided in one round is appended in one transaction.
 
 The decisions are folded into a working copy of the state as they are made, so that a
 round sees its own earlier decisions (a driver that joined gets tasks in the same round).
+
+**Traces.** A command that changed a flow's lists leaves its trace context with the
+flow (:meth:`Leader.refresh`); the flow's next task configs and the assignments that
+hand its tasks out carry it, until every task of the flow is assigned again (or
+``TRACE_FOLLOW_MS`` passed): so the driver that starts copying a topic an operator
+added logs the operator's trace id.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.assignment import rebalance
 from srm_common.control.commands import config_diff, config_drift
 from srm_common.control.events import (
+    AssignmentChanged,
     CoordinatorElected,
     Envelope,
     Event,
@@ -29,6 +36,7 @@ from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partition
 from srm_common.control.refresh import Discoverer, DiscoveryPending, Due, RefreshSchedule, refreshed
 from srm_common.control.state import ControlState, apply, parse_task_id
 from srm_common.errors import SrmError
+from srm_common.tracecontext import TraceContext
 
 from srm_coordinator.fencing import Fencer
 from srm_coordinator.membership import Membership
@@ -36,6 +44,8 @@ from srm_coordinator.membership import Membership
 log = logging.getLogger(__name__)
 
 RETRY_MS = 5000
+# How long the events a command caused (task configs, assignments) carry its trace.
+TRACE_FOLLOW_MS = 60_000
 
 
 def baseline_of(config: SrmConfig) -> dict[str, FlowBaseline]:
@@ -64,9 +74,16 @@ class Round:
         self.envelopes: list[Envelope] = []
         self.freed: dict[str, int] = {}
 
-    def add(self, events: Iterable[Event], *, by: str | None = None, command: str | None = None):
+    def add(
+        self,
+        events: Iterable[Event],
+        *,
+        by: str | None = None,
+        command: str | None = None,
+        trace: TraceContext | None = None,
+    ):
         for event in events:
-            envelope = Envelope(event, self.now_ms, by or self.by, command)
+            envelope = Envelope(event, self.now_ms, by or self.by, command, trace=trace)
             self.envelopes.append(envelope)
             self.state = apply(self.state, envelope)
 
@@ -116,6 +133,10 @@ class Leader:
         # Monotonic time (s) before which no task runs anywhere: a log just restored
         # knows nothing of what drivers of the lost log may still write.
         self.hold_until = 0.0
+        # Flow -> the trace context of the command that changed it, and until when (tick
+        # ms) the events it causes carry it; flows whose task configs it already carried.
+        self.traces: dict[str, tuple[TraceContext, int]] = {}
+        self._traced_plans: set[str] = set()
 
     def now_ms(self) -> int:
         """Wall clock, for event times only."""
@@ -226,18 +247,22 @@ class Leader:
         }
         return round_
 
-    def refresh(self, flows: Iterable[str]) -> None:
+    def refresh(self, flows: Iterable[str], trace: TraceContext | None = None) -> None:
         """Rediscover these flows from a listing taken from now on (a command or a
-        driver asked)."""
+        driver asked); ``trace``: the command's, for the events this causes."""
         now = self.tick_ms()
         for name in flows:
             if name in self._due:
                 self._due[name].ask(now)
+                if trace is not None:
+                    self.traces[name] = (trace, now + TRACE_FOLLOW_MS)
+                    self._traced_plans.discard(name)
 
     def round(self, state: ControlState) -> Round:
         """Membership, then task configs of flows due, then assignment."""
         round_ = Round(state, f"coordinator {self.coordinator}", self.now_ms())
         now = self.tick_ms()  # schedules and listings: a wall clock step moves neither
+        self.traces = {f: t for f, t in self.traces.items() if t[1] > now}
         round_.add(self.membership.changes(round_.state, now))
         for departure in self.membership.departures:
             wait = self._wait_out_ms(departure.lease_ms, departure.write_timeout_ms)
@@ -257,8 +282,27 @@ class Leader:
             waiting=self._waiting_now() | set(round_.freed) | self._held(round_.state),
         )
         if change:
-            round_.add([change.to_event(round_.state)])
+            event = change.to_event(round_.state)
+            round_.add([event], trace=self._assignment_trace(round_.state, event))
         return round_
+
+    def _assignment_trace(
+        self, state: ControlState, event: AssignmentChanged
+    ) -> TraceContext | None:
+        """The trace of a traced flow whose tasks this assignment moves; a flow whose
+        traced task configs are now all assigned stops being traced."""
+        flows = sorted({parse_task_id(t)[0] for t in (*event.assigned, *event.revoked)})
+        traced = [f for f in flows if f in self.traces]
+        if not traced:
+            return None
+        trace = self.traces[traced[0]][0]
+        for name in traced:
+            tasks = state.tasks.get(name)
+            done = tasks is not None and all(t in state.assignment for t in tasks.task_ids())
+            if name in self._traced_plans and done:
+                del self.traces[name]
+                self._traced_plans.discard(name)
+        return trace
 
     def _plan(self, round_: Round, name: str, due: Due, now: int) -> set[str]:
         flow = effective_flow(self.flows[name], round_.state.flow(name))
@@ -289,7 +333,10 @@ class Leader:
         )
         if previous is not None and planned.generation == previous.generation:
             return set()
-        round_.add([planned.to_event()])
+        traced = self.traces.get(name)
+        round_.add([planned.to_event()], trace=traced[0] if traced else None)
+        if traced:
+            self._traced_plans.add(name)
         log.info(
             "%s: task configs generation %d: %d source tasks over %d partitions,"
             " %d checkpoint tasks",

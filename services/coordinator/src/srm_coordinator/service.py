@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+from srm_common import telemetry
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
 from srm_common.control.commands import (
@@ -30,6 +31,7 @@ from srm_common.control.commands import (
 from srm_common.control.events import Envelope, describe
 from srm_common.control.state import AppliedCommand, ControlState, apply
 from srm_common.errors import ControlLogError, Fenced, SrmError
+from srm_common.tracecontext import TraceContext
 
 from srm_coordinator.fencing import Fencer
 from srm_coordinator.leader import Leader, Round
@@ -71,6 +73,10 @@ class CommandResult:
     before: AppliedCommand | None = None
 
 
+# A command, who asked, the trace context of the request that brought it, its outcome.
+Queued = tuple[Command, str, TraceContext | None, "Future[CommandResult]"]
+
+
 class Coordinator:
     """The coordinator service; :meth:`run` blocks until ``stop`` is set."""
 
@@ -96,7 +102,7 @@ class Coordinator:
         self.memory = memory
         self.took_over_at: float | None = None
         self._lock = threading.Lock()
-        self._commands: queue.Queue[tuple[Command, str, Future[CommandResult]]] = queue.Queue()
+        self._commands: queue.Queue[Queued] = queue.Queue()
         self._notices: queue.Queue[str] = queue.Queue()
         self._writer: LogWriter | None = None
         self._beats: Beats | None = None
@@ -125,7 +131,7 @@ class Coordinator:
         if not self.leads():
             raise NotLeader(self._leader_url())
         future: Future[CommandResult] = Future()
-        self._commands.put((command, by, future))
+        self._commands.put((command, by, telemetry.context_now(), future))
         try:
             return future.result(timeout)
         except FutureTimeout:
@@ -342,7 +348,7 @@ class Coordinator:
     def _refuse_queued(self) -> None:
         while True:
             try:
-                _command, _by, future = self._commands.get_nowait()
+                _command, _by, _trace, future = self._commands.get_nowait()
             except queue.Empty:
                 return
             if future.set_running_or_notify_cancel():
@@ -367,35 +373,43 @@ class Coordinator:
         assert self._leader is not None
         while self.leading:
             try:
-                command, by, future = self._commands.get_nowait()
+                command, by, trace, future = self._commands.get_nowait()
             except queue.Empty:
                 return
             if not future.set_running_or_notify_cancel():
                 continue  # withdrawn by submit(): its caller was told it timed out
-            before = applied_before(self.state, command)
-            if before is not None:  # a retry of a command in the log: applied once
-                future.set_result(CommandResult(self.state.offset, (), before))
-                continue
-            round_ = Round(self.state, by, int(self.adapters.clock() * 1000))
-            try:
-                round_.add(
-                    decide(self.state, command, aliases=self.config.aliases),
-                    command=command_id(command) or uuid.uuid4().hex,
-                )
-            except CommandRejected as exc:
-                future.set_exception(exc)
-                continue
-            if not round_.envelopes:
-                future.set_result(CommandResult(self.state.offset, ()))
-                continue
-            if self._commit(round_):
-                if isinstance(command, ChangePatterns):
-                    self._leader.refresh([command.flow])
-                future.set_result(
-                    CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
-                )
-            else:
-                future.set_exception(NotLeader(self._leader_url(), maybe_applied=True))
+            # The span continues the request's trace; the events carry the span's context.
+            with telemetry.span(f"srm-coordinator {type(command).__name__}", parent=trace):
+                self._carry_out(command, by, future)
+
+    def _carry_out(self, command: Command, by: str, future: Future[CommandResult]) -> None:
+        assert self._leader is not None
+        before = applied_before(self.state, command)
+        if before is not None:  # a retry of a command in the log: applied once
+            future.set_result(CommandResult(self.state.offset, (), before))
+            return
+        trace = telemetry.context_now()
+        round_ = Round(self.state, by, int(self.adapters.clock() * 1000))
+        try:
+            round_.add(
+                decide(self.state, command, aliases=self.config.aliases),
+                command=command_id(command) or uuid.uuid4().hex,
+                trace=trace,
+            )
+        except CommandRejected as exc:
+            future.set_exception(exc)
+            return
+        if not round_.envelopes:
+            future.set_result(CommandResult(self.state.offset, ()))
+            return
+        if self._commit(round_):
+            if isinstance(command, ChangePatterns):
+                self._leader.refresh([command.flow], trace)
+            future.set_result(
+                CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
+            )
+        else:
+            future.set_exception(NotLeader(self._leader_url(), maybe_applied=True))
 
     def _commit(self, round_: Round) -> bool:
         """Append the round's events; False (and no longer leading) when it failed."""
