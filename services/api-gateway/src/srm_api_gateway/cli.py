@@ -99,7 +99,7 @@ def _run(argv: Sequence[str] | None) -> int:
     store = MetricStore()
     targets = sorted({flow.target for flow in config.flows.values()})
     follower = MetricsFollower(
-        {alias: ",".join(config.clusters[alias].bootstrap_servers) for alias in targets},
+        {alias: config.clusters[alias].client_config("consumer") for alias in targets},
         store,
         read_model.on_metric,
     )

@@ -29,6 +29,7 @@ from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
 
+from srm_metrics_aggregator.credentials import broker_credentials
 from srm_metrics_aggregator.folds import AGGREGATED, CONTRIBUTIONS, DEAD, Merger, Out, RawFolder
 from srm_metrics_aggregator.settings import AggregatorSettings
 
@@ -113,6 +114,7 @@ def build_app(
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{server}" for server in settings.bootstrap_servers],
+        broker_credentials=broker_credentials(settings.client),
         store="memory://",
         datadir=datadir,
         web_enabled=False,

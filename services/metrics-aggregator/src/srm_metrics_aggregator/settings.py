@@ -74,13 +74,8 @@ def aggregator_settings(config: SrmConfig, cluster: str) -> AggregatorSettings:
         for flow in config.flows.values()
         if flow.target == cluster
     ]
+    # Security settings were checked when the configuration loaded (config.security).
     client = target.client_config("consumer")
-    protocol = client.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise ConfigError(
-            f"security.protocol {protocol}: the aggregator connects in PLAINTEXT only for now",
-            key=f"{cluster}.security.protocol",
-        )
     return AggregatorSettings(
         cluster=cluster,
         bootstrap_servers=target.bootstrap_servers,
