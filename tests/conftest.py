@@ -226,6 +226,22 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return lambda base: f"{base}-{slug}-{token}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def http_tokens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.HttpTokens]:
+    """The run's HTTP tokens: every coordinator, driver and gateway a test starts reads
+    the tokens file, srm-control bears its token, a driver process its own
+    (:func:`srm_local.testing.http_environment`); the environment is restored after."""
+    tokens = testing.http_tokens(tmp_path_factory.mktemp("http-tokens"))
+    saved = {name: os.environ.get(name) for name in testing.http_environment(tokens)}
+    os.environ.update(testing.http_environment(tokens))
+    yield tokens
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """A local[2] SparkSession with the driver's jars (Kafka clients, our copier) and Spark's

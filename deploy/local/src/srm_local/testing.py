@@ -31,6 +31,7 @@ from srm_local.clusters import (
     free_port_pair,
     start_clusters,
 )
+from srm_local.http_tokens import HttpTokens, write_tokens
 from srm_local.paths import run_dir
 
 Header = tuple[str, bytes | None]
@@ -379,9 +380,36 @@ class DriverProcess(ChildProcess):
             "srm_driver",
             ["--config", str(config), "--spark-master", spark_master, *args],
             log_path,
-            env={"SRM_DRIVER_JARS": str(driver_jars_dir())},
+            env={"SRM_DRIVER_JARS": str(driver_jars_dir()), **driver_http_environment()},
         )
         self.config = config
+
+
+HTTP_PRINCIPALS = ("srm-control", "driver:test", "api-gateway")
+
+
+def http_tokens(folder: Path) -> HttpTokens:
+    """Tokens of the test run's HTTP principals (srm-control, ``driver:test``,
+    api-gateway) in ``folder``; :func:`http_environment` hands them to the services."""
+    return write_tokens(folder, HTTP_PRINCIPALS)
+
+
+def http_environment(tokens: HttpTokens) -> dict[str, str]:
+    """What every service and srm-control of a test reads: the tokens file, and the
+    token srm-control bears (a driver's is set by :class:`DriverProcess`)."""
+    return {
+        "SRM_HTTP_TOKENS_FILE": str(tokens.tokens_file),
+        "SRM_TOKEN_FILE": str(tokens.token_file("srm-control")),
+    }
+
+
+def driver_http_environment() -> dict[str, str]:
+    """A driver's token beside the srm-control token of :func:`http_environment`."""
+    tokens = os.environ.get("SRM_HTTP_TOKENS_FILE")
+    if not tokens:
+        return {}
+    driver = Path(tokens).with_name("driver-test.token")
+    return {"SRM_TOKEN_FILE": str(driver)} if driver.is_file() else {}
 
 
 def log_tails(
