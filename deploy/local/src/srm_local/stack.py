@@ -182,10 +182,12 @@ class TopicLister:
     """Lists topic names per alias, with one admin client per cluster for the whole watch."""
 
     def __init__(self, config: SrmConfig) -> None:
-        from confluent_kafka.admin import AdminClient
+        from srm_common.adapters import kafka_clients
 
         self._clients = {
-            alias: AdminClient({**cluster.client_config("admin"), "socket.timeout.ms": 5000})
+            alias: kafka_clients.admin(
+                {**cluster.client_config("admin"), "socket.timeout.ms": 5000}
+            )
             for alias, cluster in config.clusters.items()
         }
 
