@@ -298,3 +298,22 @@ def test_a_request_naming_another_host_is_refused(served: str) -> None:
         connection.request("GET", "/v1/leader", headers={"Host": f"{name}:{port}"})
         assert connection.getresponse().status == expected, name
         connection.close()
+
+
+def test_a_commands_events_continue_the_callers_trace_when_it_sends_traceparent(
+    leading: Coordinator, fakes: Fakes, served: str
+) -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    request = urllib.request.Request(
+        f"{served}/v1/commands/patterns",
+        data=json.dumps(_patterns("add", "traced")).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+            "traceparent": parent,
+        },
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    allowed = [e for e in fakes.writer.appended if e.command_id and e.trace is not None]
+    assert allowed and {e.trace.trace_id for e in allowed} == {parent.split("-")[1]}  # type: ignore[union-attr]

@@ -21,6 +21,7 @@ parsed (:class:`BodyLimit`), a field too long a 422, too many or too long patter
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Literal
 
@@ -28,8 +29,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from srm_common import telemetry
 from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.adapters.http_limits import BodyLimit
+from srm_common.adapters.http_tracing import Tracing
 from srm_common.control.commands import (
     ChangePatterns,
     Command,
@@ -42,6 +45,8 @@ from starlette.exceptions import HTTPException
 
 from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
 
+# Service metrics: a command's outcome by the status it was answered with.
+OUTCOMES = {200: "applied", 400: "rejected", 503: "not leading", 504: "timed out"}
 REQUEST_ID = r"^[A-Za-z0-9._:-]+$"
 
 
@@ -128,6 +133,10 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
     app = FastAPI(title="SRM coordinator", version="1")
     app.add_middleware(BodyLimit)
     guard(app, access)
+    app.add_middleware(Tracing)  # outermost: a refused request is traced too
+    meter = telemetry.meter()
+    handled = meter.create_counter("srm.coordinator.commands", description="commands by outcome")
+    latency = meter.create_histogram("srm.coordinator.command.duration", unit="s")
 
     @app.exception_handler(RequestValidationError)
     def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -180,6 +189,17 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
         return {"leading": coordinator.leads(), "drivers": coordinator.members()}
 
     def run(command: Command, by: str) -> JSONResponse:
+        started = time.monotonic()
+        response = carry_out(command, by)
+        labels = {
+            "command": type(command).__name__,
+            "outcome": OUTCOMES.get(response.status_code, "error"),
+        }
+        handled.add(1, labels)
+        latency.record(time.monotonic() - started, labels)
+        return response
+
+    def carry_out(command: Command, by: str) -> JSONResponse:
         try:
             result = coordinator.submit(command, by)
         except NotLeader as exc:
