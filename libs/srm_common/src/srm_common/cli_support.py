@@ -13,6 +13,7 @@ from pathlib import Path
 from srm_common.config import load_config
 from srm_common.config.model import SrmConfig
 from srm_common.errors import ConfigError
+from srm_common.redaction import install_log_redaction, redact_text
 
 
 def setup_logging() -> None:
@@ -23,6 +24,9 @@ def setup_logging() -> None:
     )
     for chatty in ("alembic", "uvicorn", "httpx"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
+    # Secret values the configuration loads (passwords, provider-resolved values) are
+    # masked in every line, whichever library logs them.
+    install_log_redaction()
 
 
 def parse_pairs(items: Sequence[str], option: str, example: str) -> dict[str, str]:
@@ -62,7 +66,7 @@ def load_or_exit(prog: str, path: Path, sets: Sequence[str]) -> SrmConfig:
 
 
 def fail(prog: str, message: str, status: int = 2):  # noqa: ANN201 - never returns
-    print(f"{prog}: {message}", file=sys.stderr)
+    print(f"{prog}: {redact_text(message)}", file=sys.stderr)
     raise SystemExit(status)
 
 
