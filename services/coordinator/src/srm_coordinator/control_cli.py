@@ -15,12 +15,14 @@ import argparse
 import getpass
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from srm_common import telemetry
 from srm_common.adapters.http_client import HttpCredentials, credentials
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
@@ -73,7 +75,11 @@ took the command and its answer was lost (check with --list or audit).
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return exit_code(_run, argv)
+    telemetry.setup(PROG)
+    try:
+        return exit_code(_run, argv)
+    finally:
+        telemetry.current().flush()  # at most 2 s, only when OTLP is configured
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -81,6 +87,7 @@ def _run(argv: Sequence[str] | None) -> int:
     # they are taken out wherever they are, then the rest is parsed.
     options, rest = _client_options().parse_known_args(argv)
     args = _parser().parse_args(rest, namespace=options)
+    _GATEWAY[:] = [args.gateway] if args.gateway else []
     _HTTP_OPTIONS.clear()
     _HTTP_OPTIONS.update(
         {k: getattr(args, k) for k in ("token_file", "ca_file", "cert_file") if getattr(args, k)}
@@ -171,22 +178,37 @@ def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSett
             fail(PROG, f"--{action} needs one or more names or regexes, comma separated")
     state = _state(settings) if actions or args.list else ControlState()
     for action, patterns in actions:
-        body = {
-            "flow": flow,
-            "kind": args.command,
-            "action": action,
-            "patterns": patterns,
-            "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
-            "request_id": uuid.uuid4().hex,
-        }
-        _print_outcome(
-            _send(state, settings, "/v1/commands/patterns", body, args.timeout), flow, patterns
-        )
+        with telemetry.span(f"{PROG} {args.command} --{action}", attributes={"srm.flow": flow}):
+            _change(args, settings, state, flow, action, patterns)
     if args.list:
         if actions:
             state = _state(settings)
         _print_lists(state, flow, args.command)
     return 0
+
+
+def _change(
+    args: argparse.Namespace,
+    settings: ControlSettings,
+    state: ControlState,
+    flow: str,
+    action: str,
+    patterns: list[str],
+) -> None:
+    trace_id = telemetry.trace_id_now()
+    if trace_id and telemetry.current().exporting:
+        print(f"{PROG}: trace_id={trace_id}", file=sys.stderr)
+    body = {
+        "flow": flow,
+        "kind": args.command,
+        "action": action,
+        "patterns": patterns,
+        "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
+        "request_id": uuid.uuid4().hex,
+    }
+    _print_outcome(
+        _send(state, settings, "/v1/commands/patterns", body, args.timeout), flow, patterns
+    )
 
 
 def _send(
@@ -198,7 +220,8 @@ def _send(
 ) -> Applied:
     """Deliver a command to the leader (``srm_coordinator.delivery``): what it applied,
     or exit 1 (not applied) or 3 (unknown) with one line."""
-    if state.leader is None:
+    gateway = (_GATEWAY[0] if _GATEWAY else os.environ.get("SRM_GATEWAY_URL", "")).strip()
+    if state.leader is None and not gateway:
         fail(
             PROG,
             "not applied: no coordinator has ever led this event log: start srm-coordinator"
@@ -208,10 +231,12 @@ def _send(
     creds = _credentials()
     delivery = Delivery(
         post=lambda url, body, timeout: post_json(url, body, timeout, creds),
-        leader_url=lambda wait: _leader_url(settings, wait),
+        # Through the gateway (--gateway, $SRM_GATEWAY_URL), which finds the leader itself.
+        leader_url=lambda wait: gateway.rstrip("/") or _leader_url(settings, wait),
         applied_in_log=lambda request_id, wait: _applied_in_log(settings, request_id, wait),
     )
-    outcome = delivery.send(state.leader.url, path, body, timeout)
+    first = gateway.rstrip("/") or (state.leader.url if state.leader else None)
+    outcome = delivery.send(first, path, body, timeout)
     if isinstance(outcome, NotApplied):
         hint = ""
         if creds.token is None and "Bearer" in outcome.reason:
@@ -401,6 +426,7 @@ def _audit(args: argparse.Namespace, settings: ControlSettings) -> int:
 # --token-file, --ca-file, --cert-file and the config's top-level keys (the listeners'
 # truststore) of this run, read where a command is sent.
 _HTTP_OPTIONS: dict[str, Path] = {}
+_GATEWAY: list[str] = []  # --gateway URL, when given
 _HTTP_EXTRA: dict[str, str] = {}
 
 
@@ -408,6 +434,7 @@ def _client_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", type=Path)
     common.add_argument("--token-file", type=Path)
+    common.add_argument("--gateway", metavar="URL")
     common.add_argument("--ca-file", type=Path)
     common.add_argument("--cert-file", type=Path)
     common.add_argument("--bootstrap-servers")
@@ -428,6 +455,8 @@ options of every subcommand (before or after it):
   --ca-file FILE             the CA of HTTPS coordinators (default: $SRM_HTTP_CA_FILE,
                              else listeners.https.ssl.truststore.* of the config)
   --cert-file FILE           a client certificate and its key, PEM ($SRM_HTTP_CERT_FILE)
+  --gateway URL              send changes through srm-api-gateway at URL (default:
+                             $SRM_GATEWAY_URL; else straight to the coordinator leader)
 
 """
 

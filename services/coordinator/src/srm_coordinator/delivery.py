@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from srm_common import telemetry
 from srm_common.adapters.http_client import HttpCredentials
 
 # The coordinator answers a command within 30 s (20 s queued, 10 s writing) or says why.
@@ -157,7 +158,10 @@ def post_json(
     server) or :data:`NO_ANSWER` (sent; no complete answer)."""
     credentials = credentials or HttpCredentials()
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers=credentials.headers()
+        url,
+        data=json.dumps(body).encode(),
+        # The trace context of the command's span: the leader continues srm-control's trace.
+        headers={**credentials.headers(), **telemetry.headers_now()},
     )
     try:
         with credentials.open(request, timeout) as response:
