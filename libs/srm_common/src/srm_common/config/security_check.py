@@ -60,4 +60,4 @@ def check_security(
             try:
                 read_security(getattr(flow, name))
             except SecurityProblem as error:
-                report(alias, None, error)
+                report(alias, name.rsplit("_", 1)[1], error)
