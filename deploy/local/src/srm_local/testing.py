@@ -452,9 +452,10 @@ class GatewayProcess(ChildProcess):
     def url(self) -> str | None:
         """Where the latest start serves, or None before it says."""
         text = self.log_text().split(f"--- start {self.starts}\n")[-1]
-        if "API at " not in text:
+        said = "srm-api-gateway: API at "
+        if said not in text:
             return None
-        return text.split("API at ")[-1].split()[0]
+        return text.split(said)[-1].split()[0]
 
 
 def copied(source: str, topic: str, target: str, remote: str) -> bool:
