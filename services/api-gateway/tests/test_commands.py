@@ -42,6 +42,7 @@ def coordinator(answer: tuple[int, dict] | None = None) -> Iterator[tuple[str, l
                 "headers": {
                     k: request.headers.get(k) for k in ("authorization", "x-srm-on-behalf-of")
                 },
+                "traceparent": request.headers.get("traceparent"),
             }
         )
         status, body = answer or (200, {"outcome": "applied", "changes": ["+ sales.*"]})
@@ -84,7 +85,30 @@ def test_a_command_of_a_principal_reaches_the_leader_on_its_behalf(
     assert (status, answer["outcome"]) == (200, "applied")
     # The gateway bears its own token and names the caller; the body's "by" is a note.
     headers = {"authorization": f"Bearer {RELAY_TOKEN}", "x-srm-on-behalf-of": "ops"}
-    assert got == [{**COMMAND, "verb": "patterns", "headers": headers}]
+    assert [{k: v for k, v in g.items() if k != "traceparent"} for g in got] == [
+        {**COMMAND, "verb": "patterns", "headers": headers}
+    ]
+
+
+def test_the_leader_gets_the_callers_trace_when_the_command_came_with_traceparent(
+    config: SrmConfig,
+) -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    with (
+        coordinator() as (leader, got),
+        served(config, envelopes=led_by(leader), token=TOKEN) as gw,
+    ):
+        request = urllib.request.Request(
+            f"{gw}/v1/commands/patterns",
+            data=json.dumps(COMMAND).encode(),
+            headers={"Authorization": f"Bearer {TOKEN}", "traceparent": parent},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+    sent = str(got[0]["traceparent"])
+    # The same trace; the parent is the gateway's own span, not the caller's.
+    assert sent.split("-")[1] == parent.split("-")[1] and sent != parent
 
 
 def test_without_a_token_or_with_a_wrong_one_nothing_is_forwarded(config: SrmConfig) -> None:

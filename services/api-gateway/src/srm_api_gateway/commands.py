@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
+from srm_common import telemetry
 from srm_common.adapters.http_client import HttpCredentials
 
 VERBS = ("patterns", "resume")
@@ -53,7 +54,9 @@ def forward(
                 "error": "no coordinator leads now (the event log names none): try again",
                 "outcome": "not applied",
             }
-        status, answer = _post(f"{url}/v1/commands/{verb}", command, principal, credentials)
+        # A span per attempt; its context goes to the leader, continuing the caller's trace.
+        with telemetry.span(f"srm-api-gateway forward {verb}", attributes={"srm.leader": url}):
+            status, answer = _post(f"{url}/v1/commands/{verb}", command, principal, credentials)
         redirect = answer.get("leader") if status == 503 else None
         if not isinstance(redirect, str) or redirect == url:
             return status, answer
@@ -71,7 +74,7 @@ def _post(
     request = urllib.request.Request(
         url,
         data=json.dumps(command).encode(),
-        headers=credentials.headers(on_behalf_of=principal),
+        headers={**credentials.headers(on_behalf_of=principal), **telemetry.headers_now()},
         method="POST",
     )
     try:

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.http_limits import BodyLimit
+from srm_common.adapters.http_tracing import Tracing
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
 from srm_common.control.state import replay
@@ -62,6 +63,7 @@ def create_app(
     )
     app.add_middleware(BodyLimit)
     guard(app, access or Access(AccessPolicy()))
+    app.add_middleware(Tracing)  # a span per request (caller's trace), requests by route
 
     @app.exception_handler(RequestValidationError)
     def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
