@@ -5,7 +5,9 @@ while no coordinator leads, a restore makes the driver rejoin."""
 from __future__ import annotations
 
 import json
+import logging
 
+import pytest
 from srm_common.adapters.kafka_log import EventLogReader
 from srm_common.control.events import (
     AssignmentChanged,
@@ -17,6 +19,7 @@ from srm_common.control.events import (
 )
 from srm_common.control.fences import Fence, FenceHistory
 from srm_common.testing import FAKE_CONTROL, FakeEventTopic
+from srm_common.tracecontext import TraceContext
 from srm_driver.control import ControlLink
 
 SETTINGS = FAKE_CONTROL
@@ -197,3 +200,42 @@ def test_the_fences_of_a_target_cluster_renew_the_lease_of_the_flows_into_it_onl
     # A renewal of one incarnation is not the next one's (a rejoin starts without).
     link.instance = "another"
     assert link.lease_ms(FLOW) == 0
+
+
+TRACE = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+
+
+def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partitions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = FakeEventTopic()
+    link, _end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    # The command's events: new task configs (the task revoked), then the task back.
+    planned = TaskConfigsGenerated(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
+    topic.append(
+        Envelope(planned, 2, "coordinator c1", trace=TRACE),
+        Envelope(AssignmentChanged(2, {}, (TASK,)), 2, "coordinator c1", trace=TRACE),
+    )
+    follow(link)
+    assert not [r for r in caplog.records if "trace_id=" in r.getMessage()]  # only lost some
+    topic.append(Envelope(AssignmentChanged(3, {TASK: "d1"}, ()), 3, "c1", trace=TRACE))
+    follow(link)
+    lines = [r.getMessage() for r in caplog.records if "trace_id=" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "primary->backup added:0" in lines[0]
+    assert lines[0].endswith(f"trace_id={TRACE.trace_id}")
+
+
+def test_no_trace_line_when_the_change_came_without_a_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = FakeEventTopic()
+    link, _end = link_on(topic)
+    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    running_log(topic, link)  # gives d1 orders:0, untraced
+    follow(link)
+    assert link.state.tasks_of("d1") == (TASK,)
+    assert not [r for r in caplog.records if "trace_id=" in r.getMessage()]

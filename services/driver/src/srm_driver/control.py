@@ -31,6 +31,12 @@ an unreachable control cluster stops nothing but changes: the flows whose cluste
 up keep copying (static stability), and the leader, before moving a departed driver's
 tasks into a cluster, fences it there first (:mod:`srm_common.control.fences`).
 
+**Traces.** When events a command caused (they carry its trace context: srm-control's
+``topics --add`` through the gateway and the leader) give this driver partitions to
+copy, it logs one line saying what it now runs, ending ``trace_id=<32 hex>``, and makes
+a span in that trace: the operator's command can be followed to the driver that applies
+it. The copy slots take the new partitions on the runtime's next pass (0.2 s).
+
 **Incarnations.** Each process beats with a random ``instance``. When the log shows this
 driver id held by another instance, another process took the id over: this one stops
 (:attr:`ControlLink.replaced`) and never runs the same tasks beside it. When the leader
@@ -46,6 +52,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
+from srm_common import telemetry
 from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.kafka_log import (
     BeatWriter,
@@ -55,11 +62,14 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
-from srm_common.control.state import ControlState, apply
+from srm_common.control.events import Envelope
+from srm_common.control.state import ControlState, apply, parse_task_id
 
 log = logging.getLogger(__name__)
 
 Report = Callable[[], tuple[int, frozenset[str]]]
+Partition = tuple[str, str, int]  # flow, topic, partition
+SHOWN = 10  # partitions named in the line that says what a traced change gave
 
 
 def new_instance() -> str:
@@ -116,6 +126,13 @@ class ControlLink:
         )
         # Cluster -> (instance, monotonic time) its fence topic last admitted this driver.
         self._fence_confirmed: dict[str, tuple[str, float]] = {}
+        meter = telemetry.meter()
+        self._events_read = meter.create_counter(
+            "srm.driver.control.events", description="control events read from the log"
+        )
+        self._log_position = meter.create_gauge(
+            "srm.driver.control.position", description="event log offset folded up to"
+        )
         self._threads = [
             threading.Thread(target=self._follow, name="control-log", daemon=True),
             threading.Thread(target=self._beat, name="control-beat", daemon=True),
@@ -278,13 +295,50 @@ class ControlLink:
             self.state = ControlState()
             self.changed.set()
         if events:
-            state = self.state
+            before = state = self.state
             for envelope in events:
                 state = apply(state, envelope)
             self._check_identity(state)
             self.state = state
             self.changed.set()
+            self._events_read.add(len(events))
+            self._trace_applied(before, state, events)
         self._folded = self._reader.position
+        self._log_position.set(self._folded)
+
+    def _trace_applied(
+        self, before: ControlState, after: ControlState, events: list[Envelope]
+    ) -> None:
+        """The line (and span) of a traced change that gave this driver partitions."""
+        traced = [e for e in events if e.trace is not None]
+        if not traced:
+            return
+        gained = sorted(copies_of(after, self.driver) - copies_of(before, self.driver))
+        if not gained:
+            return
+        cause = traced[-1]
+        assert cause.trace is not None
+        shown = ", ".join(
+            f"{flow} {topic}:{partition}" for flow, topic, partition in gained[:SHOWN]
+        )
+        more = f" and {len(gained) - SHOWN} more" if len(gained) > SHOWN else ""
+        with telemetry.span(
+            "srm-driver apply assignment",
+            parent=cause.trace,
+            attributes={"srm.driver": self.driver, "srm.partitions": len(gained)},
+        ):
+            log.info(
+                "driver %s applies assignment generation %d (log offset %d, by %s):"
+                " copies %d more partitions: %s%s trace_id=%s",
+                self.driver,
+                after.generation,
+                cause.offset,
+                cause.by or "unknown",
+                len(gained),
+                shown,
+                more,
+                cause.trace.trace_id,
+            )
 
     def _beat(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000
@@ -328,3 +382,14 @@ class ControlLink:
         self.stop.set()
         for thread in self._threads:
             thread.join(5)
+
+
+def copies_of(state: ControlState, driver: str) -> set[Partition]:
+    """The source partitions ``driver``'s source tasks copy in ``state``."""
+    copies: set[Partition] = set()
+    for task_id in state.tasks_of(driver):
+        flow, kind, _index = parse_task_id(task_id)
+        task = state.source_task(task_id) if kind == "source" else None
+        if task is not None:
+            copies |= {(flow, topic, partition) for topic, partition in task.partitions}
+    return copies
