@@ -2,8 +2,8 @@
 
 Two ``srm-coordinator`` processes share one event log. srm-control's changes become
 events; ``audit --at`` rebuilds an earlier state; killing the leader with SIGKILL hands
-the log to the standby, whose replayed state is the same as a fresh replay, as the SQL
-projection's, and as the dead leader's last state.
+the log to the standby, whose replayed state is the same as a fresh replay, as the
+gateway's SQL read model's, and as the dead leader's last state.
 """
 
 from __future__ import annotations
@@ -63,12 +63,15 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
     prefix = unique_name("ctl")
     config = _config(kafka, tmp_path, prefix)
     c1 = testing.CoordinatorProcess(
-        config, tmp_path / "c1.log", "c1", "--projection", f"sqlite:///{tmp_path / 'c1.db'}"
+        config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
     c2 = testing.CoordinatorProcess(
-        config, tmp_path / "c2.log", "c2", "--projection", f"sqlite:///{tmp_path / 'c2.db'}"
+        config, tmp_path / "c2.log", "c2", "--state-file", str(tmp_path / "c2.json")
     )
+    db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
+    gateway = testing.GatewayProcess(config, tmp_path / "gateway.log", db_url)
     try:
+        gateway.start()
         c1.start()
         testing.wait_until(
             lambda: _state(config).leader is not None,
@@ -191,21 +194,30 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         served = _get(f"{c2_url}/v1/state")
         fresh = _state(config)
         assert served["digest"] == fresh.digest()
-        # The SQL projection replays to the same state.
-        code, out, err = _control(
-            config,
-            "audit",
-            "--at",
-            str(int(time.time() * 1000) + 1000),
-            "--json",
-            "--db",
-            f"sqlite:///{tmp_path / 'c2.db'}",
-            capsys=capsys,
+
+        # The gateway's SQL read model replays to the same state.
+        def replayed_from_db() -> str:
+            code, out, err = _control(
+                config,
+                "audit",
+                "--at",
+                str(int(time.time() * 1000) + 1000),
+                "--json",
+                "--db",
+                db_url,
+                capsys=capsys,
+            )
+            assert code == 0, err
+            return json.loads(out)["digest"]
+
+        testing.wait_until(
+            lambda: replayed_from_db() == fresh.digest(),
+            30,
+            "the gateway's read model replays to the log's state",
+            detail=lambda: gateway.log_text()[-2000:],
         )
-        assert code == 0, err
-        assert json.loads(out)["digest"] == fresh.digest()
     finally:
-        for process in (c1, c2):
+        for process in (c1, c2, gateway):
             if process.alive():
                 process.kill9()
 
@@ -369,15 +381,17 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         kafka.created.append(("primary", name))
     coordinators = [
         testing.CoordinatorProcess(
-            config, tmp_path / f"{c}.log", c, "--projection", f"sqlite:///{tmp_path / c}.db"
+            config, tmp_path / f"{c}.log", c, "--state-file", str(tmp_path / f"{c}.json")
         )
         for c in ("c1", "c2")
     ]
+    db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
+    gateway = testing.GatewayProcess(config, tmp_path / "gateway.log", db_url)
     driver = testing.DriverProcess(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
     producer = testing.SteadyProducer(kafka["primary"], topic, 2)
-    processes = [*coordinators, driver]
+    processes = [*coordinators, driver, gateway]
 
     logs = testing.log_tails(processes)
 
@@ -390,6 +404,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
 
     try:
         coordinators[0].start()
+        gateway.start()
         testing.wait_until(lambda: _state(config).leader is not None, 60, "c1 leads", detail=logs)
         coordinators[1].start()
         driver.start()
@@ -451,10 +466,8 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         assert "event log lost" in driver_log_problem(driver_url)
         assert copied_while_lost > 0, "nobody leads: the driver keeps its lease and copies"
 
-        # 3. Restore from c1's SQL projection.
-        code, out, err = _control(
-            config, "restore", "--from-db", f"sqlite:///{tmp_path / 'c1'}.db", capsys=capsys
-        )
+        # 3. Restore from the gateway's SQL read model.
+        code, out, err = _control(config, "restore", "--from-db", db_url, capsys=capsys)
         assert code == 0, err
         restored = time.monotonic()
         testing.wait_until(lambda: lists() == before, 120, "the same --list", detail=logs)
