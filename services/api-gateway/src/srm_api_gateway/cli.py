@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from srm_common import telemetry
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
     add_config_arguments,
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     setup_logging()
+    telemetry.setup("srm-api-gateway")
     config = load_or_exit("srm-api-gateway", args.config, args.set)
     try:
         settings = control_settings(config)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from srm_common import telemetry
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
@@ -85,6 +86,8 @@ def _run(argv: Sequence[str] | None) -> int:
             memory=memory,
             apply_config=args.apply_config,
         )
+        # Before the app: its middleware and command metrics take their meter from it.
+        telemetry.setup("srm-coordinator", coordinator.id)
         access, tls = listener_security(config.extra)
         server = HttpServer(
             create_app(coordinator, access),
@@ -110,6 +113,7 @@ def _run(argv: Sequence[str] | None) -> int:
         fail("srm-coordinator", str(exc), status=1)
     finally:
         server.stop()
+        telemetry.current().shutdown()
     return 0
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from srm_common import telemetry
 from srm_common.cli_support import exit_code, load_or_exit, parse_pairs, port, setup_logging
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import SrmError
@@ -70,6 +71,7 @@ def _run(argv: Sequence[str] | None) -> int:
             standalone=args.standalone,
             token_file=args.token_file,
         )
+        telemetry.setup("srm-driver", settings.driver_id)
         driver = build(settings)
     except (SrmError, ValueError) as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
@@ -93,6 +95,8 @@ def _run(argv: Sequence[str] | None) -> int:
     except SrmError as exc:
         print(f"srm-driver: {exc}", file=sys.stderr)
         return 1
+    finally:
+        telemetry.current().shutdown()
     fatal = driver.source.fatal() if driver.source else None
     if fatal is not None:
         print(f"srm-driver: {fatal}", file=sys.stderr)

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
 
 import faust
 from confluent_kafka.admin import AdminClient, NewTopic
+from srm_common import telemetry
 from srm_common.adapters import kafka_clients
 from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
@@ -177,9 +179,27 @@ def build_app(
     # update of an open window could land after the agent closed it.
     sending = asyncio.Lock()
 
+    # Service metrics (OpenTelemetry; exported only when configured): records sent by
+    # role (aggregated, contributions, dead: dead-lettered) and what the folds did.
+    meter = telemetry.meter()
+    sent = meter.create_counter("srm.aggregator.records.sent", description="records out by role")
+    outcomes = meter.create_counter(
+        "srm.aggregator.records.read", description="records read by what the fold did"
+    )
+    exported: Counter[tuple[str, str]] = Counter()
+
     async def send(outs: Iterable[Out]) -> None:
         for out in outs:
             await outputs[out.role].send(key=out.key, value=out.value, headers=list(out.headers))
+            sent.add(1, {"role": out.role})
+
+    def count_outcomes() -> None:
+        for fold, counts in (("raw", folder.counts), ("merge", merger.counts)):
+            for outcome, total in list(counts.items()):
+                added = total - exported[(fold, outcome)]
+                if added > 0:  # (after a reset of the folds, counting starts again)
+                    outcomes.add(added, {"fold": fold, "outcome": outcome})
+                exported[(fold, outcome)] = total
 
     reader_config = {**settings.client, "bootstrap.servers": ",".join(settings.bootstrap_servers)}
 
@@ -259,6 +279,7 @@ def build_app(
 
     @app.timer(interval=2.0)
     async def report() -> None:
+        count_outcomes()
         line = f"raw records {dict(folder.counts)}; contributions {dict(merger.counts)}"
         if line != reported[0]:
             reported[0] = line

@@ -8,6 +8,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 
+from srm_common import telemetry
 from srm_common.cli_support import (
     add_config_arguments,
     exit_code,
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     setup_logging()
+    telemetry.setup(PROG)
     config = load_or_exit(PROG, args.config, args.set)
     from srm_metrics_aggregator.settings import aggregator_settings
 
