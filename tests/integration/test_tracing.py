@@ -1,0 +1,194 @@
+"""One trace from srm-control through the gateway and the coordinator leader to the driver
+that applies the change, on real Kafka, every process exporting to a tiny OTLP/HTTP
+receiver in the test; and an unreachable collector leaves commands working.
+
+Run with ``-s`` to see the trace id and the driver's line that carries it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from srm_common import telemetry
+from srm_common.adapters.kafka_log import read_log
+from srm_common.cli_support import load_or_exit
+from srm_common.config.control import control_settings
+from srm_common.control.state import replay
+from srm_coordinator import control_cli
+from srm_local import testing
+from srm_local.otlp_receiver import OtlpReceiver
+
+pytestmark = [pytest.mark.integration]
+
+SERVICES = {"srm-control", "srm-api-gateway", "srm-coordinator", "srm-driver"}
+
+
+def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
+            "backup->primary": {"enabled": False},
+        },
+        replication={"srm.control.topic.prefix": prefix},
+    )
+    settings = control_settings(load_or_exit("test", config, []))
+    for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
+        kafka.created.append(("primary", name))
+    return config
+
+
+def _state(config: Path):  # type: ignore[no-untyped-def]
+    return replay(read_log(control_settings(load_or_exit("test", config, [])), timeout=15))
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_configured(  # type: ignore[no-untyped-def]
+    kafka, tmp_path, unique_name, capsys, monkeypatch, http_tokens
+):
+    prefix = unique_name("trace")
+    config = _config(kafka, tmp_path, prefix)
+    base, added = f"{prefix}-base", f"{prefix}-added"
+    for topic in (base, added):
+        testing.create_topic(kafka["primary"], topic, partitions=2)
+        kafka.created.append(("primary", topic))
+    with OtlpReceiver() as receiver:
+        coordinator = testing.CoordinatorProcess(
+            config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
+        )
+        gateway = testing.GatewayProcess(
+            config,
+            tmp_path / "gateway.log",
+            f"sqlite:///{tmp_path / 'gateway.db'}",
+            "--token-file",
+            str(http_tokens.token_file("api-gateway")),
+        )
+        driver = testing.DriverProcess(
+            config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
+        )
+        processes = [coordinator, gateway, driver]
+        for process in processes:
+            process.env.update(receiver.env())
+        logs = testing.log_tails(processes)
+        try:
+            for process in processes:
+                process.start()
+            testing.wait_until(
+                lambda: bool(_state(config).tasks_of("d1")) and gateway.url() is not None,
+                240,
+                "d1 runs the flow's task and the gateway serves",
+                detail=logs,
+            )
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+            code = control_cli.main(
+                [
+                    "--config",
+                    str(config),
+                    "--gateway",
+                    str(gateway.url()),
+                    "topics",
+                    "--source",
+                    "primary",
+                    "--target",
+                    "backup",
+                    "--add",
+                    added,
+                ]
+            )
+            out, err = capsys.readouterr()
+            assert code == 0, err
+            found = re.search(r"trace_id=([0-9a-f]{32})", err)
+            assert found, err
+            trace_id = found.group(1)
+            marker = f"trace_id={trace_id}"
+            testing.wait_until(
+                lambda: marker in driver.log_text(), 120, "the driver applies it", detail=logs
+            )
+            line = next(x for x in driver.log_text().splitlines() if marker in x)
+            assert f"primary->backup {added}:0" in line and f"{added}:1" in line
+            testing.wait_until(
+                lambda: {s.service for s in receiver.trace(trace_id)} >= SERVICES,
+                30,
+                "spans of every service in the trace reach the receiver",
+                detail=lambda: f"{receiver.trace(trace_id)}\n{logs()}",
+            )
+            spans = receiver.trace(trace_id)
+            by_id = {s.span_id: s for s in spans}
+            # One tree: every span but srm-control's root has its parent in the trace.
+            roots = [s for s in spans if s.parent_id not in by_id]
+            assert [(s.service, s.parent_id) for s in roots] == [("srm-control", "")]
+            testing.wait_until(
+                lambda: (
+                    {"srm.coordinator.commands", "srm.http.server.requests"}
+                    <= receiver.metrics.get("srm-coordinator", set())
+                    and "srm.driver.control.events" in receiver.metrics.get("srm-driver", set())
+                ),
+                30,
+                "service metrics reach the receiver",
+                detail=lambda: str(receiver.metrics),
+            )
+            with capsys.disabled():
+                print(f"\nsrm-control printed: {err.strip()}")
+                print(f"srm-control said: {out.strip()}")
+                print(f"driver d1 logged: {line}")
+                for s in spans:
+                    parent = by_id.get(s.parent_id)
+                    print(
+                        f"  span {s.service:16} {s.name:42} parent:"
+                        f" {parent.service + ' ' + parent.name if parent else '(root)'}"
+                    )
+                print(f"metrics received: {sorted(receiver.metrics.items())}")
+        finally:
+            for process in processes:
+                if process.alive():
+                    process.stop(60)
+            telemetry.setup("srm-test", env={})
+
+
+def test_commands_work_and_are_not_slowed_when_the_otlp_endpoint_is_unreachable(  # type: ignore[no-untyped-def]
+    kafka, tmp_path, unique_name, capsys, monkeypatch
+):
+    prefix = unique_name("notrace")
+    config = _config(kafka, tmp_path, prefix)
+    nowhere = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}
+    coordinator = testing.CoordinatorProcess(
+        config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
+    )
+    coordinator.env.update(nowhere)
+    try:
+        coordinator.start()
+        testing.wait_until(
+            lambda: _state(config).leader is not None,
+            60,
+            "c1 leads",
+            detail=lambda: coordinator.log_text()[-2000:],
+        )
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", nowhere["OTEL_EXPORTER_OTLP_ENDPOINT"])
+        started = time.monotonic()
+        code = control_cli.main(
+            ["--config", str(config), "topics", "--source", "primary", "--target", "backup"]
+            + ["--add", f"{prefix}-x"]
+        )
+        took = time.monotonic() - started
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert f"{prefix}-x" in out
+        assert f"{prefix}-x" in _state(config).flow("primary->backup").topics
+        # Reading the log, the command, and at most one bounded flush (2 s) of the spans.
+        assert took < 20, f"srm-control took {took:.1f} s"
+        assert coordinator.alive()
+        with capsys.disabled():
+            print(f"\nsrm-control with an unreachable collector: exit 0 in {took:.1f} s: {out}")
+    finally:
+        coordinator.stop(60)
+        telemetry.setup("srm-test", env={})
