@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import cast
 
 from srm_common import telemetry
+from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.adapters.http_client import HttpCredentials, credentials
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
@@ -100,6 +101,11 @@ def _run(argv: Sequence[str] | None) -> int:
     except SrmError as exc:
         fail(PROG, str(exc))
     settings = _with_overrides(settings, args)
+    offline = getattr(args, "db", None) or getattr(args, "from_db", None)
+    if args.command != "acls" and not offline:
+        # A wrong password or an untrusted certificate is one line, not a retry loop.
+        for line in refused_clusters(config, [settings.cluster], timeout_s=5.0):
+            fail(PROG, line)
     if args.command == "audit":
         return _audit(args, settings)
     if args.command == "restore":

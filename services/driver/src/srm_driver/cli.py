@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common import telemetry
+from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.cli_support import exit_code, load_or_exit, parse_pairs, port, setup_logging
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import SrmError
@@ -55,6 +56,10 @@ def _run(argv: Sequence[str] | None) -> int:
     config = load_or_exit("srm-driver", args.config, args.set)
     for line in (*config.warnings, *unsupported_settings(config)):
         logging.warning("%s", line)
+    refused = refused_clusters(config)  # wrong credentials or certificates: one line each
+    if refused:
+        print("\n".join(f"srm-driver: {line}" for line in refused), file=sys.stderr)
+        return 2
     from srm_driver.bootstrap import build
     from srm_driver.settings import driver_settings
 

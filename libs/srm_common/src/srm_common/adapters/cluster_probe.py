@@ -1,0 +1,119 @@
+"""A start-up check that each cluster accepts our credentials and certificates.
+
+librdkafka reports a wrong password or an untrusted broker certificate only as a
+"Broker transport failure" from the call that needed the broker, plus raw log lines on
+stderr, so a service would start, retry for ever and never say why. Commands and
+services call :func:`refused_clusters` before they build anything: a cluster whose
+brokers refuse the login (``_AUTHENTICATION``) or whose TLS handshake fails (``_SSL``) is
+one line naming the alias, what failed and which keys to check. A cluster that does not
+answer at all is not refused here (it may be down for a while; the services keep
+running their other flows, DESIGN.md "Faults on the control path").
+
+The probe's own client logs nothing: librdkafka's lines go to a silent logger and its
+errors to a callback, read once the probe ends. Each probe takes at most ``timeout_s``;
+the clusters are probed in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+
+from srm_common.adapters import kafka_clients
+from srm_common.config.model import SrmConfig
+from srm_common.config.security import read_security
+from srm_common.errors import SrmError
+from srm_common.redaction import redact_text
+
+PROBE_TIMEOUT_S = 10.0
+_SILENT = logging.getLogger("srm.kafka.probe")
+_SILENT.propagate = False
+_SILENT.addHandler(logging.NullHandler())
+_NOISE = (
+    re.compile(r"^\S+://\S+/(?:bootstrap|\d+): "),  # "sasl_ssl://host:port/bootstrap: "
+    re.compile(r"\s*\(after \d+ms in state \w+\)$"),
+    re.compile(r",? ?verify that ssl\.ca\.location is correctly configured.*$"),
+)
+
+
+def refused_clusters(
+    config: SrmConfig, aliases: Iterable[str] | None = None, *, timeout_s: float = PROBE_TIMEOUT_S
+) -> list[str]:
+    """One line per cluster of ``aliases`` (all by default) that refuses our login or
+    certificate, in alias order; empty when none does."""
+    chosen = list(config.aliases if aliases is None else aliases)
+    found: dict[str, str | None] = {}
+
+    def probe(alias: str) -> None:
+        found[alias] = refusal(alias, config.cluster(alias).client_config("admin"), timeout_s)
+
+    threads = [threading.Thread(target=probe, args=(a,), daemon=True) for a in chosen]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s + 5)
+    return [line for alias in chosen if (line := found.get(alias))]
+
+
+def refusal(alias: str, keys: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why cluster ``alias`` refuses the client ``keys``, or None (it let us in, or did
+    not answer within ``timeout_s``)."""
+    errors: list[KafkaError] = []
+    try:
+        admin = kafka_clients.admin(
+            keys, logger=_SILENT, error_cb=errors.append, **{"socket.timeout.ms": 5000}
+        )
+    except SrmError as exc:
+        return f"cluster {alias!r}: {exc}"
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            try:
+                admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                return None
+            except KafkaException:
+                admin.poll(0)
+            if _security_error(errors) is not None:
+                break
+            if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors):
+                return None  # refused connections or a timeout: down, not refusing us
+    finally:
+        admin.poll(0)
+    error = _security_error(errors)
+    if error is None:
+        return None
+    return _explain(alias, keys, error)
+
+
+def _security_error(errors: list[KafkaError]) -> KafkaError | None:
+    wanted = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+    return next((e for e in errors if e.code() in wanted), None)
+
+
+def _explain(alias: str, keys: Mapping[str, str], error: KafkaError) -> str:
+    reason = error.str()
+    for pattern in _NOISE:
+        reason = pattern.sub("", reason)
+    reason = redact_text(reason)
+    servers = keys.get("bootstrap.servers", "")
+    security = read_security(keys)
+    if error.code() == KafkaError._AUTHENTICATION:
+        hint = (
+            f"check the user and password in {alias}.sasl.jaas.config"
+            f" ({security.mechanism} login as {security.username!r})"
+        )
+        return f"cluster {alias!r} ({servers}): authentication failed: {reason}; {hint}"
+    if security.keystore is not None:
+        own = f", and that {alias}.ssl.keystore.* holds a certificate the broker trusts"
+    else:
+        own = ""
+    hint = (
+        f"check that {alias}.ssl.truststore.* holds the CA that signed the broker's"
+        f" certificate{own}"
+    )
+    return f"cluster {alias!r} ({servers}): TLS handshake failed (SSL): {reason}; {hint}"
