@@ -119,14 +119,14 @@ def test_filter_classes_share_one_line_naming_only_the_classes_srm_would_need_to
 
 def test_keys_srm_passes_through_without_reading_say_where_they_are() -> None:
     body = (
-        "config.providers = file\n"
+        "config.action.reload = none\n"
         "primary->backup.key.converter = x.Converter\n"
         "primary.offset.flush.timeout.ms = 5000\n"
         "offset.storage.partitions = 5\n"
     )
     [line] = lines(body)
     assert line.startswith(
-        f"{PREFIX}: config.providers (set at top level), key.converter (set on"
+        f"{PREFIX}: config.action.reload (set at top level), key.converter (set on"
         " primary->backup), offset.flush.timeout.ms (set on cluster primary): SRM runs no"
         " Connect worker"
     )
@@ -141,11 +141,20 @@ def test_each_family_is_one_line_whatever_the_number_of_flows_and_keys() -> None
     body = (
         "add.source.alias.to.metrics = true\n"
         "offset.lag.max = 10\nbackup->primary.offset.lag.max = 20\n"
-        "config.providers = file\n"
+        "config.action.reload = none\n"
     )
     reported = lines(body)
     assert len(reported) == 3
     assert all(line.startswith(PREFIX) for line in reported)
+
+
+def test_config_providers_are_not_reported_when_set_at_top_level() -> None:
+    body = (
+        "config.providers = file\n"
+        "config.providers.file.class ="
+        " org.apache.kafka.common.config.provider.FileConfigProvider\n"
+    )
+    assert not lines(body), "config providers are read when the file loads"
 
 
 def _documented() -> dict[str, str]:

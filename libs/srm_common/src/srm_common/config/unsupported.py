@@ -235,7 +235,10 @@ def _pass_through(config: SrmConfig) -> dict[str, list[str]]:
             if not known and key not in skip:
                 found.setdefault(key, []).append(place)
 
-    note(config.extra, "at top level", READ_AT_TOP_LEVEL, ())
+    # config.providers and config.providers.<name>.class are read when the file loads
+    # (srm_common.config.providers), at top level as in MM2.
+    providers = {k for k in config.extra if k.split(".")[:2] == ["config", "providers"]}
+    note(config.extra, "at top level", READ_AT_TOP_LEVEL | providers, ())
     for flow in config.flows.values():
         # A flow's extra holds the top-level keys too, reported once above.
         note(flow.extra, f"on {flow.name}", READ_ANYWHERE, config.extra)
