@@ -223,3 +223,42 @@ def test_no_job_when_acl_sync_is_switched_off() -> None:
 def test_bindings_cross_to_confluent_kafka_and_back_unchanged(binding: AclBinding) -> None:
     # librdkafka names Kafka's CLUSTER resource BROKER.
     assert from_kafka(to_kafka(binding)) == binding
+
+
+class EmptyAdmin:
+    """An admin whose DescribeAcls lists nothing, as librdkafka answers a refusal."""
+
+    def describe_acls(self, _filter: object, request_timeout: float) -> Future[object]:
+        future: Future[object] = Future()
+        future.set_result([])
+        return future
+
+
+@pytest.mark.parametrize(
+    ("probed", "state"),
+    [
+        ((54, "No Authorizer is configured."), "no-authorizer"),
+        ((31, ""), "not-authorized"),
+        (None, None),
+        (OSError("unreachable"), None),
+    ],
+)
+def test_an_empty_listing_is_explained_by_asking_the_broker_again(
+    probed: object, state: str | None
+) -> None:
+    asked: list[float] = []
+
+    def probe(keys: object, timeout: float) -> object:
+        asked.append(timeout)
+        if isinstance(probed, Exception):
+            raise probed
+        return probed
+
+    sync = AclSync(flow(), EmptyAdmin(), EmptyAdmin(), timeout=3, probe=probe)  # type: ignore[arg-type]
+    if state is None:
+        assert sync.run_once() == AclRound(0, (), (), 0), "no ACLs: nothing to do"
+    else:
+        with pytest.raises(AclSyncProblem) as caught:
+            sync.run_once()
+        assert caught.value.state == state and "'primary'" in str(caught.value)
+    assert asked == [3]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
@@ -39,6 +39,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.acls import AclBinding, missing_acls, plan_acl_copy
 from srm_common.replication_plan import reason_not_replicated
 
+from srm_driver.acl_probe import describe_acls_error
 from srm_driver.kafka_admin import TIMEOUT_S
 from srm_driver.task_thread import TaskThread
 
@@ -54,6 +55,10 @@ _ANY_TOPIC_ACL = AclBindingFilter(
     AclPermissionType.ANY,
 )
 _MAX_LISTED = 5
+
+
+Probe = Callable[[Mapping[str, str], float], "tuple[int, str] | None"]
+"""Asks a cluster (its client keys) why DescribeAcls came back empty: (code, message)."""
 
 
 class AclSyncProblem(Exception):
@@ -113,8 +118,10 @@ class AclSync:
         target_admin: AdminClient,
         *,
         timeout: float = TIMEOUT_S,
+        probe: Probe | None = describe_acls_error,
     ) -> None:
         self.flow = flow
+        self._probe = probe
         self._policy = flow.replication_policy()
         self._source_admin = source_admin
         self._target_admin = target_admin
@@ -123,7 +130,7 @@ class AclSync:
     def run_once(self) -> AclRound:
         """Copy what is missing; :class:`AclSyncProblem` if a cluster refuses or is away."""
         flow, policy = self.flow, self._policy
-        source = self._describe(flow.source, self._source_admin)
+        source = self._describe(flow.source, self._source_admin, flow.source_admin)
         plan = plan_acl_copy(
             source,
             reason_not_replicated=lambda topic: reason_not_replicated(flow, policy, topic),
@@ -131,12 +138,16 @@ class AclSync:
         )
         wanted = plan.wanted
         missing = (
-            missing_acls(wanted, self._describe(flow.target, self._target_admin)) if wanted else ()
+            missing_acls(wanted, self._describe(flow.target, self._target_admin, flow.target_admin))
+            if wanted
+            else ()
         )
         self._create(missing)
         return AclRound(len(source), wanted, missing, len(plan.skipped))
 
-    def _describe(self, alias: str, admin: AdminClient) -> list[AclBinding]:
+    def _describe(
+        self, alias: str, admin: AdminClient, keys: Mapping[str, str]
+    ) -> list[AclBinding]:
         try:
             future = admin.describe_acls(_ANY_TOPIC_ACL, request_timeout=self._timeout)
             found = future.result(self._timeout + 5)
@@ -146,7 +157,23 @@ class AclSync:
             raise AclSyncProblem(
                 "failing", f"cannot list the topic ACLs of {alias!r}: no answer; is it reachable?"
             ) from exc
+        if not found:
+            self._check_empty(alias, keys)
         return [b for b in (from_kafka(k) for k in found) if b is not None]
+
+    def _check_empty(self, alias: str, keys: Mapping[str, str]) -> None:
+        """An empty listing may be a refusal librdkafka hid (:mod:`srm_driver.acl_probe`)."""
+        if self._probe is None:
+            return
+        try:
+            refused = self._probe(keys, self._timeout)
+        except Exception as exc:  # noqa: BLE001 - the probe only explains; the listing stands
+            log.debug("%s: could not ask %r why it lists no ACLs: %s", self.flow.name, alias, exc)
+            return
+        if refused is not None:
+            code, message = refused
+            error = KafkaError(code, message or KafkaError(code).str())
+            raise self._problem(alias, "list the topic ACLs of", KafkaException(error), "DESCRIBE")
 
     def _create(self, bindings: Iterable[AclBinding]) -> None:
         requests = [to_kafka(b) for b in bindings]
