@@ -359,7 +359,8 @@ def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSe
             "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
             "request_id": uuid.uuid4().hex,
         }
-        resumed = _send(state, settings, "/v1/commands/resume", body, args.timeout)
+        with telemetry.span(f"{PROG} partitions --resume", attributes={"srm.flow": flow}):
+            resumed = _send(state, settings, "/v1/commands/resume", body, args.timeout)
         _print_outcome(resumed, flow, [args.resume])
     if args.list:
         _print_partitions(_state(settings), flow)
