@@ -250,3 +250,31 @@ def test_a_missing_store_file_is_one_line_naming_the_key(tmp_path: Path) -> None
     }
     with pytest.raises(ConfigError, match="ssl.truststore.location.*absent.p12"):
         librdkafka_config(keys)
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        ("ssl.truststore.location", "PKCS12"),
+        ("ssl.truststore.location", "PEM"),
+        ("ssl.keystore.location", "PKCS12"),
+        ("ssl.keystore.location", "PEM"),
+    ],
+)
+def test_a_store_of_garbage_is_one_line_naming_the_key(tmp_path: Path, key: str, kind: str) -> None:
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x00\x01 not a store -----BEGIN CERTIFICATE-----\nxx\n")
+    prefix = key.rsplit(".", 1)[0]
+    keys = {
+        "security.protocol": "SSL",
+        f"{prefix}.type": kind,
+        key: str(garbage),
+        **(
+            {"ssl.keystore.password": "pw"}
+            if key.startswith("ssl.keystore") and kind != "PEM"
+            else {}
+        ),
+    }
+    with pytest.raises(ConfigError) as caught:
+        librdkafka_config(keys)
+    assert f"key '{key}'" in str(caught.value) and "\n" not in str(caught.value)

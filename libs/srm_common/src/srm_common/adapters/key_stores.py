@@ -59,6 +59,12 @@ class KeyFiles:
 def trust_file(store: TrustStore) -> str:
     """A PEM file of the certificates ``store`` trusts (the file itself for a PEM file)."""
     if store.type == "PEM" and store.location:
+        # Checked here so that a wrong file is one line naming the key, not librdkafka's
+        # "ssl.ca.location failed" when a client is built; librdkafka reads the file itself.
+        if not _pem_certificates(_read_bytes(store.location, "ssl.truststore.location"), ""):
+            raise ConfigError(
+                f"{store.location} holds no PEM certificate", key="ssl.truststore.location"
+            )
         return store.location
     with _lock:
         if store not in _trust_files:
