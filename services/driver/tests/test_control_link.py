@@ -15,6 +15,7 @@ from srm_common.control.events import (
     Envelope,
     Event,
     LogStarted,
+    PartitionResumeRequested,
     TaskConfigsGenerated,
 )
 from srm_common.control.fences import Fence, FenceHistory
@@ -239,3 +240,23 @@ def test_no_trace_line_when_the_change_came_without_a_trace(
     follow(link)
     assert link.state.tasks_of("d1") == (TASK,)
     assert not [r for r in caplog.records if "trace_id=" in r.getMessage()]
+
+
+def test_a_traced_resume_of_a_partition_copied_here_is_one_line_with_the_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = FakeEventTopic()
+    link, _end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    for partition in (0, 5):  # 5 is no partition of this driver: nothing to say
+        resume = PartitionResumeRequested(
+            FLOW, "orders", partition, "copy-end", None, f"r{partition}"
+        )
+        topic.append(Envelope(resume, 2, "alice", trace=TRACE))
+    follow(link)
+    lines = [r.getMessage() for r in caplog.records if "trace_id=" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"driver d1 applies the resume of {FLOW} orders:0 from copy-end")
+    assert lines[0].endswith(f"asked by alice) trace_id={TRACE.trace_id}")

@@ -62,7 +62,7 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
-from srm_common.control.events import Envelope
+from srm_common.control.events import Envelope, PartitionResumeRequested
 from srm_common.control.state import ControlState, apply, parse_task_id
 
 log = logging.getLogger(__name__)
@@ -309,36 +309,41 @@ class ControlLink:
     def _trace_applied(
         self, before: ControlState, after: ControlState, events: list[Envelope]
     ) -> None:
-        """The line (and span) of a traced change that gave this driver partitions."""
+        """The line (and span) of a traced change that gave this driver partitions, and
+        of each traced resume of a partition it copies."""
         traced = [e for e in events if e.trace is not None]
         if not traced:
             return
-        gained = sorted(copies_of(after, self.driver) - copies_of(before, self.driver))
+        copies = copies_of(after, self.driver)
+        for envelope in traced:
+            event = envelope.event
+            if (
+                isinstance(event, PartitionResumeRequested)
+                and (event.flow, event.topic, event.partition) in copies
+            ):
+                start = f"offset {event.offset}" if event.mode == "offset" else event.mode
+                _log_traced(
+                    envelope,
+                    "srm-driver apply resume",
+                    f"driver {self.driver} applies the resume of {event.flow}"
+                    f" {event.topic}:{event.partition} from {start} (log offset"
+                    f" {envelope.offset}, asked by {envelope.by or 'unknown'})",
+                )
+        gained = sorted(copies - copies_of(before, self.driver))
         if not gained:
             return
-        cause = traced[-1]
-        assert cause.trace is not None
         shown = ", ".join(
             f"{flow} {topic}:{partition}" for flow, topic, partition in gained[:SHOWN]
         )
         more = f" and {len(gained) - SHOWN} more" if len(gained) > SHOWN else ""
-        with telemetry.span(
+        cause = traced[-1]
+        _log_traced(
+            cause,
             "srm-driver apply assignment",
-            parent=cause.trace,
-            attributes={"srm.driver": self.driver, "srm.partitions": len(gained)},
-        ):
-            log.info(
-                "driver %s applies assignment generation %d (log offset %d, by %s):"
-                " copies %d more partitions: %s%s trace_id=%s",
-                self.driver,
-                after.generation,
-                cause.offset,
-                cause.by or "unknown",
-                len(gained),
-                shown,
-                more,
-                cause.trace.trace_id,
-            )
+            f"driver {self.driver} applies assignment generation {after.generation} (log"
+            f" offset {cause.offset}, by {cause.by or 'unknown'}): copies {len(gained)} more"
+            f" partitions: {shown}{more}",
+        )
 
     def _beat(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000
@@ -393,3 +398,10 @@ def copies_of(state: ControlState, driver: str) -> set[Partition]:
         if task is not None:
             copies |= {(flow, topic, partition) for topic, partition in task.partitions}
     return copies
+
+
+def _log_traced(cause: Envelope, span: str, line: str) -> None:
+    """``line`` with the trace id of ``cause``, inside a span of that trace."""
+    assert cause.trace is not None
+    with telemetry.span(span, parent=cause.trace):
+        log.info("%s trace_id=%s", line, cause.trace.trace_id)
