@@ -227,6 +227,7 @@ def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partiti
     lines = [r.getMessage() for r in caplog.records if "trace_id=" in r.getMessage()]
     assert len(lines) == 1, lines
     assert "primary->backup added:0" in lines[0]
+    assert lines[0].startswith("driver d1 applies assignment generation 3 (log offset")
     assert lines[0].endswith(f"trace_id={TRACE.trace_id}")
 
 
@@ -260,3 +261,21 @@ def test_a_traced_resume_of_a_partition_copied_here_is_one_line_with_the_trace(
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"driver d1 applies the resume of {FLOW} orders:0 from copy-end")
     assert lines[0].endswith(f"asked by alice) trace_id={TRACE.trace_id}")
+
+
+def test_partitions_new_to_a_flow_are_applied_from_its_traced_task_configs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = FakeEventTopic()
+    link, _end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    # A topic new to the flow joins the running task: no revocation, no new assignment.
+    planned = TaskConfigsGenerated(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
+    topic.append(Envelope(planned, 2, "coordinator c1", trace=TRACE))
+    follow(link)
+    lines = [r.getMessage() for r in caplog.records if "trace_id=" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"driver d1 applies task configs generation 2 of {FLOW}")
+    assert f"copies 1 more partitions: {FLOW} added:0 trace_id={TRACE.trace_id}" in lines[0]

@@ -62,7 +62,12 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
-from srm_common.control.events import Envelope, PartitionResumeRequested
+from srm_common.control.events import (
+    AssignmentChanged,
+    Envelope,
+    PartitionResumeRequested,
+    TaskConfigsGenerated,
+)
 from srm_common.control.state import ControlState, apply, parse_task_id
 
 log = logging.getLogger(__name__)
@@ -336,13 +341,24 @@ class ControlLink:
             f"{flow} {topic}:{partition}" for flow, topic, partition in gained[:SHOWN]
         )
         more = f" and {len(gained) - SHOWN} more" if len(gained) > SHOWN else ""
-        cause = traced[-1]
+        # What gave them: new task configs (partitions new to the flow join the tasks
+        # that run) or an assignment (tasks handed out after a revocation).
+        moving = [
+            e for e in traced if isinstance(e.event, TaskConfigsGenerated | AssignmentChanged)
+        ]
+        cause = (moving or traced)[-1]
+        event = cause.event
+        if isinstance(event, TaskConfigsGenerated):
+            what = f"task configs generation {event.generation} of {event.flow}"
+        elif isinstance(event, AssignmentChanged):
+            what = f"assignment generation {event.generation}"
+        else:
+            what = event.TYPE
         _log_traced(
             cause,
             "srm-driver apply assignment",
-            f"driver {self.driver} applies assignment generation {after.generation} (log"
-            f" offset {cause.offset}, by {cause.by or 'unknown'}): copies {len(gained)} more"
-            f" partitions: {shown}{more}",
+            f"driver {self.driver} applies {what} (log offset {cause.offset}, by"
+            f" {cause.by or 'unknown'}): copies {len(gained)} more partitions: {shown}{more}",
         )
 
     def _beat(self) -> None:
