@@ -42,9 +42,9 @@ literal name when it has no regex character (``orders``, ``billing\\.eu``), a PR
 name when it is ``<plain>.*`` (``orders-.*``), and the wildcard ``*`` otherwise (noted,
 so an operator can narrow it). Exclusions cannot be expressed at all: the ACLs allow at
 least what the flow reads. Principals come from each cluster's connection settings
-(``sasl.username``, or the ``username`` of ``sasl.jaas.config``; ``User:ANONYMOUS`` on
-PLAINTEXT); an SSL certificate's principal cannot be known from the configuration and
-must be given (``principals``).
+(the ``username`` of ``sasl.jaas.config``; ``User:ANONYMOUS`` on PLAINTEXT); an SSL
+certificate's principal cannot be known from the configuration and must be given
+(``principals``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from typing import Protocol
 
 from srm_common.config.control import ControlSettings, control_settings
 from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.config.security import read_security
 from srm_common.domain.acls import AclBinding, PatternType, ResourceType
 from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
@@ -130,15 +131,18 @@ def required_acls(
 
 
 def principal_of(config: SrmConfig, alias: str) -> str | None:
-    """The principal the connection settings of ``alias`` authenticate as, if they say."""
-    client = config.cluster(alias).client
-    protocol = client.get("security.protocol", "PLAINTEXT").upper()
-    if protocol in ("SASL_SSL", "SASL_PLAINTEXT"):
-        name = client.get("sasl.username") or _jaas_username(client.get("sasl.jaas.config", ""))
-        return f"User:{name}" if name else None
-    if protocol == "PLAINTEXT":
-        return "User:ANONYMOUS"
-    return None  # SSL: the certificate's distinguished name, unknown here
+    """The principal the connection settings of ``alias`` authenticate as, if they say:
+    the SASL login's user, ``User:ANONYMOUS`` on PLAINTEXT, None for a TLS client
+    certificate (its name is not in the configuration) or a login without a user name."""
+    try:
+        security = read_security(config.cluster(alias).client)
+    except ValueError:
+        return None  # refused when the configuration loaded; nothing to say here
+    if security.uses_sasl:
+        return f"User:{security.username}" if security.username else None
+    if security.uses_tls:
+        return None
+    return "User:ANONYMOUS"
 
 
 def topic_resources(patterns: Iterable[str]) -> list[tuple[str, PatternType, str | None]]:
@@ -454,7 +458,7 @@ def _metrics_acls(config: SrmConfig, grant: _Grant) -> None:
             "TOPIC",
             app_id,
             ["CREATE", "READ", "WRITE", "DESCRIBE"],
-            "its own topics and changelogs, Faust's leader topic",
+            "its own topics and changelogs (Faust's, named after the id, too)",
             "PREFIXED",
         )
         for topic in (AGGREGATED_TOPIC, DEAD_TOPIC):
@@ -498,16 +502,6 @@ def _principal(config: SrmConfig, alias: str, service: str, given: Mapping[str, 
 
 def _noted(why: str, note: str | None) -> str:
     return f"{why}; {note}: narrow it by hand" if note else why
-
-
-_USERNAME = re.compile(r"""\busername\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))""")
-
-
-def _jaas_username(jaas: str) -> str | None:
-    match = _USERNAME.search(jaas)
-    if match is None:
-        return None
-    return next(group for group in match.groups() if group is not None)
 
 
 # --- rendering ----------------------------------------------------------------------------

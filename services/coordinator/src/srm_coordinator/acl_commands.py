@@ -27,8 +27,8 @@ examples:
       --principal coordinator@primary=User:srm-coordinator
   srm-control acls --print --command-config /etc/kafka/{alias}-admin.properties
 
-Principals come from each cluster's connection settings (sasl.username, or the username
-of sasl.jaas.config; User:ANONYMOUS on PLAINTEXT). With SSL client certificates the
+Principals come from each cluster's connection settings (the username of
+sasl.jaas.config; User:ANONYMOUS on PLAINTEXT). With SSL client certificates the
 principal is the certificate's name, which the configuration does not hold: give it with
 --principal ALIAS=User:CN=... (or SERVICE@ALIAS=... for one service). The commands are
 run by an administrator (--command-config: the admin's client settings, not SRM's).
