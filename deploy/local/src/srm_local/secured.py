@@ -324,7 +324,10 @@ class SecuredCluster:
 
         bindings = [
             AclBinding(
-                ResourceType[resource_type.upper()],
+                # librdkafka calls Kafka's CLUSTER resource (code 4) BROKER.
+                ResourceType[
+                    "BROKER" if resource_type.upper() == "CLUSTER" else resource_type.upper()
+                ],
                 name,
                 ResourcePatternType[pattern.upper()],
                 principal,
@@ -431,3 +434,28 @@ class SecuredPool:
         for cluster in self.started.values():
             cluster.cluster.stop()
         self.started.clear()
+
+
+def write_mm2_properties(
+    path: Path,
+    clusters: Mapping[str, Mapping[str, str]],
+    settings: Mapping[str, object] | None = None,
+) -> Path:
+    """An MM2-style properties file: ``clusters = a, b``, then ``<alias>.<key>`` for each
+    cluster's keys (``mm2_keys``), then ``settings`` as written (``primary->backup.enabled``,
+    ``replication.factor``...). Lists are joined with commas, as MM2 reads them."""
+
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+    lines = [f"clusters = {', '.join(clusters)}"]
+    for alias, keys in clusters.items():
+        lines += [f"{alias}.{key} = {escape(value)}" for key, value in keys.items()]
+    for key, value in (settings or {}).items():
+        text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        if isinstance(value, bool):
+            text = str(value).lower()
+        lines.append(f"{key} = {escape(text)}")
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o600)
+    return path
