@@ -3,6 +3,7 @@ command not reached in time is withdrawn."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import Future
@@ -132,3 +133,19 @@ def test_a_command_the_loop_has_started_is_waited_for(
     [result] = outcome
     assert isinstance(result, CommandResult)
     assert result.changes == ("topics allowlist of primary->backup: + payments",)
+
+
+def test_a_flows_trace_ends_once_its_traced_tasks_all_run_when_assigned(
+    coordinator: Coordinator,
+) -> None:
+    parent = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    queue(coordinator, parent)
+    coordinator._round()
+    leader = coordinator._leader
+    assert leader is not None
+    # No driver yet: the assignment that hands the flow's tasks out is still to come.
+    assert "primary->backup" in leader.traces
+    tasks = coordinator.state.tasks["primary->backup"].task_ids()
+    running = dataclasses.replace(coordinator.state, assignment={t: "d1" for t in tasks})
+    leader._settle_traces(running)
+    assert leader.traces == {}

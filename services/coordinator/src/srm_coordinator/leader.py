@@ -284,25 +284,25 @@ class Leader:
         if change:
             event = change.to_event(round_.state)
             round_.add([event], trace=self._assignment_trace(round_.state, event))
+        self._settle_traces(round_.state)
         return round_
 
     def _assignment_trace(
         self, state: ControlState, event: AssignmentChanged
     ) -> TraceContext | None:
-        """The trace of a traced flow whose tasks this assignment moves; a flow whose
-        traced task configs are now all assigned stops being traced."""
+        """The trace of a traced flow whose tasks this assignment moves."""
         flows = sorted({parse_task_id(t)[0] for t in (*event.assigned, *event.revoked)})
         traced = [f for f in flows if f in self.traces]
-        if not traced:
-            return None
-        trace = self.traces[traced[0]][0]
-        for name in traced:
+        return self.traces[traced[0]][0] if traced else None
+
+    def _settle_traces(self, state: ControlState) -> None:
+        """A flow whose traced task configs are written and whose tasks all run
+        somewhere is no longer traced: later events are not the command's doing."""
+        for name in sorted(self._traced_plans):
             tasks = state.tasks.get(name)
-            done = tasks is not None and all(t in state.assignment for t in tasks.task_ids())
-            if name in self._traced_plans and done:
-                del self.traces[name]
+            if tasks is None or all(t in state.assignment for t in tasks.task_ids()):
+                self.traces.pop(name, None)
                 self._traced_plans.discard(name)
-        return trace
 
     def _plan(self, round_: Round, name: str, due: Due, now: int) -> set[str]:
         flow = effective_flow(self.flows[name], round_.state.flow(name))
