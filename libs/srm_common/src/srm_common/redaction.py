@@ -72,8 +72,8 @@ def remember_secret(value: str) -> None:
 
 
 def remember_config_secrets(keys: Mapping[str, str]) -> None:
-    """Remember the values of every secret key of ``keys`` (and, for a JAAS config, the
-    quoted option values in it, so a password is masked when shown on its own)."""
+    """Remember the values of every secret key of ``keys`` (and, for a JAAS config, its
+    password option, so a password is masked when shown on its own)."""
     for key, value in keys.items():
         if is_secret_key(key) and isinstance(value, str):
             remember_secret(value)
@@ -127,9 +127,12 @@ def install_log_redaction(logger: logging.Logger | None = None) -> None:
 
 
 def _jaas_values(text: str) -> list[str]:
+    """The secret options of a JAAS config (``password``, ``*secret*``...); the user name
+    stays readable, since error lines name it to say who was refused."""
     from srm_common.config.jaas import JaasSyntaxError, parse_jaas
 
     try:
-        return list(parse_jaas(text).options.values())
+        options = parse_jaas(text).options
     except JaasSyntaxError:
         return []
+    return [value for name, value in options.items() if is_secret_key(name)]

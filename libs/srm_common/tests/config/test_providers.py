@@ -150,7 +150,7 @@ def test_the_password_inside_a_jaas_config_is_masked_when_logged_alone(tmp_path:
     path = write(
         tmp_path,
         "primary.security.protocol = SASL_PLAINTEXT\nprimary.sasl.mechanism = SCRAM-SHA-256\n"
-        f"primary.sasl.jaas.config = {SCRAM} required username=srm password='Hunter2-x';\n",
+        f"primary.sasl.jaas.config = {SCRAM} required username=srm-user password='Hunter2-x';\n",
     )
     load_config(path)
     record = logging.LogRecord(
@@ -158,6 +158,7 @@ def test_the_password_inside_a_jaas_config_is_masked_when_logged_alone(tmp_path:
     )
     assert RedactingFilter().filter(record)
     assert record.getMessage() == f"auth failed for {MASK}"
+    assert redact_text("login as srm-user") == "login as srm-user", "user names stay readable"
 
 
 def test_short_and_numeric_values_are_not_remembered_when_resolved(
