@@ -259,3 +259,45 @@ def test_a_cluster_without_an_authorizer_is_said_once_and_nothing_fails(kafka, c
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 1 and "has no authorizer" in warned[0], warned
     assert "sync.topic.acls.enabled = false" in warned[0]
+
+
+@pytest.mark.spark
+def test_the_driver_runs_acl_sync_and_shows_it_on_the_flow_status(
+    kafka, run_driver, tmp_path, unique_name
+) -> None:  # type: ignore[no-untyped-def]
+    """A standalone driver built by its composition root: the flow's REST status carries
+    the ACL sync job's state; against brokers without an authorizer it says so and the
+    copy goes on."""
+    from srm_local import testing
+
+    topic = kafka.create_topic("primary", unique_name("orders"))
+    kafka.created.append(("backup", f"primary.{topic}"))
+    testing.produce(
+        kafka["primary"],
+        topic,
+        [testing.Record(f"k{i}".encode(), b"v", (), None, 0) for i in range(5)],
+    )
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {
+                "enabled": True,
+                "topics": [topic],
+                "sync.topic.acls.interval.seconds": 1,
+            },
+            "backup->primary": {"enabled": False},
+        },
+    )
+    driver = run_driver(config)
+    testing.wait_until(
+        lambda: (driver.status().get("acl_sync") or {}).get("state") == "no-authorizer",
+        90,
+        "the ACL sync job reports the missing authorizer on the flow's status",
+    )
+    testing.wait_until(
+        lambda: driver.status()["copy"]["records"] >= 5, 90, "the copy goes on without ACL sync"
+    )
+    status = driver.status()["acl_sync"]
+    print(f"\nacl_sync on GET /v1/flows/primary/backup/status: {status}")
+    assert "sync.topic.acls.enabled = false" in status["problem"]
