@@ -262,3 +262,43 @@ def test_an_empty_listing_is_explained_by_asking_the_broker_again(
             sync.run_once()
         assert caught.value.state == state and "'primary'" in str(caught.value)
     assert asked == [3]
+
+
+def test_a_binding_the_domain_cannot_model_is_left_out_not_a_crash() -> None:
+    from confluent_kafka.admin import AclBinding as KafkaAclBinding
+    from confluent_kafka.admin import (
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    odd = KafkaAclBinding(
+        ResourceType.TOPIC,
+        "orders",
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.UNKNOWN,
+        AclPermissionType.ALLOW,
+    )
+    assert from_kafka(odd) is None
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-5"])
+def test_a_bad_interval_is_one_line_at_load(value: str) -> None:
+    from srm_common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="sync.topic.acls.interval.seconds.*set sync.topic"):
+        flow(f", sync.topic.acls.interval.seconds: '{value}'")
+
+
+def test_a_round_that_raises_something_unexpected_is_failing_and_the_job_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done = AclRound(source_acls=0, wanted=(), created=(), skipped=0)
+    job = AclSyncJob(flow(), threading.Event(), Rounds(RuntimeError("boom"), done))  # type: ignore[arg-type]
+    job.round()
+    assert job.status.state == "failing" and job.status.problem == "boom"
+    job.round()
+    assert job.status.state == "ok"
