@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common import telemetry
+from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
     add_config_arguments,
@@ -74,6 +75,8 @@ def _run(argv: Sequence[str] | None) -> int:
         settings = control_settings(config)
     except ConfigError as exc:
         fail("srm-api-gateway", str(exc))
+    for line in refused_clusters(config):  # wrong credentials or certificates
+        fail("srm-api-gateway", line)
     from srm_common.adapters.http_auth import listener_security
     from srm_common.adapters.http_client import credentials
     from srm_common.adapters.kafka_log import EventLogReader

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import FrameType
 
 from srm_common import telemetry
+from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
@@ -63,6 +64,8 @@ def _run(argv: Sequence[str] | None) -> int:
         settings = control_settings(config)
     except ConfigError as exc:
         fail("srm-coordinator", str(exc))
+    for line in refused_clusters(config):  # wrong credentials or certificates
+        fail("srm-coordinator", line)
     from srm_coordinator.bootstrap import build
     from srm_coordinator.http_api import create_app
     from srm_coordinator.log_memory import LogMemory

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Sequence
 
 from srm_common import telemetry
+from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.cli_support import (
     add_config_arguments,
     exit_code,
@@ -49,6 +50,8 @@ def _run(argv: Sequence[str] | None) -> int:
         settings = aggregator_settings(config, args.cluster)
     except ConfigError as exc:
         fail(PROG, str(exc))
+    for line in refused_clusters(config, [settings.cluster]):  # wrong credentials, certificates
+        fail(PROG, line)
     from srm_metrics_aggregator.app import build_app, prepare_topics
 
     try:
