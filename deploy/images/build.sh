@@ -8,6 +8,7 @@
 #   srm/driver           + srm-driver, PySpark, the Kafka client jars and srm-copier.jar
 #   srm/api-gateway      + srm-api-gateway (FastAPI) with its locked dependencies
 #   srm/metrics-aggregator + srm-metrics-aggregator (Faust) with its locked dependencies
+#   srm/postgres         srm/debian + Debian's postgresql: the gateway's read model store
 #
 # Python wheels and jars are fetched on the host (the ordinary clients work there; pip
 # inside a container does not trust the package index's certificate) into
@@ -105,6 +106,12 @@ for service in "${services[@]}"; do
     fi
     build "srm/$service" "deploy/images/$service/Dockerfile" "${paths[@]}"
 done
+
+if want postgres; then
+    step "srm/postgres"
+    build srm/postgres deploy/images/postgres/Dockerfile deploy/images/postgres
+    deploy/images/db_password.sh
+fi
 
 step "sizes"
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^srm/' | sort \

@@ -36,7 +36,7 @@ def test_clusters_publish_make_ups_ports_on_loopback_only() -> None:
         assert environment["KAFKA_ADVERTISED_EXTERNAL"] == f"127.0.0.1:${{{port}}}"
         assert environment["KAFKA_ADVERTISED_INTERNAL"] == f"{alias}:9092"
         assert SERVICES[alias]["volumes"] == [f"{alias}-data:/var/lib/kafka"]
-    assert set(COMPOSE["volumes"]) == {"primary-data", "backup-data"}
+    assert set(COMPOSE["volumes"]) == {"primary-data", "backup-data", "postgres-data"}
 
 
 def test_drivers_scale_and_every_service_is_watched() -> None:
@@ -51,6 +51,8 @@ def test_drivers_scale_and_every_service_is_watched() -> None:
         assert service["restart"] == "unless-stopped", name
         if name in aggregators:
             assert "healthcheck" not in service, name
+        elif name == "postgres":
+            assert service["healthcheck"]["test"][:2] == ["CMD", "pg_isready"], name
         else:
             assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
     for name in ("coordinator-1", "coordinator-2", "driver", "gateway", *aggregators):
@@ -63,3 +65,23 @@ def test_one_metrics_aggregator_per_cluster_folds_its_raw_metrics() -> None:
         assert service["image"] == "srm/metrics-aggregator:latest"
         assert service["command"] == ["--config", "/etc/srm/srm.yaml", "--cluster", alias]
         assert "ports" not in service
+
+
+def test_the_gateways_read_model_is_in_postgres_with_the_password_from_a_secret() -> None:
+    postgres = SERVICES["postgres"]
+    assert postgres["image"] == "srm/postgres:latest"
+    assert "ports" not in postgres, "the database answers inside the network only"
+    assert postgres["volumes"] == ["postgres-data:/var/lib/postgresql/data"]
+    assert postgres["secrets"] == ["srm-db-password"]
+    assert postgres["environment"]["SRM_DB_PASSWORD_FILE"] == "/run/secrets/srm-db-password"
+    gateway = SERVICES["gateway"]
+    command = gateway["command"]
+    url = command[command.index("--db-url") + 1]
+    assert url == "postgresql+psycopg://srm@postgres:5432/srm", "no password in the URL"
+    assert command[command.index("--db-password-file") + 1] == "/run/secrets/srm-db-password"
+    assert gateway["secrets"] == ["srm-db-password"]
+    assert gateway["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    assert {"primary", "backup"} <= set(gateway["depends_on"])
+    secret = COMPOSE["secrets"]["srm-db-password"]["file"]
+    assert secret == "${SRM_DB_PASSWORD_FILE:-./.run/compose/db-password}"
+    assert set(postgres["environment"]) == {"SRM_DB_NAME", "SRM_DB_USER", "SRM_DB_PASSWORD_FILE"}
