@@ -101,12 +101,16 @@ def coordinator_service(
     )
 
 
-def gateway_service(config_path: Path, overrides: dict[str, str]) -> ServiceProcess:
+def gateway_service(
+    config_path: Path, overrides: dict[str, str], token_file: Path | None = None
+) -> ServiceProcess:
     """``srm-api-gateway`` on SRM_GATEWAY_PORT (default 8080): the HTTP API people use;
     its SQL read model a SQLite file in the run dir (``SRM_GATEWAY_DB_URL`` moves it, e.g.
-    to PostgreSQL)."""
+    to PostgreSQL); ``token_file`` is what it bears when it relays a command."""
     port = os.environ.get("SRM_GATEWAY_PORT", "8080")
     args = [*_config_args(config_path, overrides), "--port", port]
+    if token_file is not None:
+        args += ["--token-file", str(token_file)]
     args += ["--state-dir", str(run_dir() / "services")]
     if os.environ.get("SRM_GATEWAY_DB_URL"):
         args += ["--db-url", os.environ["SRM_GATEWAY_DB_URL"]]
@@ -123,10 +127,18 @@ def aggregator_service(
 
 
 def driver_service(
-    config_path: Path, overrides: dict[str, str], *, name: str = "driver", port: int = 0
+    config_path: Path,
+    overrides: dict[str, str],
+    *,
+    name: str = "driver",
+    port: int = 0,
+    token_file: Path | None = None,
 ) -> ServiceProcess:
-    """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT)."""
+    """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT);
+    ``token_file`` is what it bears to the coordinator leader."""
     spark_master = os.environ.get("SRM_SPARK_MASTER", "local[2]")
     args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
+    if token_file is not None:
+        args += ["--token-file", str(token_file)]
     env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
     return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master], env)

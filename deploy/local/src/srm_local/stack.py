@@ -30,6 +30,7 @@ from srm_local.clusters import (
     parse_cluster_spec,
     start_clusters,
 )
+from srm_local.http_tokens import TOKENS_FILE, HttpTokens, write_tokens
 from srm_local.jars import fetch_all
 from srm_local.live_lists import LiveLists
 from srm_local.paths import project_root, run_dir
@@ -133,19 +134,38 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
 
 def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess]:
     """Two coordinators (a leader and a standby), SRM_DRIVERS drivers (default 1), a
-    metrics aggregator per cluster some flow writes into, and the API gateway."""
+    metrics aggregator per cluster some flow writes into, and the API gateway.
+
+    Their HTTP APIs take changes only from principals of a tokens file made afresh here
+    (:func:`stack_tokens`): srm-control, each driver, the gateway."""
     base = int(os.environ.get("SRM_SERVICE_PORT", "8090"))
     count = int(os.environ.get("SRM_DRIVERS", "1"))
+    drivers = [f"driver-{i + 1}" for i in range(count)]
+    tokens = stack_tokens(drivers)
+    overrides = {**overrides, "srm.http.tokens.file": str(tokens.tokens_file)}
     services = [
         coordinator_service(f"coordinator-{i + 1}", base + i, path, overrides) for i in range(2)
     ]
     services += [
-        driver_service(path, overrides, name=f"driver-{i + 1}", port=base + 10 + i)
-        for i in range(count)
+        driver_service(
+            path,
+            overrides,
+            name=name,
+            port=base + 10 + i,
+            token_file=tokens.token_file(f"driver:{name}"),
+        )
+        for i, name in enumerate(drivers)
     ]
     targets = sorted({flow.target for flow in load_config(path).flows.values()})
     services += [aggregator_service(path, overrides, cluster) for cluster in targets]
-    return [*services, gateway_service(path, overrides)]
+    return [*services, gateway_service(path, overrides, tokens.token_file("api-gateway"))]
+
+
+def stack_tokens(drivers: Sequence[str]) -> HttpTokens:
+    """Fresh tokens in ``.run/http`` (0700; files 0600): the tokens file the services
+    read (hashes only) and one token per principal; srm-control finds its own there."""
+    principals = ["srm-control", "api-gateway", *(f"driver:{name}" for name in drivers)]
+    return write_tokens(run_dir() / "http", principals)
 
 
 def stop_services(services: Sequence[ServiceProcess]) -> None:
@@ -227,6 +247,7 @@ def summary(
         *service_lines(services),
         "  srm-control      .venv/bin/srm-control topics --source primary --target backup"
         " --list   (--add/--remove PATTERN; audit)",
+        *token_lines(services),
         "",
         "Produce to a topic on one cluster and it appears on the other within seconds, e.g.",
         "  .venv/bin/kafka-console-producer --bootstrap-server 127.0.0.1:9092 --topic orders",
@@ -236,6 +257,18 @@ def summary(
         "Ctrl-C here, or `make down` anywhere, stops everything.",
     ]
     return "\n".join(lines)
+
+
+def token_lines(services: Sequence[ServiceProcess]) -> list[str]:
+    """Where the HTTP tokens are (never a token)."""
+    folder = run_dir() / "http"
+    if not services or not (folder / TOKENS_FILE).is_file():
+        return []
+    return [
+        f"  http tokens      {folder / TOKENS_FILE} (hashes; changes over HTTP need a token)",
+        f"                   srm-control bears {folder / 'srm-control.token'} (found by"
+        ' default); curl -H "Authorization: Bearer $(cat FILE)"',
+    ]
 
 
 def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
