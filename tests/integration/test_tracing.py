@@ -62,6 +62,9 @@ def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_c
     for topic in (base, added):
         testing.create_topic(kafka["primary"], topic, partitions=2)
         kafka.created.append(("primary", topic))
+        kafka.created.append(("backup", f"primary.{topic}"))
+    records = [testing.Record(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    testing.produce(kafka["primary"], added, records)
     with OtlpReceiver() as receiver:
         coordinator = testing.CoordinatorProcess(
             config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
@@ -116,6 +119,15 @@ def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_c
             )
             line = next(x for x in driver.log_text().splitlines() if marker in x)
             assert f"primary->backup {added}:0" in line and f"{added}:1" in line
+            # ... and it did: the topic's records reach the backup cluster.
+            testing.wait_until(
+                lambda: testing.copied(
+                    kafka["primary"], added, kafka["backup"], f"primary.{added}"
+                ),
+                120,
+                "the added topic is copied",
+                detail=logs,
+            )
             testing.wait_until(
                 lambda: {s.service for s in receiver.trace(trace_id)} >= SERVICES,
                 30,
