@@ -13,9 +13,11 @@ to ``orders`` on ``primary`` from the host (~1500/s, ``srm_local.testing.SteadyP
 Each comparison reads both topics whole and wants every partition of the copy equal to
 its source (keys, values, headers, timestamps, in order): 0 missing, 0 duplicated. The
 gateway must answer ``/healthz`` and list both replications as running on
-``/v2/replications``. The stack is taken down with its volumes (``down -v``) whatever
-happens, Ctrl-C and SIGTERM included; on a failure the services' last log lines are
-printed first.
+``/v2/replications``, and its read model must be PostgreSQL's: a command's audit entry
+on ``/v1/audit`` and in ``srm_events``, closed metric windows in ``srm_metric_windows``,
+and after ``docker-compose restart gateway`` the same audit trail and a topic's series.
+The stack is taken down with its volumes (``down -v``) whatever happens, Ctrl-C and
+SIGTERM included; on a failure the services' last log lines are printed first.
 
 Run it with `make test-containers` (which builds the images first, `make images`) or
 ``.venv/bin/python deploy/images/compose_check.py --help`` once they exist.
@@ -46,7 +48,7 @@ RESERVED_PORTS = frozenset({9092, 9192, 8080})
 TOPIC = "orders"
 REMOTE = "primary.orders"
 AGGREGATORS = ("metrics-aggregator-primary", "metrics-aggregator-backup")
-LOGGED_SERVICES = ("coordinator-1", "coordinator-2", "driver", "gateway", *AGGREGATORS)
+LOGGED_SERVICES = ("coordinator-1", "coordinator-2", "driver", "gateway", "postgres", *AGGREGATORS)
 # What the aggregators publish (srm_common.metrics.aggregate.AGGREGATED_TOPIC).
 AGGREGATED_TOPIC = "srm-metrics-aggregated.internal"
 
@@ -289,6 +291,97 @@ def check_stack(
     check_gateway(run, gateway, counts[-1])
     check_aggregators(run, compose, {"primary": primary, "backup": backup})
     run.steps.append(StepFigures("gateway and aggregators", time.monotonic() - begun))
+    begun = time.monotonic()
+    check_read_model(run, compose, gateway)
+    run.steps.append(StepFigures("read model in PostgreSQL", time.monotonic() - begun))
+
+
+def sql(compose: Compose, query: str) -> str:
+    """``query``'s answer from the stack's PostgreSQL (psql over its socket, as postgres)."""
+    return compose.run(
+        "exec",
+        "-T",
+        "postgres",
+        "psql",
+        "-h",
+        "/tmp",
+        "-U",
+        "postgres",
+        "-d",
+        "srm",
+        "-tAc",
+        query,
+        capture=True,
+    ).strip()
+
+
+def check_read_model(run: Run, compose: Compose, gateway: str) -> None:
+    """The gateway projects into PostgreSQL and answers history from it across a restart."""
+    ready = get_json(f"{gateway}/readyz")
+    model = ready["read_model"]  # type: ignore[index]
+    assert model["status"] == "ok", f"/readyz: {ready}"
+    assert "@postgres:5432/srm" in model["database"], f"/readyz: {ready}"
+    marker = f"ctest-read-model-{os.getpid()}"
+    compose.run(
+        "exec",
+        "-T",
+        "coordinator-1",
+        "srm-control",
+        "topics",
+        "--source",
+        "primary",
+        "--target",
+        "backup",
+        "--add",
+        marker,
+    )
+    poll(
+        lambda: marker in json.dumps(get_json(f"{gateway}/v1/audit")),
+        60,
+        "the command on the gateway's /v1/audit",
+    )
+    poll(
+        lambda: (
+            sql(compose, f"select count(*) from srm_events where summary like '%{marker}%'") == "1"
+        ),
+        60,
+        "the command's row in PostgreSQL's srm_events, once",
+    )
+    # Closed windows are written once a minute has passed over a window (aggregator).
+    windows = poll(
+        lambda: int(sql(compose, "select count(*) from srm_metric_windows where level = 'topic'")),
+        180,
+        "closed topic windows in PostgreSQL's srm_metric_windows",
+    )
+    events = int(sql(compose, "select count(*) from srm_events"))
+    run.say(f"PostgreSQL: {events} rows in srm_events, {windows} closed topic windows")
+    compose.run("restart", "gateway")
+    run.say("docker-compose restart gateway")
+    poll(lambda: get_json(f"{gateway}/healthz"), 120, "the restarted gateway's /healthz")
+    series = poll(
+        lambda: [
+            p
+            for p in get_json(
+                f"{gateway}/v2/topic-metrics/primary/backup/{TOPIC}/record-count?minutes=120"
+            )["series"]  # type: ignore[index]
+            if p["closed"]
+        ],
+        120,
+        f"closed windows of {TOPIC} from the restarted gateway",
+    )
+    trail = poll(
+        lambda: get_json(f"{gateway}/v1/audit?all=true&limit=10000"),
+        60,
+        "the restarted gateway's audit trail",
+    )
+    total = int(sql(compose, "select count(*) from srm_events"))
+    assert marker in json.dumps(trail), "the restarted gateway lost the command's audit entry"
+    once = f"select count(*) from srm_events where summary like '%{marker}%'"
+    assert sql(compose, once) == "1", "the command's row is not there once after the restart"
+    run.say(
+        f"restarted gateway: {len(series)} closed windows of {TOPIC}, audit total"
+        f" {trail['total']} (srm_events: {total} rows, none twice)"  # type: ignore[index]
+    )
 
 
 def check_aggregators(
