@@ -112,6 +112,7 @@ if want postgres; then
     build srm/postgres deploy/images/postgres/Dockerfile deploy/images/postgres
     deploy/images/db_password.sh
 fi
+deploy/images/http_tokens.sh
 
 step "sizes"
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^srm/' | sort \

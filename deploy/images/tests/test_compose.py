@@ -79,9 +79,28 @@ def test_the_gateways_read_model_is_in_postgres_with_the_password_from_a_secret(
     url = command[command.index("--db-url") + 1]
     assert url == "postgresql+psycopg://srm@postgres:5432/srm", "no password in the URL"
     assert command[command.index("--db-password-file") + 1] == "/run/secrets/srm-db-password"
-    assert gateway["secrets"] == ["srm-db-password"]
+    assert "srm-db-password" in gateway["secrets"]
     assert gateway["depends_on"]["postgres"] == {"condition": "service_healthy"}
     assert {"primary", "backup"} <= set(gateway["depends_on"])
     secret = COMPOSE["secrets"]["srm-db-password"]["file"]
     assert secret == "${SRM_DB_PASSWORD_FILE:-./.run/compose/db-password}"
     assert set(postgres["environment"]) == {"SRM_DB_NAME", "SRM_DB_USER", "SRM_DB_PASSWORD_FILE"}
+
+
+def test_every_http_api_takes_changes_only_with_tokens_from_secrets() -> None:
+    """The tokens file (hashes) reaches every service, each client's own token by path;
+    no token is written in this file or on a command line."""
+    http = {"coordinator-1", "coordinator-2", "driver", "gateway"}
+    for name in http:
+        service = SERVICES[name]
+        assert service["environment"]["SRM_HTTP_TOKENS_FILE"] == "/run/secrets/srm-http-tokens"
+        assert "srm-http-tokens" in service["secrets"], name
+    driver = SERVICES["driver"]
+    assert driver["environment"]["SRM_TOKEN_FILE"] == "/run/secrets/srm-driver-token"
+    assert "srm-driver-token" in driver["secrets"]
+    command = SERVICES["gateway"]["command"]
+    assert command[command.index("--token-file") + 1] == "/run/secrets/srm-gateway-token"
+    assert "srm-gateway-token" in SERVICES["gateway"]["secrets"]
+    files = {name: secret["file"] for name, secret in COMPOSE["secrets"].items()}
+    assert files["srm-http-tokens"] == "${SRM_HTTP_DIR:-./.run/compose/http}/tokens"
+    assert (ROOT / "deploy" / "images" / "http_tokens.sh").stat().st_mode & 0o111
