@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from srm_common import telemetry
 from srm_common.adapters.kafka_log import read_log
+from srm_common.adapters.otlp_receiver import OtlpReceiver
 from srm_common.cli_support import load_or_exit
 from srm_common.config.control import control_settings
 from srm_common.control.state import replay
 from srm_coordinator import control_cli
 from srm_local import testing
-from srm_local.otlp_receiver import OtlpReceiver
 
 pytestmark = [pytest.mark.integration]
 
