@@ -229,3 +229,18 @@ def test_drivers_never_let_spark_run_a_copy_task_twice() -> None:
     # A new driver joins before an old one leaves; SIGTERM gets time to hand over.
     assert driver["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     assert driver["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 60
+
+
+def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token() -> None:
+    for name, pod, container in _containers():
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+        assert env["SRM_HTTP_TOKENS_FILE"] == f"{mounts['http-tokens']}/tokens", name
+        assert secrets["http-tokens"] == "srm-http-tokens", name
+        if name == "srm-driver":
+            assert env["SRM_TOKEN_FILE"] == f"{mounts['driver-token']}/token"
+            assert secrets["driver-token"] == "srm-driver-token"
+    (configmap,) = [doc for doc in APPLIED if doc["kind"] == "ConfigMap"]
+    assert "srm.http.allowed.hosts: >-" in configmap["data"]["srm.yaml"]
+    assert "srm-api-gateway.srm.svc" in configmap["data"]["srm.yaml"]
