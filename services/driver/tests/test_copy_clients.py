@@ -76,3 +76,34 @@ def test_the_copy_loop_waits_srm_idle_wait_ms_for_source_records() -> None:
     )
     settings = unit_settings(config.flow("primary", "backup"), write_timeout_ms=10_000)
     assert settings.poll_ms == 250 and settings.to_json()["poll_ms"] == 250
+
+
+def test_the_copy_loop_gets_provider_placeholders_not_secrets(tmp_path, monkeypatch) -> None:
+    from srm_common.config import load_config
+
+    secrets = tmp_path / "s.properties"
+    secrets.write_text(
+        "jaas = org.apache.kafka.common.security.scram.ScramLoginModule required"
+        ' username="srm" password="Fr0m-file-pw";\n'
+    )
+    monkeypatch.setenv("SRM_TEST_COPY_TRUST_PW", "Fr0m-env-pw")
+    path = tmp_path / "mm2.properties"
+    path.write_text(
+        "clusters = primary, backup\n"
+        "primary.bootstrap.servers = 127.0.0.1:9\nbackup.bootstrap.servers = 127.0.0.1:8\n"
+        "security.protocol = SASL_SSL\nsasl.mechanism = SCRAM-SHA-512\n"
+        f"sasl.jaas.config = ${{file:{secrets}:jaas}}\n"
+        "ssl.truststore.location = /t.jks\n"
+        "backup.ssl.truststore.password = ${env:SRM_TEST_COPY_TRUST_PW}\n"
+        "primary->backup.enabled = true\n"
+    )
+    flow = load_config(path).flow("primary", "backup")
+    assert "Fr0m-file-pw" in flow.source_consumer["sasl.jaas.config"], "Python clients: resolved"
+    answer = str(unit_settings(flow, write_timeout_ms=10_000).to_json())
+    assert "Fr0m-file-pw" not in answer and "Fr0m-env-pw" not in answer
+    settings = unit_settings(flow, write_timeout_ms=10_000)
+    assert settings.consumer["sasl.jaas.config"] == f"${{file:{secrets}:jaas}}"
+    assert settings.consumer["config.providers"] == "file"
+    assert settings.producer["ssl.truststore.password"] == "${env:SRM_TEST_COPY_TRUST_PW}"
+    assert settings.producer["config.providers"] == "env,file"
+    assert settings.producer["config.providers.env.class"].endswith("EnvVarConfigProvider")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -73,6 +74,8 @@ def resolve_placeholders(raw: RawConfig, environ: Mapping[str, str] | None = Non
                 ConfigError(str(exc), source=raw.source, key=entry.display, line=entry.line)
             )
             continue
+        if value != entry.value and isinstance(value, str) and isinstance(entry.value, str):
+            _remember_placeholder(entry.key, entry.value, value, providers)
         resolved.append(entry if value == entry.value else replace(entry, value=value))
     return replace(raw, entries=tuple(resolved), problems=tuple(problems))
 
@@ -180,3 +183,50 @@ def _properties(path: str) -> Mapping[str, str]:
     if parsed.clusters is not None:  # the reader keeps 'clusters' aside
         values["clusters"] = ",".join(a.alias for a in parsed.clusters.aliases)
     return values
+
+
+_lock = threading.Lock()
+_placeholders: dict[str, list[tuple[str, str, dict[str, str]]]] = {}
+"""resolved value -> [(flat key, value as written, {provider name: class})]."""
+
+
+def _remember_placeholder(
+    key: str, written: str, resolved: str, providers: Mapping[str, str]
+) -> None:
+    used = {m.group(1) for m in PLACEHOLDER.finditer(written)}
+    classes = {name: PROVIDER_CLASSES[providers[name]] for name in used}
+    with _lock:
+        _placeholders.setdefault(resolved, []).append((key, written, classes))
+
+
+def with_placeholders(keys: Mapping[str, str]) -> dict[str, str]:
+    """``keys`` (a Java client config) with every value that a config provider resolved
+    put back as written (``${file:/etc/srm/s.properties:jaas}``), plus the
+    ``config.providers`` declarations that let Kafka's Java client resolve it itself.
+
+    So a secret kept in a file or the environment is read by the Java client where it
+    runs and never travels in the copy channel's answers. A value is put back only when
+    a key of the same name (``sasl.jaas.config``, any prefix) was resolved to exactly
+    that value; anything else is left as it is.
+    """
+    out = dict(keys)
+    classes: dict[str, str] = {}
+    with _lock:
+        known = {value: list(uses) for value, uses in _placeholders.items()}
+    for key, value in keys.items():
+        for flat, written, used in known.get(value, ()):
+            if flat == key or flat.endswith("." + key):
+                out[key] = written
+                classes.update(used)
+                break
+    if classes:
+        out[DECLARATION] = ",".join(sorted(classes))
+        for name, class_name in sorted(classes.items()):
+            out[f"{DECLARATION}.{name}.class"] = class_name
+    return out
+
+
+def forget_placeholders() -> None:
+    """Empty the record of resolved placeholders (tests)."""
+    with _lock:
+        _placeholders.clear()

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from srm_common.config.model import FlowConfig
+from srm_common.config.providers import with_placeholders
 from srm_common.domain.policy import ORIGIN_HEADER, IdentityReplicationPolicy
 
 from srm_driver.shared_target import COPY_HEADER
@@ -80,8 +81,10 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
     is the target's own (shared): copies carry the origin and copy headers."""
     shared = isinstance(flow.replication_policy(), IdentityReplicationPolicy)
     return UnitSettings(
-        consumer=copier_consumer(flow.source_consumer),
-        producer=copier_producer(flow.target_producer, write_timeout_ms),
+        # Secrets from config providers go to the Java clients as placeholders, which
+        # they resolve themselves where they run (docs/security.md).
+        consumer=with_placeholders(copier_consumer(flow.source_consumer)),
+        producer=with_placeholders(copier_producer(flow.target_producer, write_timeout_ms)),
         origin_header=ORIGIN_HEADER if shared else None,
         copy_header=COPY_HEADER if shared else None,
         source=flow.source,
