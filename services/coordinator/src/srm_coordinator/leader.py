@@ -291,7 +291,7 @@ class Leader:
         self, state: ControlState, event: AssignmentChanged
     ) -> TraceContext | None:
         """The trace of a traced flow whose tasks this assignment moves."""
-        flows = sorted({parse_task_id(t)[0] for t in (*event.assigned, *event.revoked)})
+        flows = sorted({t.rpartition("|")[0] for t in (*event.assigned, *event.revoked)})
         traced = [f for f in flows if f in self.traces]
         return self.traces[traced[0]][0] if traced else None
 

@@ -307,7 +307,10 @@ class ControlLink:
             self.state = state
             self.changed.set()
             self._events_read.add(len(events))
-            self._trace_applied(before, state, events)
+            try:
+                self._trace_applied(before, state, events)
+            except Exception as exc:  # noqa: BLE001 - a trace never stops the following
+                log.warning("cannot trace what the events applied: %s", exc)
         self._folded = self._reader.position
         self._log_position.set(self._folded)
 
