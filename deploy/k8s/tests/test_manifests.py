@@ -244,3 +244,25 @@ def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token()
     (configmap,) = [doc for doc in APPLIED if doc["kind"] == "ConfigMap"]
     assert "srm.http.allowed.hosts: >-" in configmap["data"]["srm.yaml"]
     assert "srm-api-gateway.srm.svc" in configmap["data"]["srm.yaml"]
+
+
+def test_the_gateways_postgresql_is_an_optional_external_url_from_a_secret(tmp_path: Path) -> None:
+    import srm_api_gateway.cli
+
+    assert set(WORKLOADS) == {"srm-coordinator", "srm-driver", "srm-api-gateway"}, (
+        "no database runs in the manifests"
+    )
+    pod = WORKLOADS["srm-api-gateway"]["spec"]["template"]["spec"]
+    args = srm_api_gateway.cli._parser().parse_args(pod["containers"][0]["args"])
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert volumes["db"]["secret"] == {"secretName": "srm-gateway-db", "optional": True}
+    assert str(args.db_url_file) == f"{mounts['db']}/url"
+    # Without the Secret: SQLite in a writable emptyDir (the root file system is read-only).
+    assert "emptyDir" in volumes["read-model"] and str(args.state_dir) == mounts["read-model"]
+    example = {d["metadata"]["name"]: d for d in EXAMPLE_SECRETS}["srm-gateway-db"]
+    assert example["stringData"]["url"].startswith("postgresql+psycopg://")
+    # The URL file is read when present, and its absence means the default.
+    assert srm_api_gateway.cli._url_in(tmp_path / "url") is None
+    (tmp_path / "url").write_text(example["stringData"]["url"] + "\n")
+    assert srm_api_gateway.cli._url_in(tmp_path / "url") == example["stringData"]["url"]

@@ -225,3 +225,18 @@ def test_state_tables_are_emptied_when_the_state_has_no_members(path: Path) -> N
     assert model.flush()
     assert count(path, drivers) == count(path, assignments) == count(path, halts) == 0
     model.close()
+
+
+def test_two_gateways_sharing_a_database_store_each_row_once(path: Path) -> None:
+    log = history()
+    first, second = ReadModel(url_of(path)), ReadModel(url_of(path))
+    project(first, log[:4])
+    second.on_events(log, replay(log), False)
+    second.on_metric("backup", 0, 3, window(T0, 5))
+    first.on_metric("backup", 0, 3, window(T0, 5))
+    assert second.flush() and first.flush()
+    project(first, log)
+    assert count(path, events) == len(log) and count(path, metric_windows) == 1
+    assert first.status()["status"] == second.status()["status"] == "ok"
+    first.close()
+    second.close()

@@ -87,8 +87,9 @@ def _run(argv: Sequence[str] | None) -> int:
     from srm_api_gateway.metrics_follower import MetricsFollower
     from srm_api_gateway.read_model import ReadModel
 
-    url = args.db_url or f"sqlite:///{(args.state_dir / DEFAULT_DB).resolve()}"
     try:
+        url = args.db_url or _url_in(args.db_url_file)
+        url = url or f"sqlite:///{(args.state_dir / DEFAULT_DB).resolve()}"
         if args.db_password_file is not None:
             url = with_password(url, args.db_password_file)
         read_model = ReadModel(url)
@@ -148,6 +149,18 @@ def _run(argv: Sequence[str] | None) -> int:
     return 0
 
 
+def _url_in(path: Path | None) -> str | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        url = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SrmError(f"cannot read --db-url-file {path}: {exc}") from exc
+    if not url:
+        raise SrmError(f"--db-url-file {path} is empty; put the database URL in it")
+    return url
+
+
 def with_password(url: str, path: Path) -> str:
     """``url`` with the password read from ``path``; SrmError naming the file if unreadable."""
     from sqlalchemy import make_url
@@ -183,6 +196,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="SQLAlchemy URL of the read model: sqlite:///PATH or"
         " postgresql+psycopg://USER:PASSWORD@HOST/DB (default: sqlite in --state-dir)",
+    )
+    parser.add_argument(
+        "--db-url-file",
+        type=Path,
+        metavar="FILE",
+        help="read --db-url from FILE when FILE exists (a Kubernetes Secret that may be"
+        " absent: without it, the default SQLite file)",
     )
     parser.add_argument(
         "--db-password-file",

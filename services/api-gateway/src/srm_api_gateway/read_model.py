@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from srm_common.adapters.sql.projection import SqlProjection
 from srm_common.control.events import Envelope
 from srm_common.control.state import ControlState
-from srm_common.errors import SrmError
+from srm_common.errors import ConcurrencyError, SrmError
 from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import TopicMapping
 
@@ -149,6 +149,11 @@ class ReadModel:
             if not written and (self._error is not None or now - self._probed > PROBE_S):
                 self._probed = now
                 self.db.status()  # nothing to write: does the database still answer?
+        except ConcurrencyError as exc:
+            # Another gateway stored the same rows first (replicas sharing a database):
+            # not an outage; the next batch re-reads the positions and skips them.
+            log.info("read model: %s", exc)
+            return False
         except SrmError as exc:
             if self._error is None:
                 self._failed_since = time.monotonic()
