@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from srm_common import telemetry
 from srm_common.config import load_config
 from srm_common.config.control import control_settings
 from srm_common.control.state import ControlState, Leader
@@ -419,3 +420,34 @@ def test_send_exits_1_when_not_applied_and_3_when_unknown(
         control_cli._send(state, settings, "/v1/commands/patterns", dict(BODY), 0.5)
     assert exited.value.code == code
     assert one_line(capsys.readouterr().err.splitlines()).startswith(f"srm-control: {start}")
+
+
+def test_a_command_sent_in_a_span_carries_its_traceparent_when_posted() -> None:
+    seen: list[str | None] = []
+
+    class Recording(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.headers.get("traceparent"))
+            data = json.dumps({"outcome": "applied", "changes": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recording)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with telemetry.span("srm-control topics --add"):
+            trace_id = telemetry.trace_id_now()
+            assert post_json(url, BODY, 5)[0] == 200
+        assert post_json(url, BODY, 5)[0] == 200  # outside any span: no header
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen[0] is not None and seen[0].split("-")[1] == trace_id
+    assert seen[1] is None
