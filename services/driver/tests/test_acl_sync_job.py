@@ -302,3 +302,14 @@ def test_a_round_that_raises_something_unexpected_is_failing_and_the_job_goes_on
     assert job.status.state == "failing" and job.status.problem == "boom"
     job.round()
     assert job.status.state == "ok"
+
+
+def test_the_status_names_at_most_twenty_created_bindings() -> None:
+    many = tuple(
+        AclBinding("TOPIC", f"primary.t{i:02}", "LITERAL", "User:a", "*", "READ", "ALLOW")
+        for i in range(25)
+    )
+    job = AclSyncJob(flow(), threading.Event(), Rounds(AclRound(25, many, many, 0)))  # type: ignore[arg-type]
+    job.round()
+    assert job.status.created == 25 and len(job.status.created_last) == 21
+    assert job.status.created_last[-1] == "... and 5 more (in the log)"

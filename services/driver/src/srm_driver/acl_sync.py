@@ -55,6 +55,7 @@ _ANY_TOPIC_ACL = AclBindingFilter(
     AclPermissionType.ANY,
 )
 _MAX_LISTED = 5
+_MAX_SHOWN = 20  # created bindings named on the REST status; the log has them all
 
 
 Probe = Callable[[Mapping[str, str], float], "tuple[int, str] | None"]
@@ -262,7 +263,10 @@ class AclSyncJob(TaskThread):
         status.source_acls, status.copied = result.source_acls, len(result.wanted)
         status.created, status.skipped = len(result.created), result.skipped
         status.created_total += len(result.created)
-        status.created_last = [b.describe() for b in result.created]
+        shown = [b.describe() for b in result.created[:_MAX_SHOWN]]
+        if len(result.created) > _MAX_SHOWN:
+            shown.append(f"... and {len(result.created) - _MAX_SHOWN} more (in the log)")
+        status.created_last = shown
         for binding in result.created:
             log.info("%s: ACL sync: created %s on %s", name, binding.describe(), self.flow.target)
 
