@@ -322,19 +322,17 @@ def check_read_model(run: Run, compose: Compose, gateway: str) -> None:
     assert model["status"] == "ok", f"/readyz: {ready}"
     assert "@postgres:5432/srm" in model["database"], f"/readyz: {ready}"
     marker = f"ctest-read-model-{os.getpid()}"
-    compose.run(
-        "exec",
-        "-T",
-        "coordinator-1",
-        "srm-control",
-        "topics",
-        "--source",
-        "primary",
-        "--target",
-        "backup",
-        "--add",
-        marker,
+    # A command as an operator makes it: through the gateway, bearing srm-control's token.
+    token_dir = Path(os.environ.get("SRM_HTTP_DIR", ROOT / ".run" / "compose" / "http"))
+    token = (token_dir / "srm-control.token").read_text().strip()
+    body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": [marker]}
+    request = urllib.request.Request(
+        f"{gateway}/v1/commands/patterns",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200, f"the command through the gateway: {response.status}"
     poll(
         lambda: marker in json.dumps(get_json(f"{gateway}/v1/audit")),
         60,
