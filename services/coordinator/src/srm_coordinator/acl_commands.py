@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from srm_common.acl_render import acl_table, kafka_acls_commands
 from srm_common.cli_support import fail
 from srm_common.config.model import SrmConfig
 from srm_common.errors import SrmError
-from srm_common.required_acls import (
-    SERVICES,
-    UNKNOWN_PRINCIPAL,
-    acl_table,
-    kafka_acls_commands,
-    required_acls,
-)
+from srm_common.required_acls import SERVICES, UNKNOWN_PRINCIPAL, required_acls
 
 PROG = "srm-control acls"
 
