@@ -1,9 +1,9 @@
 """The least-privilege ACLs each of our services needs on each cluster, from a configuration.
 
 ``srm-control acls --print`` prints them (:mod:`srm_common.acl_render`); the secured
-end-to-end test grants exactly
-these. Read from the code, not guessed: every topic, group and transactional id below is
-one a service of this repository uses (the module that uses it is named in ``why``).
+integration tests grant exactly these. Read from the code, not guessed: every topic,
+group and transactional id below is one a service of this repository uses (the module
+that uses it is named in ``why``).
 
 Who is asked for what (flow ``S->T``, default policy; ``<p>`` is
 ``srm.control.topic.prefix``, ``<id>`` is ``srm.metrics.aggregator.id``)::
