@@ -88,8 +88,8 @@ def admin(keys: Mapping[str, Any], **extra: Any) -> AdminClient:
 
 
 def producer(keys: Mapping[str, Any], **extra: Any) -> Producer:
-    """A Producer for ``keys``; ``extra`` keys use librdkafka's names (``a.b`` as ``a_b``
-    is not accepted: pass a dict with ``**{"a.b": v}``)."""
+    """A Producer for ``keys`` (then ``extra``: librdkafka's own names; dotted names go
+    in the ``keys`` mapping or as ``**{"message.timeout.ms": 10_000}``)."""
     return _built(Producer, {**librdkafka_config(keys), **extra})
 
 
