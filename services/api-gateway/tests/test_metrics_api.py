@@ -141,4 +141,4 @@ def test_a_bad_freshness_objective_is_one_line_naming_the_key(tmp_path) -> None:
     path.write_text(
         CONFIG.replace("  tasks.max: 2\n", "  tasks.max: 2\n  srm.freshness.objective.ms: soon\n")
     )
-    assert main(["--config", str(path), "--port", "0"]) == 2
+    assert main(["--config", str(path), "--port", "0", "--state-dir", str(tmp_path)]) == 2
