@@ -430,9 +430,12 @@ def log_tails(
 
 
 class CoordinatorProcess(ChildProcess):
-    """``srm-coordinator --config FILE --id ID``."""
+    """``srm-coordinator --config FILE --id ID``; its log memory beside its log file unless
+    ``args`` say otherwise (never in the working directory, shared by every test)."""
 
     def __init__(self, config: Path, log_path: Path, coordinator_id: str, *args: str) -> None:
+        if "--state-file" not in args:
+            args = ("--state-file", str(log_path.with_name(f"{coordinator_id}-log.json")), *args)
         super().__init__(
             "srm_coordinator", ["--config", str(config), "--id", coordinator_id, *args], log_path
         )
