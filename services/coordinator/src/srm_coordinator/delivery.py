@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -116,7 +117,8 @@ class Delivery:
                         continue  # a standby named the leader: no need to wait
                     problem = f"the coordinator at {url} does not lead"
                 elif status == NOT_SENT:
-                    problem = f"the leader at {url} does not answer"
+                    why = answer.get("error")
+                    problem = f"the leader at {url} does not answer" + (f" ({why})" if why else "")
                 elif status == 504 and outcome == "not applied":
                     problem = error  # withdrawn before the leader started on it
                 elif status == NO_ANSWER:
@@ -171,9 +173,14 @@ def post_json(
             return exc.code, _json(exc.read())
         except (OSError, http.client.HTTPException):
             return exc.code, {}
-    except urllib.error.URLError:
+    except urllib.error.URLError as exc:
         # urllib wraps what fails while connecting and sending; a server cannot act on
-        # a request it did not receive in full.
+        # a request it did not receive in full. An HTTPS server we do not trust (or that
+        # refused our certificate) is said, so the CA can be checked.
+        if isinstance(exc.reason, ssl.SSLError):
+            reason = exc.reason
+            why = getattr(reason, "verify_message", None) or getattr(reason, "reason", None)
+            return NOT_SENT, {"error": f"TLS: {why or reason}"}
         return NOT_SENT, {}
     except (OSError, http.client.HTTPException):
         # Reset, closed or timed out after the request went out: it may have been applied.
