@@ -240,3 +240,16 @@ def test_two_gateways_sharing_a_database_store_each_row_once(path: Path) -> None
     assert first.status()["status"] == second.status()["status"] == "ok"
     first.close()
     second.close()
+
+
+def test_a_row_this_release_cannot_read_is_skipped_not_fatal(path: Path) -> None:
+    from srm_common.adapters.sql.projection import ProjectedEvent
+
+    log = history()
+    model = ReadModel(url_of(path))
+    project(model, log)
+    newer = b'{"type": "flow.teleported", "version": 9, "at_ms": 1, "event": {}}'
+    model.db.apply([ProjectedEvent(len(log), 1, "flow.teleported", 9, None, None, "?", newer)])
+    model.db.apply([ProjectedEvent(len(log) + 1, 2, "junk", 1, None, None, "?", b"\xff junk")])
+    assert [e.offset for e in model.events.envelopes()] == [e.offset for e in log]
+    model.close()
