@@ -84,6 +84,12 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         coordinator.start()
         gateway.start()
         testing.wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
+        testing.wait_until(
+            lambda: _get(f"{gateway.url()}/v1/state")["state"].get("leader") is not None,
+            60,
+            "c1 leads (as the gateway reads the log)",
+            detail=logs,
+        )
         _add(config, f"{prefix}-orders", capsys)
         _add(config, f"{prefix}-payments", capsys)
         testing.wait_until(projected, 60, "the gateway's database holds the log", detail=logs)
