@@ -90,6 +90,15 @@ def start_local_clusters(specs: Sequence[ClusterSpec], *, fresh: bool) -> list[L
     return clusters
 
 
+def forget_event_log() -> None:
+    """With the clusters' data wiped, what remembered their event log goes too: the
+    coordinators' log memories and the gateway's read model (else they would report the
+    new log as the old one lost, which is right only when the wipe was not meant)."""
+    folder = run_dir() / "services"
+    for path in [*folder.glob("coordinator-*-log.json"), folder / "srm-gateway.db"]:
+        path.unlink(missing_ok=True)
+
+
 def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
     path = Path(config_path) if config_path else project_root() / "deploy" / "local" / "srm.yaml"
     overrides = port_overrides(default_cluster_specs())
@@ -106,6 +115,8 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
         )
         return 2
     fetch_all()
+    if fresh:
+        forget_event_log()
     clusters = start_local_clusters(specs, fresh=fresh)
     services: list[ServiceProcess] = []
     try:
