@@ -253,3 +253,18 @@ def test_a_row_this_release_cannot_read_is_skipped_not_fatal(path: Path) -> None
     model.db.apply([ProjectedEvent(len(log) + 1, 2, "junk", 1, None, None, "?", b"\xff junk")])
     assert [e.offset for e in model.events.envelopes()] == [e.offset for e in log]
     model.close()
+
+
+def test_windows_older_than_their_keep_time_are_pruned(path: Path) -> None:
+    from srm_api_gateway.metric_projection import KEEP_MS
+
+    model = ReadModel(url_of(path))
+    model.on_metric("backup", 0, 1, window(T0, 1))
+    model.on_metric("backup", 0, 2, window(T0 + MINUTE, 2))
+    assert model.flush() and count(path, metric_windows) == 2
+    later = T0 + KEEP_MS[MINUTE] + MINUTE  # the first window is past its keep time now
+    model.on_metric("backup", 0, 3, window(later, 3))
+    assert model.flush()
+    kept = model.windows("topic", TOPIC, MINUTE, 0, later + MINUTE)
+    assert [w.start_ms for w in kept] == [T0 + MINUTE, later]
+    model.close()

@@ -8,6 +8,10 @@ after a restart writes nothing. A window's key is the aggregate's (level, subjec
 start); the latest closed record of a key wins, as on the compacted topic (a late
 contribution closes a window again with more in it). Open windows are not stored: the
 gateway's memory answers for those while they are live.
+
+Kept for :data:`KEEP_MS` (1-minute windows 7 days, 1-hour windows 400 days, measured
+from the newest window stored), pruned at most every :data:`PRUNE_EVERY_MS` of window
+time, so the table stays bounded however long the system runs.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from srm_common.adapters.sql.projection import SqlProjection
 from srm_common.adapters.sql.schema import metric_windows, positions
 from srm_common.metrics.aggregate import Aggregate, AggregateError, Figures
 from srm_common.metrics.raw import TopicMapping
+
+MINUTE = 60_000
+HOUR = 3_600_000
+DAY = 24 * HOUR
+KEEP_MS: Mapping[int, int] = {MINUTE: 7 * DAY, HOUR: 400 * DAY}
+PRUNE_EVERY_MS = 10 * MINUTE
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class MetricProjection:
         self.db = db
         self._windows: dict[tuple[str, str, int, int], Read] = {}
         self._positions: dict[str, int] = {}
+        self._pruned_at = 0  # the newest window start when windows were last pruned
 
     @property
     def pending(self) -> int:
@@ -85,6 +96,10 @@ class MetricProjection:
                 if isinstance(read.record, Aggregate) and read.offset > stored.get(read.source, -1)
             ]
             _upsert(connection, rows)
+            newest = max((int(r["start_ms"]) for r in rows), default=0)  # type: ignore[call-overload]
+            if newest >= self._pruned_at + PRUNE_EVERY_MS:
+                _prune(connection, newest)
+                self._pruned_at = newest
             for source, position in self._positions.items():
                 if source not in stored:
                     connection.execute(insert(positions), {"source": source, "position": position})
@@ -133,6 +148,15 @@ class MetricProjection:
                 continue  # a row a newer gateway wrote: its live value is in memory
             result.append(Aggregate(level, window_ms, start_ms, dict(subject), closed, parsed))
         return result
+
+
+def _prune(connection: Connection, newest_ms: int) -> None:
+    table = metric_windows.c
+    for size, keep in KEEP_MS.items():
+        old = delete(metric_windows).where(
+            table.window_ms == size, table.start_ms < newest_ms - keep
+        )
+        connection.execute(old)
 
 
 def _row_of(cluster: str, aggregate: Aggregate) -> dict[str, object]:
