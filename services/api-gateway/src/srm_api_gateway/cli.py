@@ -32,7 +32,7 @@ examples:
   srm-api-gateway --config srm.yaml                  http://127.0.0.1:8080/docs
   srm-api-gateway --config srm.yaml --port 9000
   srm-api-gateway --config srm.yaml --db-url postgresql+psycopg://srm:PASSWORD@db/srm
-  srm-api-gateway --config srm.yaml --db-url postgresql+psycopg://srm@db/srm \
+  srm-api-gateway --config srm.yaml --db-url postgresql+psycopg://srm@db/srm \\
     --db-password-file /run/secrets/srm-db-password
   curl http://127.0.0.1:8080/v2/replications
   curl http://127.0.0.1:8080/v2/replications/primary/backup/topics
