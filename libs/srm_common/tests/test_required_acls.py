@@ -78,7 +78,11 @@ def test_remote_topics_are_one_prefix_under_the_default_policy_and_names_under_i
     )
     assert "WRITE" in ops(identity, "backup", "driver", "TOPIC", "orders")
     assert not [
-        r for r in identity if r.binding.pattern_type == "PREFIXED" and r.service == "driver"
+        r
+        for r in identity
+        if r.binding.pattern_type == "PREFIXED"
+        and r.service == "driver"
+        and r.binding.resource_type == "TOPIC"  # no remote-topic prefix under identity
     ]
 
 
@@ -189,3 +193,22 @@ def test_commands_group_operations_per_resource_and_quote_the_wildcard() -> None
         "RESOURCE",
         "OPERATIONS",
     ]
+
+
+def test_the_consumers_groups_are_described_even_when_the_flows_name_their_groups() -> None:
+    # librdkafka consumers look their group up (FindCoordinator) though they commit
+    # nothing; with `groups` a literal list no GROUP:* covers them by chance.
+    rows = required_acls(config("primary->backup.groups = app\nsrm.control.topic.prefix = p\n"))
+    prefixed = {
+        (r.cluster, r.service, r.binding.name)
+        for r in rows
+        if r.binding.resource_type == "GROUP" and r.binding.pattern_type == "PREFIXED"
+    }
+    for service in ("coordinator", "driver", "api-gateway"):
+        assert ("primary", service, "p.reader.") in prefixed
+    assert ("primary", "coordinator", "p.beats.") in prefixed
+    assert ("backup", "driver", "p.fences.internal.") in prefixed
+    for alias in ("primary", "backup"):
+        assert ops(rows, alias, "driver", "GROUP", "srm-reader") == {"DESCRIBE"}
+    assert ops(rows, "backup", "metrics-aggregator", "GROUP", "srm-reader") == {"DESCRIBE"}
+    assert not [r for r in rows if r.binding.resource_type == "GROUP" and r.binding.name == "*"]

@@ -70,6 +70,11 @@ DEFAULT_AGGREGATOR_ID = "srm-metrics-aggregator"
 UNKNOWN_PRINCIPAL = "User:<principal of {alias}>"
 
 _TOPIC_WRITER = ("CREATE", "WRITE", "READ", "DESCRIBE")
+# librdkafka's consumers look their group's coordinator up (FindCoordinator: DESCRIBE on
+# the group) even when they only assign partitions and commit nothing.
+_GROUP_LOOKUP = "the {what} consumer group is looked up (FindCoordinator), nothing committed"
+READER_GROUP = "srm-reader"
+"""The group id of :mod:`srm_common.adapters.kafka_reader`'s consumers (commits nothing)."""
 _REGEX_CHARS = re.compile(r"[\\^$|?*+()\[\]{}]")
 
 
@@ -193,6 +198,15 @@ def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
         _fence_acls(flow, grant, fences)
     if not flow.enabled:
         return
+    for alias in (source, target):  # internal topics, offset syncs, progress: read back
+        grant(
+            alias,
+            "driver",
+            "GROUP",
+            READER_GROUP,
+            ["DESCRIBE"],
+            _GROUP_LOOKUP.format(what="internal topic reader's"),
+        )
     topics = topic_resources(flow.topics)
     if flow.heartbeats_replication_enabled:
         topics.append((policy.heartbeats_topic(), "LITERAL", None))
@@ -344,6 +358,15 @@ def _fence_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
     )
     grant(
         flow.target,
+        "driver",
+        "GROUP",
+        fences + ".",
+        ["DESCRIBE"],
+        _GROUP_LOOKUP.format(what="fence reader's"),
+        "PREFIXED",
+    )
+    grant(
+        flow.target,
         "coordinator",
         "TOPIC",
         fences,
@@ -440,6 +463,27 @@ def _control_acls(settings: ControlSettings, grant: _Grant) -> None:
         ["READ", "DESCRIBE"],
         "the gateway projects the event log",
     )
+    # Every reader of the event log is a librdkafka consumer with a group id of its own
+    # (srm_common.adapters.kafka_log): it commits nothing, but looks its group up.
+    for service in ("coordinator", "driver", "api-gateway"):
+        grant(
+            alias,
+            service,
+            "GROUP",
+            f"{settings.prefix}.reader.",
+            ["DESCRIBE"],
+            _GROUP_LOOKUP.format(what="event log reader's"),
+            "PREFIXED",
+        )
+    grant(
+        alias,
+        "coordinator",
+        "GROUP",
+        f"{settings.prefix}.beats.",
+        ["DESCRIBE"],
+        _GROUP_LOOKUP.format(what="heartbeat reader's"),
+        "PREFIXED",
+    )
 
 
 def _metrics_acls(config: SrmConfig, grant: _Grant) -> None:
@@ -471,6 +515,14 @@ def _metrics_acls(config: SrmConfig, grant: _Grant) -> None:
                 ["CREATE", "WRITE", "DESCRIBE"],
                 "aggregated windows and records not folded",
             )
+        grant(
+            alias,
+            "metrics-aggregator",
+            "GROUP",
+            READER_GROUP,
+            ["DESCRIBE"],
+            _GROUP_LOOKUP.format(what="raw topic reader's"),
+        )
         grant(
             alias,
             "metrics-aggregator",

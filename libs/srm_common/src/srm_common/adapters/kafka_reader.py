@@ -53,7 +53,9 @@ def _reader(config: Mapping[str, str], isolation: str = "read_uncommitted") -> C
     return kafka_clients.consumer(
         {
             **config,
-            "group.id": "srm-reader",  # librdkafka wants one; nothing is committed
+            # librdkafka wants one; nothing is committed, but the group is looked up
+            # (required_acls.READER_GROUP grants DESCRIBE on it).
+            "group.id": "srm-reader",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": isolation,
