@@ -16,16 +16,20 @@ every topic of both clusters (the event log, heartbeats, the raw metrics...).
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from srm_local import testing
 from srm_local.secured import SecuredCluster, write_mm2_properties
 from srm_local.testing import Record
@@ -38,15 +42,13 @@ SRM_CONTROL = str(Path(sys.executable).parent / "srm-control")
 
 
 def _grant_least_privilege(config: Path, clusters: Mapping[str, SecuredCluster]) -> int:
-    """Exactly the driver's and the coordinator's ACLs that ``srm-control acls --print``
-    lists for ``config`` (:func:`srm_common.required_acls.required_acls`), granted with the
-    harness's admin client; the number of bindings."""
+    """Exactly the ACLs ``srm-control acls --print`` lists for ``config``
+    (:func:`srm_common.required_acls.required_acls`), granted with the harness's admin
+    client; the number of bindings."""
     from srm_common.config import load_config
     from srm_common.required_acls import required_acls
 
-    needed = [
-        r for r in required_acls(load_config(config)) if r.service in ("driver", "coordinator")
-    ]
+    needed = required_acls(load_config(config))  # every service's
     grouped: dict[tuple[str, str, str, str, str], set[str]] = {}
     for row in needed:
         b = row.binding
@@ -58,10 +60,17 @@ def _grant_least_privilege(config: Path, clusters: Mapping[str, SecuredCluster])
     return len({(r.cluster, r.binding) for r in needed})
 
 
-def _settings(topic: str, prefix: str) -> dict[str, object]:
+def _settings(topic: str, prefix: str, group: str = "") -> dict[str, object]:
     return {
         "primary->backup.enabled": True,
         "primary->backup.topics": topic,
+        **({"primary->backup.groups": group} if group else {}),
+        "emit.checkpoints.interval.seconds": 1,
+        "refresh.groups.interval.seconds": 1,
+        # Short windows, so the aggregator publishes within the test.
+        "srm.metrics.windows": "2000ms, 10000ms",
+        "srm.metrics.grace.ms": 1000,
+        "srm.metrics.update.ms": 500,
         "backup->primary.enabled": False,
         "replication.factor": 1,
         "heartbeats.topic.replication.factor": 1,
@@ -104,6 +113,24 @@ def _get(url: str) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
+def _every_get(base: str, values: Mapping[str, str]) -> dict[str, tuple[int, bytes]]:
+    """Every GET route the service's OpenAPI lists, path parameters filled from
+    ``values`` (routes with a parameter not in ``values`` are left out), and the
+    OpenAPI document itself; answers of any status (an error body could leak too)."""
+    status, document = _get(f"{base}/openapi.json")
+    assert status == 200, f"{base}/openapi.json: {status}"
+    answers = {"/openapi.json": (status, document)}
+    for path, operations in json.loads(document)["paths"].items():
+        names = re.findall(r"{(\w+)}", path)
+        if "get" not in operations or not set(names) <= set(values):
+            continue
+        filled = path
+        for name in names:
+            filled = filled.replace(f"{{{name}}}", urllib.parse.quote(values[name], safe=""))
+        answers[filled] = _get(base + filled)
+    return answers
+
+
 def _srm_control(config: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [SRM_CONTROL, "--config", str(config), *args],
@@ -143,9 +170,41 @@ def _plan_and_summary(config: Path) -> str:
     return plan + summary(loaded, config, [], list(loaded.clusters), [])
 
 
+def _commit(cluster: SecuredCluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` as an application would (no records read)."""
+    consumer = Consumer({**cluster.client_config(), "group.id": group})
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
+def _checkpoints(backup: SecuredCluster, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """(remote topic, partition) -> (upstream, downstream offset), the latest of each."""
+    from srm_common.domain.records import Checkpoint
+
+    found: dict[tuple[str, int], tuple[int, int]] = {}
+    topic = "primary.checkpoints.internal"
+    if topic not in testing.list_topics(backup.bootstrap_servers, backup.client_config()):
+        return found
+    records = testing.consume_all(backup.bootstrap_servers, topic, client=backup.client_config())
+    for partition in records.values():
+        for record in partition:
+            checkpoint = Checkpoint.decode(record.key, record.value)
+            if checkpoint.consumer_group_id == group:
+                key = (checkpoint.topic, checkpoint.partition)
+                found[key] = (checkpoint.upstream_offset, checkpoint.downstream_offset)
+    return found
+
+
 def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     kafka_secured, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
+    from srm_api_gateway.metric_names import METRICS
+
     primary, backup = kafka_secured["primary"], kafka_secured["backup"]
     secret = f"Kn0wn-{uuid.uuid4().hex[:12]}-pw"  # distinctive: found only where leaked
     user = unique_name("srm")[:60]
@@ -156,19 +215,31 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     testing.produce(
         primary.bootstrap_servers, topic, _records(0, FIRST), config=primary.client_config()
     )
+    # An application's group read part of each partition: checkpoints translate it.
+    group = unique_name("app")
+    commits = {(topic, p): 50 + 20 * p for p in range(PARTITIONS)}
+    _commit(primary, group, commits)
 
     prefix = unique_name("sec")
     config = write_mm2_properties(
         tmp_path / "srm.properties",
         {alias: kafka_secured[alias].mm2_keys(cred) for alias, cred in srm.items()},
-        _settings(topic, prefix),
+        _settings(topic, prefix, group),
     )
-    assert config.read_bytes().count(secret.encode()) == 2, "the search finds what is there"
+    # Secrets of the configuration: the SCRAM password and the trust store's password.
+    secrets = {"SCRAM password": secret, "trust store password": primary.tls.password}
+    for value in secrets.values():
+        assert config.read_bytes().count(value.encode()) == 2, "the search finds what is there"
     granted = _grant_least_privilege(config, {"primary": primary, "backup": backup})
+    # srm-control offsets, an operator's command, reads the checkpoints with MM2's
+    # mirror client under a group of its own; acls --print lists services only.
+    backup.allow(
+        srm["backup"].principal, "group", "srm-mirror-client-", "DESCRIBE", pattern="PREFIXED"
+    )
     table = _srm_control(config, "acls", "--print", "--format", "table")
     assert table.returncode == 0, table.stderr
-    print(f"\nSRM's principal holds exactly srm-control acls --print's {granted} bindings:")
-    print(table.stdout)
+    print(f"\nSRM's principal holds exactly srm-control acls --print's {granted} bindings")
+
     coordinator = testing.CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
@@ -176,12 +247,21 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
     driver.env["SPARK_LOCAL_DIRS"] = str(tmp_path / "spark-local")
-    logs = testing.log_tails([coordinator, driver], 3000)
+    aggregator = testing.ChildProcess(
+        "srm_metrics_aggregator",
+        ["--config", str(config), "--cluster", "backup", "--data-dir", str(tmp_path / "faust")],
+        tmp_path / "aggregator.log",
+    )
+    gateway = testing.GatewayProcess(
+        config, tmp_path / "gateway.log", f"sqlite:///{tmp_path / 'gateway.db'}"
+    )
+    services = [coordinator, driver, aggregator, gateway]
+    logs = testing.log_tails(services, 3000)
     control_outputs: dict[str, str] = {}
     answers: dict[str, bytes] = {}
     try:
-        coordinator.start()
-        driver.start()
+        for service in services:
+            service.start()
         testing.wait_until(
             lambda: (
                 testing.end_offsets(backup.bootstrap_servers, remote, backup.client_config()).get(
@@ -207,8 +287,6 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
             step=1,
             detail=logs,
         )
-        time.sleep(3)  # a few metrics intervals and heartbeats on the target
-
         source = testing.consume_all(
             primary.bootstrap_servers, topic, client=primary.client_config()
         )
@@ -219,28 +297,70 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
             client=backup.client_config(),
         )
         count = testing.count_copy(source, target)
-        print(f"\nsecured replication (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer): {count}")
+        print(f"secured replication (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer): {count}")
         assert count.produced == FIRST + SECOND
         assert (count.missing, count.duplicated) == (0, 0)
         for partition in range(PARTITIONS):
             assert testing.content(target[partition]) == testing.content(source[partition])
 
-        # Every GET of the driver and the leading coordinator, as any caller sees them.
+        # Checkpoints: every commit of the group, translated for the remote topic.
+        expected = {(f"primary.{t}", p): o for (t, p), o in commits.items()}
+        testing.wait_until(
+            lambda: {k: up for k, (up, _down) in _checkpoints(backup, group).items()} == expected,
+            120,
+            "checkpoints of the group",
+            detail=logs,
+        )
+        translated = _checkpoints(backup, group)
+        print(f"checkpoints of {group}: (upstream, downstream) {sorted(translated.items())}")
+        for upstream, downstream in translated.values():
+            # A record a group has not read on primary is never skipped on backup.
+            assert 0 <= downstream <= upstream
+
+        # The aggregator publishes windows of the raw metrics (short windows, see above).
+        testing.wait_until(
+            lambda: (
+                sum(
+                    testing.end_offsets(
+                        backup.bootstrap_servers,
+                        "srm-metrics-aggregated.internal",
+                        backup.client_config(),
+                    ).values()
+                )
+                > 0
+            ),
+            120,
+            "aggregated metrics on backup",
+            detail=logs,
+        )
+        gateway_url = gateway.url()
+        assert gateway_url is not None, gateway.log_text()[-2000:]
+        testing.wait_until(
+            lambda: _get(f"{gateway_url}/v2/replications")[0] == 200, 60, "the gateway answers"
+        )
+
+        # Every GET of every service, as any caller sees them.
         state = testing.ControlGroup(config).state()
         assert state.leader is not None
-        bases = {"driver": state.drivers["d1"].url, "coordinator": state.leader.url}
-        paths = {
-            "driver": ["/v1/driver", "/v1/flows", "/v1/flows/primary/backup/status"],
-            "coordinator": ["/v1/leader", "/v1/state", "/v1/drivers"],
+        values = {
+            "source": "primary",
+            "target": "backup",
+            "upstreamTopic": topic,
+            "downstreamTopic": remote,
+            "topic": topic,
+            "group": group,
+            "metric": next(iter(METRICS)),
         }
-        paths["driver"].append("/v1/flows/primary/backup/tasks")
-        for service, base in bases.items():
-            for path in [*paths[service], "/metrics"]:
-                status, body = _get(base + path)
-                if status == 200:
-                    answers[f"GET {service}{path}"] = body
+        for service, base in (
+            ("driver", state.drivers["d1"].url),
+            ("coordinator", state.leader.url),
+            ("gateway", gateway_url),
+        ):
+            for path, (_status, body) in _every_get(base, values).items():
+                answers[f"GET {service} {path}"] = body
         for args in (
             ("topics", "--source", "primary", "--target", "backup", "--list"),
+            ("offsets", "--source", "primary", "--target", "backup", "--group", group),
             ("audit",),
             ("acls", "--print"),
         ):
@@ -248,8 +368,9 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
             assert done.returncode == 0, f"srm-control {args}: {done.stderr}"
             control_outputs[" ".join(args)] = done.stdout + done.stderr
     finally:
-        driver.stop()
-        coordinator.stop()
+        for service in reversed(services):
+            if service.alive():
+                service.stop()
 
     # The search: everything the stack wrote, bar the configuration file it was given.
     places: dict[str, bytes] = {}
@@ -261,22 +382,31 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     places.update({f"srm-control {k}": v.encode() for k, v in control_outputs.items()})
     for cluster in (primary, backup):
         places.update({f"topic {k}": v for k, v in _all_topic_bytes(cluster).items()})
-    hits = {where: text.count(secret.encode()) for where, text in places.items()}
-    leaked = {where: n for where, n in hits.items() if n}
-    topics = [p for p in places if p.startswith("topic ")]
+    hits = {
+        (what, where): text.count(value.encode())
+        for what, value in secrets.items()
+        for where, text in places.items()
+    }
+    leaked = {key: n for key, n in hits.items() if n}
+    topics = sorted(p for p in places if p.startswith("topic "))
+    files = sorted(p for p in places if p.startswith("file "))
     print(
-        f"secret grep: {sum(hits.values())} hits in {len(places)} places searched"
-        f" ({sum(p.startswith('file ') for p in places)} files of process output,"
-        f" {len(answers)} REST answers, {len(control_outputs)} srm-control outputs,"
-        " make up's plan and summary,"
-        f" {len(topics)} topics: {', '.join(sorted(topics))})"
+        f"secret grep ({', '.join(secrets)}): {sum(hits.values())} hits in {len(places)} places"
+        f" searched: {len(files)} files the processes wrote, {len(answers)} REST answers"
+        f" (every GET of the driver, the coordinator and the gateway),"
+        f" {len(control_outputs)} srm-control outputs, make up's plan and summary,"
+        f" {len(topics)} topics"
     )
+    print("  files: " + ", ".join(f[5:] for f in files))
+    print("  topics: " + ", ".join(t[6:] for t in topics))
     assert f"topic primary:{prefix}.events.internal" in places, "the event log was searched"
     assert "topic backup:srm-metrics-raw.internal" in places, "raw metrics were searched"
-    assert len(answers) >= 7, answers.keys()
-    assert not leaked, f"the password appears in: {leaked}"
+    assert "topic backup:srm-metrics-aggregated.internal" in places, "and aggregated ones"
+    assert "file gateway.db" in places, "the gateway's read model was searched"
+    assert not leaked, f"secrets appear in: {leaked}"
+
     # What the services complained about under least privilege (for the record).
-    for process in (coordinator, driver):
+    for process in services:
         complaints = sorted(
             {
                 line.split(" ", 3)[-1][:160]
@@ -287,4 +417,4 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
         print(f"{process.log_path.name}: {len(complaints)} distinct warnings/errors")
         for line in complaints[:8]:
             print(f"  {line}")
-    assert "Traceback" not in coordinator.log_text() + driver.log_text()
+        assert "Traceback" not in process.log_text(), process.log_path.name
