@@ -71,3 +71,27 @@ def test_credential_jaas_and_repr() -> None:
     assert "s3cret" not in repr(alice)
     with pytest.raises(ValueError, match="mechanism 'GSSAPI'"):
         Credential("a", "b", "GSSAPI")
+
+
+def test_local_secured_clusters_keep_one_admin_password_and_refuse_plaintext_data(
+    tmp_path: Path,
+) -> None:
+    from srm_local.clusters import ClusterStartError
+    from srm_local.secured import local_secured_clusters
+
+    specs = [ClusterSpec("primary", 21410)]
+    first = local_secured_clusters(specs, tmp_path, fresh=False)
+    again = local_secured_clusters(specs, tmp_path, fresh=False)
+    security = first[0].spec.security
+    assert security is not None and again[0].spec.security is not None
+    assert security.admin.password == again[0].spec.security.admin.password
+    assert (security.ssl_port, security.sasl_plaintext_port) == (21412, 21413)
+    password_file = tmp_path / "secured" / "admin.password"
+    assert oct(password_file.stat().st_mode & 0o777) == "0o600"
+
+    plain = LocalKafkaCluster(ClusterSpec("primary", 21410), tmp_path / "kafka" / "primary")
+    plain._write_files()
+    (tmp_path / "kafka" / "primary" / "data" / "meta.properties").write_text("formatted\n")
+    with pytest.raises(ClusterStartError, match="plaintext data .* add --fresh"):
+        local_secured_clusters(specs, tmp_path, fresh=False)
+    assert local_secured_clusters(specs, tmp_path, fresh=True)

@@ -29,6 +29,8 @@ examples:
   srm-local down                       stop everything `up` started
   srm-local kafka up                   only the Kafka clusters (primary:9092, backup:9192)
   srm-local kafka up --cluster dr=9292 a single extra cluster 'dr' on port 9292
+  srm-local kafka up --secured --fresh the clusters with SASL_SSL (SCRAM), mutual TLS and
+                                       an authorizer (docs/security.md)
   srm-local kafka status               which local clusters run, where
   srm-local jars                       fetch the Kafka and Spark-connector jars now
 
@@ -85,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a cluster to start (repeatable; default primary=9092 and backup=9192)",
     )
     kafka_up.add_argument("--fresh", action="store_true", help="wipe cluster data first")
+    kafka_up.add_argument(
+        "--secured",
+        action="store_true",
+        help="SASL_SSL on each port (SCRAM-SHA-512/256, PLAIN), the controller on the next,"
+        " SSL with client certificates and SASL_PLAINTEXT on the two after; StandardAuthorizer",
+    )
     kafka_up.set_defaults(handler=_cmd_kafka_up)
     kafka_down = kafka_commands.add_parser("down", help="stop every local cluster")
     kafka_down.set_defaults(handler=_cmd_down)
@@ -102,7 +110,40 @@ def _cluster_arg(text: str) -> ClusterSpec:
 
 def _cmd_kafka_up(args: argparse.Namespace) -> int:
     specs = args.cluster or default_cluster_specs()
+    if args.secured:
+        return _secured_kafka_up(specs, fresh=args.fresh)
     start_local_clusters(specs, fresh=args.fresh)
+    print("stop them with `make kafka-down` (srm-local kafka down)")
+    return 0
+
+
+def _secured_kafka_up(specs: Sequence[ClusterSpec], *, fresh: bool) -> int:
+    from srm_local.clusters import start_clusters
+    from srm_local.secured import local_secured_clusters, write_local_client_files
+
+    root = run_dir()
+    clusters = local_secured_clusters(specs, root, fresh=fresh)
+    print("starting secured Kafka clusters...", flush=True)
+    timings = start_clusters(clusters, fresh=fresh)
+    for cluster in clusters:
+        security = cluster.spec.security
+        assert security is not None
+        host = cluster.spec.host
+        print(
+            f"  {cluster.alias:<10} SASL_SSL {cluster.bootstrap_servers}, mutual TLS"
+            f" {host}:{security.ssl_port}, SASL_PLAINTEXT {host}:{security.sasl_plaintext_port}"
+            f" (ready in {timings[cluster.alias]:.1f} s)"
+        )
+    files = write_local_client_files(clusters, root)
+    tls = clusters[0].spec.security.tls  # type: ignore[union-attr]
+    print(f"  admin          User:admin, password in {root / 'secured' / 'admin.password'}")
+    print(f"  certificates   {tls.folder} (CA ca.pem, truststore.jks; store password inside")
+    print("                 the client files)")
+    print(f"  client files   {', '.join(str(f) for f in files)}")
+    print(
+        "  e.g.           .venv/bin/kafka-topics --bootstrap-server"
+        f" {clusters[0].bootstrap_servers} --command-config {files[0]} --list"
+    )
     print("stop them with `make kafka-down` (srm-local kafka down)")
     return 0
 

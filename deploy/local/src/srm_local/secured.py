@@ -56,7 +56,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -459,3 +459,68 @@ def write_mm2_properties(
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o600)
     return path
+
+
+# -- `srm-local kafka up --secured`: the local clusters, secured ---------------------------
+
+
+def local_secured_clusters(
+    specs: Iterable[ClusterSpec], root: Path, *, fresh: bool
+) -> list[LocalKafkaCluster]:
+    """Secured versions of the local clusters of ``specs`` under ``root`` (the run folder):
+    SASL_SSL on each spec's port, the controller on the next, SSL (mutual TLS) and
+    SASL_PLAINTEXT on the two after. The admin's password is made once and kept in
+    ``<root>/secured/admin.password`` (0600): SCRAM credentials live in the formatted
+    data, so a restart without ``fresh`` needs the same one."""
+    folder = root / "secured"
+    folder.mkdir(parents=True, exist_ok=True)
+    password_file = folder / "admin.password"
+    clusters = []
+    for spec in specs:
+        data = root / "kafka" / spec.alias
+        properties = data / "server.properties"
+        if not fresh and (data / "data" / "meta.properties").exists():
+            secured_before = properties.exists() and "SASL_SSL" in properties.read_text()
+            if not secured_before:
+                raise ClusterStartError(
+                    f"cluster '{spec.alias}' has plaintext data in {data}; add --fresh to"
+                    " start it secured (its topics are deleted)"
+                )
+            if not password_file.exists():
+                raise ClusterStartError(
+                    f"cluster '{spec.alias}' was secured with an admin password no longer in"
+                    f" {password_file}; add --fresh to start it again (its topics are deleted)"
+                )
+        clusters.append((spec, data))
+    if not password_file.exists():
+        password_file.write_text(admin_password() + "\n")
+        password_file.chmod(0o600)
+    admin = Credential("admin", password_file.read_text().strip())
+    tls = write_tls_files(folder / "tls", "store-" + admin.password[-8:])
+    made = []
+    for spec, data in clusters:
+        security = ClusterSecurity(
+            tls=tls, admin=admin, ssl_port=spec.port + 2, sasl_plaintext_port=spec.port + 3
+        )
+        secured_spec = ClusterSpec(
+            spec.alias, spec.port, spec.controller_port, spec.host, spec.properties, security
+        )
+        made.append(LocalKafkaCluster(secured_spec, data))
+    return made
+
+
+def write_local_client_files(clusters: Iterable[LocalKafkaCluster], root: Path) -> list[Path]:
+    """For each started secured cluster, the admin's client properties (Kafka's tools:
+    ``--command-config``), and one MM2-style ``srm.properties`` naming them all, in
+    ``<root>/secured`` (0600: they hold the admin's password)."""
+    written = []
+    keys = {}
+    for cluster in clusters:
+        secured = SecuredCluster(cluster)
+        target = root / "secured" / f"{cluster.alias}-admin.properties"
+        target.write_bytes(secured.java_properties().read_bytes())
+        target.chmod(0o600)
+        written.append(target)
+        keys[cluster.alias] = secured.mm2_keys(secured.admin)
+    config = write_mm2_properties(root / "secured" / "srm.properties", keys)
+    return [*written, config]
