@@ -44,7 +44,11 @@ API (tests use it through the ``kafka_secured`` fixture of ``tests/conftest.py``
                                                  #   ssl.truststore.location/.password
     cluster.java_properties(alice)               # a file of those keys for Kafka's tools
     cluster.create_topic("orders", partitions=3)
+    write_mm2_properties(path, {"primary": keys, ...}, {"primary->backup.enabled": True})
     pool.stop_all()
+
+``srm-local kafka up --secured`` uses :func:`local_secured_clusters` and
+:func:`write_local_client_files` for the run folder's clusters (docs/security.md).
 
 ``mm2_keys`` is what a user of SRM or MM2 writes under ``clusters.<alias>``; the product
 must translate it for librdkafka itself. Harness clients use ``client_config`` so that a
