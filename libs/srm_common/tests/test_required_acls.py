@@ -212,3 +212,12 @@ def test_the_consumers_groups_are_described_even_when_the_flows_name_their_group
         assert ops(rows, alias, "driver", "GROUP", "srm-reader") == {"DESCRIBE"}
     assert ops(rows, "backup", "metrics-aggregator", "GROUP", "srm-reader") == {"DESCRIBE"}
     assert not [r for r in rows if r.binding.resource_type == "GROUP" and r.binding.name == "*"]
+
+
+def test_a_flow_that_only_beats_still_writes_raw_metrics_to_its_target() -> None:
+    rows = required_acls(config("backup->primary.enabled = false\n"))
+    assert ops(rows, "primary", "driver", "TOPIC", "srm-metrics-raw.internal") == {
+        "CREATE",
+        "WRITE",
+        "DESCRIBE",
+    }

@@ -196,6 +196,14 @@ def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
             "idempotent producers (copy, internal topics)",
         )
         _fence_acls(flow, grant, fences)
+        grant(
+            target,
+            "driver",
+            "TOPIC",
+            RAW_TOPIC,
+            ["CREATE", "WRITE", "DESCRIBE"],
+            "raw metrics samples (srm_driver.raw_metrics), a heartbeat-only flow's too",
+        )
     if not flow.enabled:
         return
     for alias in (source, target):  # internal topics, offset syncs, progress: read back
