@@ -37,6 +37,10 @@ Who is asked for what (flow ``S->T``, default policy; ``<p>`` is
     T        aggregator   group <id>                             READ DESCRIBE
     T        gateway      srm-metrics-aggregated.internal        READ DESCRIBE
     control  gateway      <p>.events.internal                    READ DESCRIBE
+    control  all readers  group <p>.reader. (PREFIXED)            DESCRIBE (group lookup)
+    control  coordinator  group <p>.beats. (PREFIXED)             DESCRIBE (group lookup)
+    T        driver       group <p>.fences.internal. (PREFIXED)   DESCRIBE (group lookup)
+    S, T     driver       group srm-reader (+ the aggregator's)  DESCRIBE (group lookup)
 
 Kafka's ACLs cannot say "matches this regex": a ``topics``/``groups`` pattern becomes a
 literal name when it has no regex character (``orders``, ``billing\\.eu``), a PREFIXED
