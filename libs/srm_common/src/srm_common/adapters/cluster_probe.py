@@ -32,8 +32,8 @@ from srm_common.redaction import redact_text
 
 PROBE_TIMEOUT_S = 10.0
 _SILENT = logging.getLogger("srm.kafka.probe")
+_SILENT.setLevel(logging.CRITICAL + 1)  # librdkafka's lines are read from error_cb instead
 _SILENT.propagate = False
-_SILENT.addHandler(logging.NullHandler())
 _NOISE = (
     re.compile(r"^\S+://\S+/(?:bootstrap|\d+): "),  # "sasl_ssl://host:port/bootstrap: "
     re.compile(r"\s*\(after \d+ms in state \w+\)$"),
@@ -74,7 +74,8 @@ def refusal(alias: str, keys: Mapping[str, str], timeout_s: float = PROBE_TIMEOU
     try:
         while time.monotonic() < deadline:
             try:
-                admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                # Short slices: a refused connection shows up as _ALL_BROKERS_DOWN at once.
+                admin.list_topics(timeout=min(0.25, max(0.05, deadline - time.monotonic())))
                 return None
             except KafkaException:
                 admin.poll(0)
