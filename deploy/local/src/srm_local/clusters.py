@@ -156,7 +156,9 @@ class LocalKafkaCluster:
             )
             self.startup_seconds = time.monotonic() - started
             return self.startup_seconds
-        for port in (self.spec.port, self.spec.quorum_port):
+        security = self.spec.security
+        extra = () if security is None else (security.ssl_port, security.sasl_plaintext_port)
+        for port in (self.spec.port, self.spec.quorum_port, *extra):
             if _port_open(self.spec.host, port):
                 raise ClusterStartError(
                     f"cluster '{self.alias}': port {port} on {self.spec.host} is already in use"
