@@ -56,6 +56,11 @@ def _run(argv: Sequence[str] | None) -> int:
     config = load_or_exit("srm-driver", args.config, args.set)
     for line in (*config.warnings, *unsupported_settings(config)):
         logging.warning("%s", line)
+    # Before anything local is checked: a refused login is what an operator must see first.
+    refused = refused_clusters(config)  # wrong credentials or certificates: one line each
+    if refused:
+        print("\n".join(f"srm-driver: {line}" for line in refused), file=sys.stderr)
+        return 2
     from srm_driver.bootstrap import build
     from srm_driver.settings import driver_settings
 
@@ -72,10 +77,6 @@ def _run(argv: Sequence[str] | None) -> int:
             standalone=args.standalone,
             token_file=args.token_file,
         )
-        refused = refused_clusters(config)  # wrong credentials or certificates: one line each
-        if refused:
-            print("\n".join(f"srm-driver: {line}" for line in refused), file=sys.stderr)
-            return 2
         telemetry.setup("srm-driver", settings.driver_id)
         driver = build(settings)
     except (SrmError, ValueError) as exc:
