@@ -92,8 +92,10 @@ class MetricsFollower:
             log.error("metrics of %s cannot be read: %s", alias, exc)
             return
         while not self._stop.is_set():
+            # Subscribed only once the topic exists: aiokafka logs an ERROR line for a
+            # missing topic at every metadata refresh, hundreds before an aggregator
+            # creates it.
             consumer = AIOKafkaConsumer(
-                AGGREGATED_TOPIC,
                 bootstrap_servers=keys["bootstrap.servers"],
                 **security,
                 group_id=None,
@@ -104,6 +106,12 @@ class MetricsFollower:
             )
             try:
                 await consumer.start()
+                while AGGREGATED_TOPIC not in await consumer.topics():
+                    status["error"] = f"no {AGGREGATED_TOPIC} yet (an aggregator creates it)"
+                    await asyncio.sleep(RETRY_S)
+                    if self._stop.is_set():
+                        return
+                consumer.subscribe([AGGREGATED_TOPIC])
                 status["error"] = None
                 while not self._stop.is_set():
                     batches = await consumer.getmany(timeout_ms=500, max_records=2000)
