@@ -2,26 +2,24 @@
 
 ``listeners = https://...`` turns TLS on; the certificate and the CA come from
 ``listeners.https.ssl.keystore.*`` / ``ssl.truststore.*`` as in SRM (PEM, PKCS12, or JKS
-converted with ``keytool``), ``listeners.https.ssl.client.auth`` = ``none`` (default),
+converted with ``keytool``, read by :mod:`srm_common.adapters.key_stores` as for Kafka
+clients), ``listeners.https.ssl.client.auth`` = ``none`` (default),
 ``requested`` or ``required`` asks callers for a certificate signed by the truststore,
 whose subject CN becomes their principal. Keys, passwords and stores are never logged;
 a store converted for Python's ``ssl`` is written only encrypted under a random
-password, in a private temporary folder removed at once.
+password, in the process's private folder (0700) removed at exit.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
 import ssl
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srm_common.adapters.key_stores import key_files, trust_file
+from srm_common.config.security import KeyStore, TrustStore
 from srm_common.errors import ConfigError
 
 PREFIX = "listeners.https."
@@ -147,115 +145,47 @@ def client_context(
 
 
 def _load_chain(context: ssl.SSLContext, store: Store, key_password: str | None, what: str) -> None:
+    """The certificate and key, through the same store reading as Kafka clients use."""
+    key = PREFIX + "ssl.keystore.location"
+    if store.type != "PEM" and not store.password:
+        raise ConfigError(
+            f"a {store.type} {what} needs its password: set listeners.https.ssl.keystore.password",
+            key=PREFIX + "ssl.keystore.password",
+        )
+    as_kafka_store = KeyStore(
+        store.type,
+        location=str(store.location),
+        password=store.password,
+        key_password=key_password or (store.password if store.type == "PEM" else None),
+    )
     try:
-        if store.type == "PEM":
-            context.load_cert_chain(store.location, password=key_password or store.password)
-            return
-        key, chain = _pkcs12(store, what)
-        with tempfile.TemporaryDirectory(prefix="srm-tls-") as folder:
-            wrap = secrets.token_urlsafe(24)
-            path = Path(folder) / "chain.pem"
-            _write_private(path, _key_pem(key, wrap) + b"".join(_cert_pem(c) for c in chain))
-            context.load_cert_chain(path, password=wrap)
+        files = key_files(as_kafka_store)
+        context.load_cert_chain(files.certificate, files.key, password=files.key_password)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"cannot use the {what} {store.location} ({store.type}): {exc.message}", key=key
+        ) from None
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise ConfigError(
             f"cannot use the {what} {store.location} ({store.type}): {_reason(exc)}"
             " (a wrong password, or not a certificate with its private key?)",
-            key=PREFIX + "ssl.keystore.location",
+            key=key,
         ) from None
 
 
 def _load_trust(context: ssl.SSLContext, store: Store) -> None:
+    key = PREFIX + "ssl.truststore.location"
+    as_kafka_store = TrustStore(store.type, location=str(store.location), password=store.password)
     try:
-        if store.type == "PEM":
-            context.load_verify_locations(cafile=str(store.location))
-            return
-        key, chain = _pkcs12(store, "truststore")
-        del key
-        context.load_verify_locations(cadata="".join(_cert_pem(c).decode() for c in chain))
+        context.load_verify_locations(cafile=trust_file(as_kafka_store))
+    except ConfigError as exc:
+        raise ConfigError(
+            f"cannot use the truststore {store.location} ({store.type}): {exc.message}", key=key
+        ) from None
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise ConfigError(
-            f"cannot use the truststore {store.location} ({store.type}): {_reason(exc)}",
-            key=PREFIX + "ssl.truststore.location",
+            f"cannot use the truststore {store.location} ({store.type}): {_reason(exc)}", key=key
         ) from None
-
-
-def _pkcs12(store: Store, what: str) -> tuple[Any, list[Any]]:
-    """The key (or None) and the certificates of a PKCS12 store (a JKS one converted)."""
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
-    if store.type == "JKS":
-        data = _jks_as_pkcs12(store, what)
-    else:
-        data = store.location.read_bytes()
-    password = store.password.encode() if store.password else None
-    loaded = pkcs12.load_pkcs12(data, password)
-    chain = [loaded.cert.certificate] if loaded.cert is not None else []
-    chain += [c.certificate for c in loaded.additional_certs]
-    if not chain:
-        raise ValueError("it holds no certificate")
-    return loaded.key, chain
-
-
-def _jks_as_pkcs12(store: Store, what: str) -> bytes:
-    keytool = shutil.which("keytool")
-    if keytool is None:
-        raise ValueError(f"a JKS {what} needs keytool (a JDK); or convert it to PKCS12")
-    with tempfile.TemporaryDirectory(prefix="srm-tls-") as folder:
-        target = Path(folder) / "store.p12"
-        env = {**os.environ, "SRM_STORE_PASS": store.password or ""}
-        done = subprocess.run(
-            [
-                keytool,
-                "-importkeystore",
-                "-noprompt",
-                "-srckeystore",
-                str(store.location),
-                "-srcstoretype",
-                "JKS",
-                "-srcstorepass:env",
-                "SRM_STORE_PASS",
-                "-destkeystore",
-                str(target),
-                "-deststoretype",
-                "PKCS12",
-                "-deststorepass:env",
-                "SRM_STORE_PASS",
-            ],  # fmt: skip
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=60,
-        )
-        if done.returncode != 0:
-            first = (done.stdout + done.stderr).strip().splitlines()
-            raise ValueError(first[0] if first else "keytool could not read it")
-        return target.read_bytes()
-
-
-def _key_pem(key: Any, password: str) -> bytes:
-    from cryptography.hazmat.primitives import serialization
-
-    if key is None:
-        raise ValueError("it holds no private key")
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(password.encode()),
-    )
-
-
-def _cert_pem(certificate: Any) -> bytes:
-    from cryptography.hazmat.primitives import serialization
-
-    return certificate.public_bytes(serialization.Encoding.PEM)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
 
 
 def _reason(exc: BaseException) -> str:
