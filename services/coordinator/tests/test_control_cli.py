@@ -451,3 +451,12 @@ def test_a_command_sent_in_a_span_carries_its_traceparent_when_posted() -> None:
         server.server_close()
     assert seen[0] is not None and seen[0].split("-")[1] == trace_id
     assert seen[1] is None
+
+
+def test_no_subcommand_option_is_taken_for_an_abbreviated_client_option() -> None:
+    """The client options are picked out of the whole line first; failover's --to once
+    became --token-file there, and --to was then missing."""
+    argv = ["failover", "--group", "g", "--from", "primary", "--to", "backup"]
+    options, rest = control_cli._client_options().parse_known_args(argv)
+    args = control_cli._parser().parse_args(rest, namespace=options)
+    assert (args.to, args.token_file) == ("backup", None)

@@ -438,7 +438,9 @@ _HTTP_EXTRA: dict[str, str] = {}
 
 
 def _client_options() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    # No abbreviations: these are picked out of the whole command line first, where
+    # failover's --to would otherwise be taken for --token-file.
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--config", type=Path)
     common.add_argument("--token-file", type=Path)
     common.add_argument("--gateway", metavar="URL")
