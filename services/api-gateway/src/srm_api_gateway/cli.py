@@ -152,13 +152,7 @@ def _run(argv: Sequence[str] | None) -> int:
 def _url_in(path: Path | None) -> str | None:
     if path is None or not path.exists():
         return None
-    try:
-        url = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SrmError(f"cannot read --db-url-file {path}: {exc}") from exc
-    if not url:
-        raise SrmError(f"--db-url-file {path} is empty; put the database URL in it")
-    return url
+    return _one_line_in(path, "--db-url-file", "URL")
 
 
 def with_password(url: str, path: Path) -> str:
@@ -166,16 +160,22 @@ def with_password(url: str, path: Path) -> str:
     from sqlalchemy import make_url
     from sqlalchemy.exc import ArgumentError
 
-    try:
-        password = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SrmError(f"cannot read --db-password-file {path}: {exc}") from exc
-    if not password:
-        raise SrmError(f"--db-password-file {path} is empty; put the database password in it")
+    password = _one_line_in(path, "--db-password-file", "password")
     try:
         return make_url(url).set(password=password).render_as_string(hide_password=False)
     except (ArgumentError, ValueError) as exc:
         raise SrmError(f"--db-url is not a database URL ({exc}); e.g. sqlite:///srm.db") from exc
+
+
+def _one_line_in(path: Path, flag: str, what: str) -> str:
+    """The database ``what`` kept in the file ``flag`` names; SrmError naming the file."""
+    try:
+        value = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SrmError(f"cannot read {flag} {path}: {exc}") from exc
+    if not value:
+        raise SrmError(f"{flag} {path} is empty; put the database {what} in it")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
