@@ -23,7 +23,6 @@ from srm_common.adapters.kafka_log import EventLogWriter, Fenced, read_log
 from srm_common.cli_support import load_or_exit
 from srm_common.config.control import control_settings
 from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
-from srm_common.control.state import replay
 from srm_coordinator import control_cli
 from srm_coordinator.audit import format_time
 from srm_local import testing
@@ -32,15 +31,7 @@ pytestmark = [pytest.mark.integration]
 
 
 def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
-    return testing.write_config(
-        tmp_path,
-        {"primary": kafka["primary"], "backup": kafka["backup"]},
-        flows={
-            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
-            "backup->primary": {"enabled": False},
-        },
-        replication={"srm.control.topic.prefix": prefix},
-    )
+    return testing.control_config(tmp_path, kafka.bootstrap, prefix)
 
 
 def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
@@ -49,9 +40,7 @@ def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type:
     return code, captured.out, captured.err
 
 
-def _state(config: Path):  # type: ignore[no-untyped-def]
-    settings = control_settings(load_or_exit("test", config, []))
-    return replay(read_log(settings, timeout=15))
+_state = testing.control_state
 
 
 def _get(url: str) -> dict:  # type: ignore[type-arg]

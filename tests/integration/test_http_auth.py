@@ -23,15 +23,7 @@ SAFE = {"get", "head", "options"}
 
 
 def _config(kafka, tmp_path: Path, prefix: str, **extra: object) -> Path:  # type: ignore[no-untyped-def]
-    return testing.write_config(
-        tmp_path,
-        {"primary": kafka["primary"], "backup": kafka["backup"]},
-        flows={
-            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
-            "backup->primary": {"enabled": False},
-        },
-        replication={"srm.control.topic.prefix": prefix, **extra},
-    )
+    return testing.control_config(tmp_path, kafka.bootstrap, prefix, **extra)
 
 
 def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]

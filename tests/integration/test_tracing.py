@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 from srm_common import telemetry
-from srm_common.adapters.kafka_log import read_log
 from srm_common.adapters.otlp_receiver import OtlpReceiver
 from srm_common.cli_support import load_or_exit
 from srm_common.config.control import control_settings
-from srm_common.control.state import replay
 from srm_coordinator import control_cli
 from srm_local import testing
 
@@ -28,23 +26,14 @@ SERVICES = {"srm-control", "srm-api-gateway", "srm-coordinator", "srm-driver"}
 
 
 def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
-    config = testing.write_config(
-        tmp_path,
-        {"primary": kafka["primary"], "backup": kafka["backup"]},
-        flows={
-            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
-            "backup->primary": {"enabled": False},
-        },
-        replication={"srm.control.topic.prefix": prefix},
-    )
+    config = testing.control_config(tmp_path, kafka.bootstrap, prefix)
     settings = control_settings(load_or_exit("test", config, []))
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
         kafka.created.append(("primary", name))
     return config
 
 
-def _state(config: Path):  # type: ignore[no-untyped-def]
-    return replay(read_log(control_settings(load_or_exit("test", config, [])), timeout=15))
+_state = testing.control_state
 
 
 def _closed_port() -> int:

@@ -298,6 +298,32 @@ def write_config(
     return path
 
 
+def control_config(
+    folder: Path, bootstrap: Mapping[str, str], prefix: str, **replication: object
+) -> Path:
+    """The control-path tests' configuration: primary->backup replicating
+    ``<prefix>-base``, backup->primary off, the control topics named after ``prefix``."""
+    return write_config(
+        folder,
+        {"primary": bootstrap["primary"], "backup": bootstrap["backup"]},
+        flows={
+            "primary->backup": {"enabled": True, "topics": [f"{prefix}-base"]},
+            "backup->primary": {"enabled": False},
+        },
+        replication={"srm.control.topic.prefix": prefix, **replication},
+    )
+
+
+def control_state(config: Path):  # type: ignore[no-untyped-def]
+    """The control state replayed from the event log ``config`` names (to its end now)."""
+    from srm_common.adapters.kafka_log import read_log
+    from srm_common.cli_support import load_or_exit
+    from srm_common.config.control import control_settings
+    from srm_common.control.state import replay
+
+    return replay(read_log(control_settings(load_or_exit("test", config, [])), timeout=15))
+
+
 def content(records: Iterable[Record]) -> list[tuple[object, ...]]:
     """What must be equal between a partition and its copy: records in order."""
     return [record.content() for record in records]
