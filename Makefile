@@ -77,7 +77,7 @@ test-integration: jars ## integration tests only
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
 
-images: jars ## build the container images (srm/kafka, srm/coordinator, srm/driver); starts dockerd if needed
+images: jars ## build the container images (kafka, postgres and one per service); starts dockerd if needed
 	@UV=$(UV) deploy/images/build.sh
 
 test-containers: jars ## the compose stack end to end: 1 -> 3 -> 1 drivers under load, content compared (TEST_CONTAINERS_ARGS=)
