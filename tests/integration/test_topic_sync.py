@@ -40,7 +40,7 @@ def make_flow(tmp_path: Path, kafka, **replication: object) -> FlowConfig:
             "primary": {"bootstrap.servers": kafka["primary"]},
             "backup": {"bootstrap.servers": kafka["backup"]},
         },
-        "replication": {"replication.factor": 1, **replication},
+        "replication": {"replication.factor": 1, "topics": [".*"], **replication},
         "flows": {"primary->backup": {"enabled": True}},
     }
     path = tmp_path / "srm.yaml"

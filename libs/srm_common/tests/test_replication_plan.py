@@ -16,6 +16,7 @@ clusters:
   backup: {bootstrap.servers: "127.0.0.1:9192"}
   dr: {bootstrap.servers: "127.0.0.1:9292"}
 replication:
+  topics: [".*"]
   topics.exclude: [".*[\\\\-\\\\.]internal", ".*\\\\.replica", "__.*", "secret-.*"]
 flows:
   primary->backup: {enabled: true}
@@ -79,7 +80,24 @@ def test_plan_says_unknown_and_disabled_when_a_cluster_is_unreachable_or_a_flow_
     assert "dr->primary: disabled (heartbeats only)" in text, text
     assert "primary->backup: enabled, 2 topics to replicate" in text, text
     assert "orders      ->  backup:primary.orders" in text, text
+    assert (
+        "    topics allowed: .*  (change: srm-control topics --source primary --target backup"
+        " --add/--remove 'PATTERN')"
+    ) in text, text
     # dr's topics were not listed (unreachable): enabled flows from dr would say unknown.
     config = parse_yaml_text(CONFIG.replace("backup->dr", "dr->backup"), "srm.yaml")
     dr_plan = {p.name: p for p in plan_replication(config, {})}["dr->backup"]
     assert dr_plan.enabled and not dr_plan.source_known and dr_plan.routes == ()
+
+
+def test_plan_says_how_to_allow_topics_when_a_yaml_flow_sets_none():
+    config = parse_yaml_text(CONFIG.replace('  topics: [".*"]\n', ""), "srm.yaml")
+    plans = {p.name: p for p in plan_replication(config, {"primary": PRIMARY_TOPICS})}
+    plan = plans["primary->backup"]
+    assert plan.allowed == () and plan.routes == (TopicRoute("heartbeats", "primary.heartbeats"),)
+    assert SkippedTopic("orders", "not in topics") in plan.skipped
+    text = render_plan([plan])
+    assert (
+        "    topics allowed: none yet (allow some: srm-control topics --source primary"
+        " --target backup --add 'PATTERN')"
+    ) in text, text

@@ -21,7 +21,7 @@ from types import FrameType
 
 from srm_common.config import SrmConfig, load_config
 from srm_common.errors import ConfigError
-from srm_common.replication_plan import plan_replication, render_plan
+from srm_common.replication_plan import describe_allowed, plan_replication, render_plan
 
 from srm_local.clusters import (
     ClusterSpec,
@@ -249,10 +249,9 @@ def summary(
     for alias in remote:
         servers = ",".join(config.clusters[alias].bootstrap_servers)
         lines.append(f"  kafka {alias:<10} {servers}  (external, not started here)")
-    flows = ", ".join(f.name for f in config.enabled_flows()) or "none"
     lines += [
         f"  config           {path}",
-        f"  enabled flows    {flows}",
+        *flow_lines(config),
         "  kafka tools      .venv/bin/kafka-topics, kafka-consumer-groups, kafka-console-*,"
         " kafka-*-perf-test",
         *service_lines(services),
@@ -268,6 +267,19 @@ def summary(
         "Ctrl-C here, or `make down` anywhere, stops everything.",
     ]
     return "\n".join(lines)
+
+
+def flow_lines(config: SrmConfig) -> list[str]:
+    """Each enabled flow with the topics the file allows and how to change them (the watch
+    prints the plan again with the event log's lists when srm-control changes them)."""
+    flows = config.enabled_flows()
+    if not flows:
+        return ["  enabled flows    none"]
+    return [
+        f"  flow {flow.name:<11} topics allowed: "
+        + describe_allowed(flow.source, flow.target, flow.topics)
+        for flow in flows
+    ]
 
 
 def token_lines(services: Sequence[ServiceProcess]) -> list[str]:

@@ -41,6 +41,8 @@ class FlowPlan:
     routes: tuple[TopicRoute, ...]
     skipped: tuple[SkippedTopic, ...]
     source_known: bool
+    allowed: tuple[str, ...] = ()
+    """The flow's ``topics`` patterns (empty: nothing allowed yet)."""
 
     @property
     def name(self) -> str:
@@ -77,6 +79,7 @@ def plan_replication(
                 routes=tuple(routes),
                 skipped=tuple(skipped),
                 source_known=topics is not None,
+                allowed=flow.topics,
             )
         )
     return tuple(plans)
@@ -102,7 +105,8 @@ def reason_not_replicated(flow: FlowConfig, policy: ReplicationPolicy, topic: st
 
 
 def render_plan(plans: Iterable[FlowPlan], *, show_skipped: bool = False) -> str:
-    """The plan as text for a terminal (``make up``)."""
+    """The plan as text for a terminal (``make up``): per enabled flow, what it copies
+    now, the topics it allows and how to change them."""
     lines = []
     for plan in plans:
         if not plan.enabled:
@@ -111,9 +115,11 @@ def render_plan(plans: Iterable[FlowPlan], *, show_skipped: bool = False) -> str
             continue
         if not plan.source_known:
             lines.append(f"{plan.name}: enabled; topics of {plan.source} unknown (not reachable)")
+            lines.append(allowed_line(plan))
             continue
         count = len(plan.routes)
         lines.append(f"{plan.name}: enabled, {count} topic{'s' if count != 1 else ''} to replicate")
+        lines.append(allowed_line(plan))
         width = max((len(route.topic) for route in plan.routes), default=0)
         for route in plan.routes:
             lines.append(f"    {route.topic:<{width}}  ->  {plan.target}:{route.remote_topic}")
@@ -121,6 +127,18 @@ def render_plan(plans: Iterable[FlowPlan], *, show_skipped: bool = False) -> str
             for skip in plan.skipped:
                 lines.append(f"    ({skip.topic}: {skip.reason})")
     return "\n".join(lines)
+
+
+def allowed_line(plan: FlowPlan) -> str:
+    return f"    topics allowed: {describe_allowed(plan.source, plan.target, plan.allowed)}"
+
+
+def describe_allowed(source: str, target: str, allowed: tuple[str, ...]) -> str:
+    """The topics a flow allows, and the srm-control command that changes them."""
+    command = f"srm-control topics --source {source} --target {target}"
+    if not allowed:
+        return f"none yet (allow some: {command} --add 'PATTERN')"
+    return f"{', '.join(allowed)}  (change: {command} --add/--remove 'PATTERN')"
 
 
 def replicated_partitions(

@@ -88,6 +88,7 @@ def test_yaml_and_properties_load_equal_when_they_say_the_same() -> None:
         """\
         replication:
           tasks.max: 3
+          topics: [".*"]
           topics.exclude: [".*-internal"]
           consumer.fetch.min.bytes: 5
         flows:
@@ -98,7 +99,7 @@ def test_yaml_and_properties_load_equal_when_they_say_the_same() -> None:
     )
     props_config = parse_properties_text(
         "clusters = primary, backup\nprimary.bootstrap.servers = 127.0.0.1:9092\n"
-        "backup.bootstrap.servers = 127.0.0.1:9192\ntasks.max = 3\n"
+        "backup.bootstrap.servers = 127.0.0.1:9192\ntasks.max = 3\ntopics = .*\n"
         "topics.exclude = .*-internal\nconsumer.fetch.min.bytes = 5\n"
         "primary->backup.enabled = true\nprimary->backup.producer.override.linger.ms = 10\n"
     )
@@ -112,3 +113,27 @@ def test_last_value_wins_with_a_warning_when_a_yaml_key_is_repeated() -> None:
     assert config.warnings == (
         "key 'replication.tasks.max' is set 2 times (lines 7, 8); the last value wins",
     )
+
+
+def test_flow_allows_no_topics_when_srm_yaml_sets_none() -> None:
+    # SRM's default: an enabled flow replicates nothing until srm-control allows topics.
+    config = load("flows:\n  primary->backup:\n    enabled: true\n")
+    flow = config.flow("primary", "backup")
+    assert flow.topics == () and not flow.topic_filter().matches("orders")
+    assert config.flow("backup", "primary").topics == ()
+
+
+def test_written_topics_win_over_srm_default_when_set_at_either_level() -> None:
+    top = load("replication:\n  topics: [orders]\n")
+    assert top.flow("primary", "backup").topics == ("orders",)
+    flow = load("replication:\n  topics: [orders]\nflows:\n  backup->primary: {topics: [p]}\n")
+    assert flow.flow("backup", "primary").topics == ("p",)
+    assert flow.flow("primary", "backup").topics == ("orders",)
+
+
+def test_properties_file_keeps_mm2_default_when_it_sets_no_topics() -> None:
+    config = parse_properties_text(
+        "clusters = primary, backup\nprimary.bootstrap.servers = 127.0.0.1:9092\n"
+        "backup.bootstrap.servers = 127.0.0.1:9192\nprimary->backup.enabled = true\n"
+    )
+    assert config.flow("primary", "backup").topics == (".*",)

@@ -26,6 +26,12 @@ def _default(spec: KeySpec) -> Value:
 _DEFAULTS: Mapping[str, Value] = {name: _default(spec) for name, spec in CONNECTOR_KEYS.items()}
 _LEGACY_OF: Mapping[str, str] = {new: old for old, new in LEGACY_KEYS.items()}
 
+YAML_DEFAULT_TOPICS: tuple[str, ...] = ()
+"""``topics`` of a flow that ``srm.yaml`` does not give one: none, as in Cloudera SRM,
+where an enabled flow replicates nothing until ``srm-control topics --add`` allows
+topics. An MM2 properties file keeps MM2's ``.*``, so that it means what it meant
+to MirrorMaker 2."""
+
 
 class _Values:
     """Typed lookups of one flow's merged values: flow level, else top level, else default."""
@@ -59,6 +65,9 @@ class _Values:
         assert isinstance(value, tuple), name
         return value
 
+    def written(self, name: str) -> bool:
+        return name in self.values or _LEGACY_OF.get(name) in self.values
+
 
 def build_flow(
     source: str,
@@ -67,7 +76,12 @@ def build_flow(
     levels: Levels,
     clusters: Mapping[str, ClusterConfig],
     warnings: list[str],
+    *,
+    default_topics: tuple[str, ...] | None = None,
 ) -> FlowConfig:
+    """One flow from its merged ``values``. ``default_topics`` replaces MM2's ``.*`` when
+    no level writes ``topics`` (``srm.yaml`` passes ``()``: SRM's "nothing until
+    allowed", see :data:`YAML_DEFAULT_TOPICS`)."""
     for old, new in LEGACY_KEYS.items():
         if old in values and new in values:
             entry = values[old][1]
@@ -100,7 +114,11 @@ def build_flow(
         source=source,
         target=target,
         enabled=v.flag("enabled"),
-        topics=v.patterns("topics"),
+        topics=(
+            default_topics
+            if default_topics is not None and not v.written("topics")
+            else v.patterns("topics")
+        ),
         topics_exclude=v.patterns("topics.exclude"),
         groups=v.patterns("groups"),
         groups_exclude=v.patterns("groups.exclude"),

@@ -14,7 +14,14 @@ from types import MappingProxyType
 
 from srm_common.config.classify import Classifier, Level, Levels
 from srm_common.config.families import BOOTSTRAP_SERVERS
-from srm_common.config.flows import Parsed, build_flow, client_strings, known_extra, strings
+from srm_common.config.flows import (
+    YAML_DEFAULT_TOPICS,
+    Parsed,
+    build_flow,
+    client_strings,
+    known_extra,
+    strings,
+)
 from srm_common.config.keys import CONNECTOR_KEYS, LEGACY_KEYS
 from srm_common.config.model import ClusterConfig, FlowConfig, SrmConfig
 from srm_common.config.problems import Problems
@@ -41,11 +48,20 @@ def build_config(raw: RawConfig) -> SrmConfig:
     }
     clusters = {alias: _cluster(alias, raw, entries, levels, problems) for alias in aliases}
     flows: dict[tuple[str, str], FlowConfig] = {}
+    default_topics = YAML_DEFAULT_TOPICS if raw.style is Style.YAML else None
     for source in aliases:
         for target in aliases:
             if source != target:
                 values = {**top, **flow_values.get((source, target), {})}
-                flow = build_flow(source, target, values, levels, clusters, warnings)
+                flow = build_flow(
+                    source,
+                    target,
+                    values,
+                    levels,
+                    clusters,
+                    warnings,
+                    default_topics=default_topics,
+                )
                 _check_flow(flow, values, raw, problems)
                 flows[(source, target)] = flow
     check_security(clusters, flows, entries, raw.style, problems)
