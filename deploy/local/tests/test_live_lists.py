@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from srm_common.config import load_config
 from srm_common.control.commands import config_diff
-from srm_common.control.events import Envelope, TopicsAllowed, TopicsDenied
+from srm_common.control.events import Envelope, Event, TopicsAllowed, TopicsDenied
 from srm_common.control.state import ControlState
 from srm_common.replication_plan import plan_replication
+from srm_common.testing import InMemoryEventLog
 from srm_coordinator.leader import baseline_of
 from srm_local.live_lists import LiveLists
 
@@ -22,25 +24,8 @@ flows:
 FLOW = "primary->backup"
 
 
-class FakeReader:
-    def __init__(self) -> None:
-        self.pending: list[Envelope] = []
-        self.offset = -1
-
-    def add(self, *events: object) -> None:
-        for event in events:
-            self.offset += 1
-            self.pending.append(Envelope(event, 1, "test", offset=self.offset))  # type: ignore[arg-type]
-
-    def poll(self, _timeout: float = 0) -> list[Envelope]:
-        out, self.pending = self.pending, []
-        return out
-
-    def take_restart(self) -> bool:
-        return False  # no restored log in these tests
-
-    def close(self) -> None:
-        pass
+def envelopes(events: Iterable[Event]) -> list[Envelope]:
+    return [Envelope(event, 1, "test") for event in events]
 
 
 def copied(lists: LiveLists, topics: set[str]) -> list[str]:
@@ -52,16 +37,17 @@ def test_the_plan_uses_the_logs_lists_once_the_log_has_the_flow(tmp_path: Path) 
     path = tmp_path / "srm.yaml"
     path.write_text(CONFIG)
     config = load_config(path)
-    lists = LiveLists(config)
-    reader = FakeReader()
-    lists._reader = reader  # type: ignore[assignment]
+    log = InMemoryEventLog()
+    lists = LiveLists(config, log.reader)
     topics = {"orders", "sales.eu", "sales.tmp"}
     assert copied(lists, topics) == ["orders"]  # nothing in the log yet: the file
 
-    reader.add(*config_diff(ControlState(), baseline_of(config), config.source))  # the seed
+    log.append(*envelopes(config_diff(ControlState(), baseline_of(config), config.source)))
     assert not lists.poll(), "seeding the log with the file's lists changes no plan"
     assert not lists.poll(), "nothing new"
 
-    reader.add(TopicsAllowed(FLOW, ("sales\\..*",)), TopicsDenied(FLOW, ("sales\\.tmp",)))
+    log.append(
+        *envelopes([TopicsAllowed(FLOW, ("sales\\..*",)), TopicsDenied(FLOW, ("sales\\.tmp",))])
+    )
     assert lists.poll()
     assert copied(lists, topics) == ["orders", "sales.eu"]

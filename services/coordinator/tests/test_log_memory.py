@@ -8,13 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from srm_common.adapters.kafka_log import EventLogReader
 from srm_common.config import load_config
 from srm_common.config.control import control_settings
 from srm_common.control.events import Envelope, LogStarted
 from srm_common.errors import SrmError
 from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.service import Coordinator
-from srm_coordinator.testing import EmptyLog, Fakes
+from srm_coordinator.testing import Fakes
 
 TOPIC = "srm-control.events.internal"
 CONFIG = """\
@@ -96,15 +97,19 @@ def test_a_coordinator_passes_its_memory_to_the_reader_and_remembers_what_it_fol
     LogMemory(path, settings.events_topic).remember("L1")
     asked: list[str | None] = []
 
-    def reader(_client_id: str, known_log: str | None) -> EmptyLog:
-        asked.append(known_log)
-        return EmptyLog()
+    fakes = Fakes()
+    fakes.log.put([Envelope(LogStarted("L1", None, ""), 1, "c0", None, 0)])
 
-    adapters = replace(Fakes().adapters(), reader=reader)
+    def reader(_client_id: str, known_log: str | None) -> EventLogReader:
+        asked.append(known_log)
+        return fakes.log.reader(known_log)
+
+    adapters = replace(fakes.adapters(), reader=reader)
     memory = LogMemory(path, settings.events_topic)
     coordinator = Coordinator(config, settings, adapters, coordinator_id="c1", memory=memory)
     coordinator.replay("http://c1:1")
     assert asked == ["L1"], "the reader must be told which log to expect"
 
-    coordinator._fold([Envelope(LogStarted("L2", "L1", "test"), 1, "alice", None, 0)])  # noqa: SLF001
+    assert coordinator.follower is not None
+    coordinator.follower.fold([Envelope(LogStarted("L2", "L1", "test"), 1, "alice", None, 2)])
     assert LogMemory(path, settings.events_topic).known() == "L2"

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 
 import pytest
-from srm_common.adapters.kafka_log import EventLogReader
+from srm_common.adapters.fence_topic import FenceWatch
+from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.control.events import (
     AssignmentChanged,
     DriverJoined,
@@ -19,30 +21,13 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
 )
 from srm_common.control.fences import Fence, FenceHistory
-from srm_common.testing import FAKE_CONTROL, FakeEventTopic
+from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
 from srm_common.tracecontext import TraceContext
-from srm_driver.control import ControlLink
+from srm_driver.control import ControlLink, LinkPorts
 
 SETTINGS = FAKE_CONTROL
 FLOW = "primary->backup"
 TASK = f"{FLOW}|MirrorSourceConnector-0"
-
-
-class FakeEnd:
-    """EventLogEnd of the fake topic; ``leader`` says whether a coordinator leads."""
-
-    def __init__(self, topic: FakeEventTopic) -> None:
-        self.topic = topic
-        self.leader = True
-
-    def query(self, timeout: float = 5.0) -> int:
-        return self.topic.end()
-
-    def topic_id(self, timeout: float = 5.0) -> str | None:
-        return self.topic.topic_id
-
-    def someone_leads(self, timeout: float = 5.0) -> bool:
-        return self.leader
 
 
 class NoBeats:
@@ -53,39 +38,34 @@ class NoBeats:
         pass
 
 
-def put(topic: FakeEventTopic, *events: Event) -> None:
+def put(topic: InMemoryEventLog, *events: Event) -> None:
     topic.append(*(Envelope(event, 1, "test") for event in events))
 
 
-def link_on(topic: FakeEventTopic, **options: object) -> tuple[ControlLink, FakeEnd]:
-    """A link on the fake topic; ``options``: ControlLink's (flow_targets, fences)."""
-    reader = EventLogReader(
-        SETTINGS,
-        client_id="d1",
-        consumer=topic.consumer(),  # type: ignore[arg-type]
-        admin=topic.admin(),  # type: ignore[arg-type]
-    )
-    reader.CHECK_S = 0.0
-    end = FakeEnd(topic)
+def link_on(
+    topic: InMemoryEventLog,
+    *,
+    fences: Mapping[str, FenceWatch] | None = None,
+    flow_targets: Mapping[str, str] | None = None,
+) -> tuple[ControlLink, InMemoryEventLog]:
+    """A link on the in-memory log (``topic.leading`` says whether a coordinator leads)."""
+    topic.leading = True
+    ports = LinkPorts(topic.reader, topic.log_end(), NoBeats(), fences or {})
     link = ControlLink(
-        SETTINGS,
-        "d1",
-        "http://d1:1",
-        lambda: (0, frozenset()),
-        reader=reader,
-        end=end,  # type: ignore[arg-type]
-        writer=NoBeats(),  # type: ignore[arg-type]
-        **options,  # type: ignore[arg-type]
+        SETTINGS, "d1", "http://d1:1", lambda: (0, frozenset()), ports, flow_targets=flow_targets
     )
-    return link, end
+    return link, topic
 
 
 def follow(link: ControlLink, turns: int = 4) -> None:
     for _ in range(turns):
-        link._follow_once(0)
+        try:
+            link.follower.step(0)
+        except ControlLogError:
+            pass  # logged and polled again by the follower's thread
 
 
-def running_log(topic: FakeEventTopic, link: ControlLink) -> None:
+def running_log(topic: InMemoryEventLog, link: ControlLink) -> None:
     """Log L1 in which d1 (this incarnation) holds one source task."""
     put(
         topic,
@@ -97,7 +77,7 @@ def running_log(topic: FakeEventTopic, link: ControlLink) -> None:
 
 
 def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, _end = link_on(topic)
     running_log(topic, link)
     topic.append(b"junk\n")
@@ -108,7 +88,7 @@ def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:
 
 
 def test_a_lost_log_keeps_the_assignment_and_the_lease_only_while_nobody_leads() -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, end = link_on(topic)
     running_log(topic, link)
     follow(link)
@@ -120,29 +100,29 @@ def test_a_lost_log_keeps_the_assignment_and_the_lease_only_while_nobody_leads()
     follow(link)
     assert link.log_status()["problem_kind"] == "lost"
     assert link.state.tasks_of("d1") == (TASK,), "the last assignment is kept"
-    end.leader = True  # e.g. a coordinator without memory leading a new, empty log
+    end.leading = True  # e.g. a coordinator without memory leading a new, empty log
     link._confirm()
     assert link.lease_ms() == 0
-    end.leader = False  # every coordinator left the election: nothing moves tasks
+    end.leading = False  # every coordinator left the election: nothing moves tasks
     link._confirm()
     assert link.lease_ms() > 0
 
 
 def test_an_event_of_a_newer_srm_is_treated_as_the_lease_rule_says() -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, end = link_on(topic)
     running_log(topic, link)
     newer = {"type": "assignment.changed", "version": 2, "at": 1, "data": {}}
     topic.append(json.dumps(newer).encode())
     follow(link)
     assert link.log_status()["problem_kind"] == "newer"
-    end.leader = True  # the newer SRM's leader may move tasks in ways not seen here
+    end.leading = True  # the newer SRM's leader may move tasks in ways not seen here
     link._confirm()
     assert link.lease_ms() == 0 and link.state.tasks_of("d1") == (TASK,)
 
 
 def test_a_restored_log_is_taken_up_and_the_driver_rejoins_without_a_lease() -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, end = link_on(topic)
     running_log(topic, link)
     follow(link)
@@ -174,7 +154,7 @@ class FakeWatch:
 def test_the_fences_of_a_target_cluster_renew_the_lease_of_the_flows_into_it_only() -> None:
     """The control cluster is unreachable (no log renewal): backup's fence admits this
     driver, so the flow into backup may write; the flow into primary may not."""
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     reverse = "backup->primary"
     watches = {"backup": FakeWatch("backup"), "primary": FakeWatch("primary")}
     link, _end = link_on(topic, flow_targets={FLOW: "backup", reverse: "primary"}, fences=watches)
@@ -209,7 +189,7 @@ TRACE = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partitions(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)
@@ -234,7 +214,7 @@ def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partiti
 def test_no_trace_line_when_the_change_came_without_a_trace(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, _end = link_on(topic)
     caplog.set_level(logging.INFO, logger="srm_driver.control")
     running_log(topic, link)  # gives d1 orders:0, untraced
@@ -246,7 +226,7 @@ def test_no_trace_line_when_the_change_came_without_a_trace(
 def test_a_traced_resume_of_a_partition_copied_here_is_one_line_with_the_trace(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)
@@ -266,7 +246,7 @@ def test_a_traced_resume_of_a_partition_copied_here_is_one_line_with_the_trace(
 def test_partitions_new_to_a_flow_are_applied_from_its_traced_task_configs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    topic = FakeEventTopic()
+    topic = InMemoryEventLog()
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)

@@ -10,6 +10,7 @@ from srm_common.control.events import Envelope, FlowEnabled
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.state import ControlState, apply
 from srm_common.testing import Clock, FakeDiscovery
+from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.static_tasks import StaticTaskSource
 
@@ -59,6 +60,10 @@ def test_standalone_plans_new_groups_on_their_interval_and_new_partitions_on_the
     assert copied == [*PARTITIONS, ("orders", 2)]
 
 
+def unstarted() -> LinkPorts:
+    raise AssertionError("these sources are never started")
+
+
 def watching(
     config: SrmConfig, discovery: FakeDiscovery, clock: Clock
 ) -> tuple[CoordinatedTaskSource, ControlState, list[str]]:
@@ -69,6 +74,7 @@ def watching(
         control_settings(config),
         "d1",
         discovery,  # type: ignore[arg-type]
+        link_ports=unstarted,
         clock=clock,
     )
     notices: list[str] = []
@@ -135,6 +141,7 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
         control_settings(config),
         "d1",
         discovery,  # type: ignore[arg-type]
+        link_ports=unstarted,
     )
     sent: list[tuple[str, dict[str, object]]] = []
     behalf: list[str | None] = []

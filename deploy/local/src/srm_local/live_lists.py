@@ -8,23 +8,33 @@ the flows it describes, and says when an srm-control change altered the plan.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from srm_common.adapters.kafka_log import EventLogReader
 from srm_common.config.control import control_settings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
-from srm_common.control.state import ControlState, apply
+from srm_common.control.state import ControlState
+from srm_common.log_follower import LogFollower, LogReader
 
 log = logging.getLogger(__name__)
 
 
 class LiveLists:
-    """Tails the event log; :meth:`config` is the file's config with the log's lists."""
+    """Follows the event log; :meth:`config` is the file's config with the log's lists.
+    ``reader`` opens the log's reader (default: the Kafka one of the file's settings)."""
 
-    def __init__(self, config: SrmConfig) -> None:
+    def __init__(self, config: SrmConfig, reader: Callable[[], LogReader] | None = None) -> None:
         self.file_config = config
-        self.state = ControlState()
-        self._reader: EventLogReader | None = None
+        self.follower = LogFollower(reader or self._kafka_reader, name="the event log")
+
+    @property
+    def state(self) -> ControlState:
+        return self.follower.state
+
+    def _kafka_reader(self) -> LogReader:
+        settings = control_settings(self.file_config)
+        return EventLogReader(settings, client_id="srm-local-plan")
 
     def config(self) -> SrmConfig:
         flows = {key: self._flow(flow) for key, flow in self.file_config.flows.items()}
@@ -37,23 +47,13 @@ class LiveLists:
 
     def poll(self) -> bool:
         """Fold what the log has new; True when a flow's switch or lists changed."""
+        before = self.config()
         try:
-            if self._reader is None:
-                settings = control_settings(self.file_config)
-                self._reader = EventLogReader(settings, client_id="srm-local-plan")
-            envelopes = self._reader.poll(0)
+            self.follower.step(0)
         except Exception as exc:  # noqa: BLE001 - the plan then shows the file's lists
             log.debug("event log not readable yet: %s", exc)
             return False
-        before = self.config()
-        if self._reader.take_restart():  # a restored log: a new history
-            self.state = ControlState()
-        if not envelopes:
-            return self.config() != before
-        for envelope in envelopes:
-            self.state = apply(self.state, envelope)
         return self.config() != before
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
+        self.follower.close()

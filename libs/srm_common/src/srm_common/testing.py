@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -13,6 +16,9 @@ from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
 from srm_common.control.events import Envelope, encode
 from srm_common.domain.tasks import TopicPartition
+
+if TYPE_CHECKING:
+    from srm_common.adapters.kafka_log import EventLogReader
 
 # Control settings for tests whose Kafka is faked: nothing listens on port 9.
 FAKE_CONTROL = ControlSettings(
@@ -105,6 +111,94 @@ class FakeEventTopic:
 
     def admin(self) -> FakeLogAdmin:
         return FakeLogAdmin(self)
+
+
+class InMemoryEventLog(FakeEventTopic):
+    """The event log in memory, for unit tests of whatever reads or writes it: the fake
+    of the control path's log ports, kept honest by the contract suite that runs the
+    same tests on it and on Kafka (``tests/integration/test_event_log_contract.py``).
+
+    :meth:`reader` is the production reader (:class:`EventLogReader`) over this topic,
+    so the identity, skipping and loss rules are the real ones; :meth:`writer` appends
+    envelopes in one "transaction" each (a commit marker after each batch);
+    :meth:`log_end` says where the log ends and whether somebody leads (``leading``)."""
+
+    def __init__(self, topic: str = "srm-control.events.internal") -> None:
+        super().__init__(topic)
+        self.leading = False
+        self.written: list[Envelope] = []
+
+    def reader(self, known_log: str | None = None, *, client_id: str = "test") -> EventLogReader:
+        from srm_common.adapters.kafka_log import EventLogReader
+
+        reader = EventLogReader(
+            replace(FAKE_CONTROL, prefix=self.topic.removesuffix(".events.internal")),
+            client_id=client_id,
+            known_log=known_log,
+            consumer=self.consumer(),  # type: ignore[arg-type]
+            admin=self.admin(),  # type: ignore[arg-type]
+        )
+        reader.CHECK_S = 0.0  # look at the topic id at every poll
+        return reader
+
+    def put(self, envelopes: Sequence[Envelope]) -> None:
+        """Store ``envelopes`` at the offsets they carry (increasing, after what is held):
+        a log as some test wrote it down."""
+        for envelope in envelopes:
+            assert envelope.offset >= self.end() - 1, "offsets must increase"
+            self.records.append((envelope.offset, encode(envelope)))
+
+    def writer(self) -> InMemoryLogWriter:
+        return InMemoryLogWriter(self)
+
+    def log_end(self) -> InMemoryLogEnd:
+        return InMemoryLogEnd(self)
+
+    def write(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
+        """Append ``envelopes`` as one transaction; them with their offsets."""
+        start = self.end()  # the commit marker takes the offset after the last record
+        written = [replace(e, offset=start + i) for i, e in enumerate(envelopes)]
+        for envelope in written:
+            self.records.append((envelope.offset, encode(envelope)))
+        self.written += written
+        return written
+
+
+class InMemoryLogWriter:
+    """:class:`~srm_common.adapters.kafka_log.EventLogWriter` of an
+    :class:`InMemoryEventLog`; ``error`` set: every append raises it."""
+
+    def __init__(self, log: InMemoryEventLog) -> None:
+        self.log = log
+        self.error: Exception | None = None
+        self.closed = False
+
+    def fence(self) -> None:
+        pass
+
+    def append(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
+        if self.error is not None:
+            raise self.error
+        return self.log.write(envelopes)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class InMemoryLogEnd:
+    """:class:`~srm_common.adapters.kafka_log.EventLogEnd` of an :class:`InMemoryEventLog`."""
+
+    def __init__(self, log: InMemoryEventLog) -> None:
+        self.log = log
+
+    def query(self, timeout: float = 0) -> int:
+        return self.log.end()
+
+    def topic_id(self, timeout: float = 0) -> str | None:
+        return self.log.topic_id
+
+    def someone_leads(self, timeout: float = 0) -> bool:
+        return self.log.leading
 
 
 class _Message:

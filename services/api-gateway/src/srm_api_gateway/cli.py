@@ -80,9 +80,9 @@ def _run(argv: Sequence[str] | None) -> int:
     from srm_common.adapters.http_auth import listener_security
     from srm_common.adapters.http_client import credentials
     from srm_common.adapters.kafka_log import EventLogReader
+    from srm_common.log_follower import LogFollower
 
     from srm_api_gateway.http_api import create_app
-    from srm_api_gateway.log_view import LogView
     from srm_api_gateway.metric_store import MetricStore
     from srm_api_gateway.metrics_follower import MetricsFollower
     from srm_api_gateway.read_model import ReadModel
@@ -96,11 +96,13 @@ def _run(argv: Sequence[str] | None) -> int:
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
     # The read model remembers the log it followed: a replaced log is reported lost.
-    log_view = LogView(
+    log_view = LogFollower(
         lambda: EventLogReader(
             settings, client_id="srm-api-gateway", known_log=read_model.known_log()
         ),
-        read_model.on_events,
+        name=f"the event log {settings.events_topic}",
+        on_fold=read_model.on_fold,
+        keep=True,
     )
     store = MetricStore()
     targets = sorted({flow.target for flow in config.flows.values()})

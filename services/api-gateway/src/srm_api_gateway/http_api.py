@@ -2,7 +2,8 @@
 metrics (:mod:`metrics_api`), and our own audit trail, state at a time, drivers,
 freshness, Prometheus exposition, health and readiness.
 
-Every answer comes from the event log as the gateway folded it (:mod:`log_view`) and the
+Every answer comes from the event log as the gateway folds it (a
+:class:`~srm_common.log_follower.LogFollower` keeping every envelope) and the
 configuration, or, for history (the audit trail, ``?at=``, closed metric windows), from
 the SQL read model (:mod:`read_model`) when it is up to date; nothing here writes. Input
 errors are 4xx with one message naming the parameter; an unknown alias or flow is 404
@@ -28,11 +29,11 @@ from srm_common.control import audit
 from srm_common.control.state import replay
 from srm_common.errors import SrmError
 from srm_common.http_access import AccessPolicy
+from srm_common.log_follower import LogFollower
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from srm_api_gateway import commands, views
-from srm_api_gateway.log_view import LogView
 from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.metrics_api import create_router
 from srm_api_gateway.read_model import ReadModel
@@ -45,7 +46,7 @@ MAX_AUDIT = 10_000
 
 def create_app(
     config: SrmConfig,
-    log_view: LogView,
+    log_view: LogFollower,
     store: MetricStore | None = None,
     metrics_status: Callable[[], Mapping[str, object]] | None = None,
     credentials: HttpCredentials | None = None,

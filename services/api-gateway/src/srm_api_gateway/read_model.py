@@ -25,6 +25,7 @@ from srm_common.adapters.sql.projection import SqlProjection
 from srm_common.control.events import Envelope
 from srm_common.control.state import ControlState
 from srm_common.errors import ConcurrencyError, SrmError
+from srm_common.log_follower import Folded
 from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import TopicMapping
 
@@ -66,6 +67,10 @@ class ReadModel:
         self._thread = threading.Thread(target=self._run, name="read-model", daemon=True)
 
     # -- fed by the readers ------------------------------------------------------------
+
+    def on_fold(self, folded: Folded) -> None:
+        """A batch the event log's follower folded (on its thread)."""
+        self.on_events(folded.fresh, folded.state, folded.restarted)
 
     def on_events(self, fresh: Sequence[Envelope], state: ControlState, restarted: bool) -> None:
         with self._lock:

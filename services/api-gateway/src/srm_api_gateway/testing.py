@@ -24,9 +24,10 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
     TopicsAllowed,
 )
+from srm_common.log_follower import LogFollower
+from srm_common.testing import InMemoryEventLog
 
 from srm_api_gateway.http_api import create_app
-from srm_api_gateway.log_view import LogView
 from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.read_model import ReadModel
 
@@ -71,32 +72,6 @@ def history() -> list[Envelope]:
     ]
 
 
-class FakeReader:
-    """An event log that holds ``envelopes`` and then nothing new."""
-
-    problem = None
-
-    def __init__(self, envelopes: list[Envelope]) -> None:
-        self.envelopes = envelopes
-        self.position = len(envelopes) - 1
-
-    def read_to_end(self) -> list[Envelope]:
-        return list(self.envelopes)
-
-    def poll(self, timeout: float) -> list[Envelope]:
-        threading.Event().wait(min(timeout, 0.05))
-        return []
-
-    def take_restart(self) -> bool:
-        return False
-
-    def status(self) -> dict[str, object]:
-        return {"problem": None, "log_id": "L1"}
-
-    def close(self) -> None:
-        pass
-
-
 RELAY_TOKEN = "the-gateways-own-token-0123456789"
 
 
@@ -112,8 +87,9 @@ def served(
     """The gateway on a free port over ``envelopes`` (default :func:`history`) and
     ``store``, taking commands with ``token``, projecting into ``read_model``, ready;
     its URL."""
-    log = history() if envelopes is None else envelopes
-    view = LogView(lambda: FakeReader(log), read_model.on_events if read_model else None)
+    log = InMemoryEventLog()
+    log.put(history() if envelopes is None else envelopes)
+    view = LogFollower(log.reader, on_fold=read_model.on_fold if read_model else None, keep=True)
     view.start()
     # ``token`` is the principal "ops"'s; the gateway relays with "api-gateway"'s.
     access = access_for({"ops": token}) if token else None

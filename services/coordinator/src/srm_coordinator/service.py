@@ -28,16 +28,17 @@ from srm_common.control.commands import (
     command_id,
     decide,
 )
-from srm_common.control.events import Envelope, describe
-from srm_common.control.state import AppliedCommand, ControlState, apply
+from srm_common.control.events import describe
+from srm_common.control.state import AppliedCommand, ControlState
 from srm_common.errors import ControlLogError, Fenced, SrmError
+from srm_common.log_follower import Folded, LogFollower
 from srm_common.tracecontext import TraceContext
 
 from srm_coordinator.fencing import Fencer
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.membership import Membership
-from srm_coordinator.ports import Adapters, Beats, LogReader, LogWriter
+from srm_coordinator.ports import Adapters, Beats, LogWriter
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,6 @@ class Coordinator:
         self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
         self.url = ""
         self.stop = threading.Event()
-        self.state = ControlState()
         self.leading = False
         self.memory = memory
         self.took_over_at: float | None = None
@@ -108,19 +108,24 @@ class Coordinator:
         self._beats: Beats | None = None
         self._leader: Leader | None = None
         self._membership: Membership | None = None
-        self._reader: LogReader | None = None
+        # The event log, folded; stepped by the loop (a coordinator folds before it decides).
+        self.follower: LogFollower | None = None
+
+    @property
+    def state(self) -> ControlState:
+        follower = self.follower
+        return follower.state if follower is not None else ControlState()
 
     # -- for the HTTP API (other threads) ---------------------------------------------
 
     def leads(self) -> bool:
         """Leading, as the API says: never while the log cannot be followed (lost, or of
         a newer SRM), even in the moment before the loop steps down."""
-        reader = self._reader
-        return self.leading and (reader is None or reader.problem is None)
+        follower = self.follower
+        return self.leading and (follower is None or follower.problem is None)
 
     def snapshot(self) -> ControlState:
-        with self._lock:
-            return self.state
+        return self.state
 
     def submit(self, command: Command, by: str, timeout: float = 20.0) -> CommandResult:
         """Carry out ``command`` on the leader; :class:`NotLeader`,
@@ -185,7 +190,8 @@ class Coordinator:
 
     def log_status(self) -> dict[str, object]:
         """The event log as this coordinator reads it: identity, problem, skipped records."""
-        reader = self._reader
+        follower = self.follower
+        reader = follower.reader if follower is not None else None
         return reader.status() if reader is not None else {"problem": "starting"}
 
     def _leader_url(self) -> str | None:
@@ -194,43 +200,44 @@ class Coordinator:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def replay(self, url: str) -> LogReader:
+    def replay(self, url: str) -> LogFollower:
         """Open the event log and fold it to its end; ``url`` is this instance's API."""
         self.url = url
         # The memory file names the last log: if it is gone, say so, never start anew.
         known = self.memory.known() if self.memory is not None else None
         self.adapters.prepare(known is None)
-        reader = self.adapters.reader(f"{self.id}-log", known)
-        self._reader = reader
-        self._fold(reader.read_to_end())
+        follower = LogFollower(
+            lambda: self.adapters.reader(f"{self.id}-log", known),
+            name=f"{self.id}'s event log",
+            on_fold=self._remember,
+        )
+        self.follower = follower
+        follower.read_to_end()
         log.info(
             "%s: replayed %d events; state digest %s",
             self.id,
             self.state.offset + 1,
             self.state.digest()[:12],
         )
-        return reader
+        return follower
 
     def run(self, url: str) -> None:
-        reader = self.replay(url)
+        follower = self.replay(url)
         election = self.adapters.election(self.id)
         try:
             while not self.stop.is_set():
                 try:
-                    events = reader.poll(0.05)
+                    follower.step(0.05)
                 except ControlLogError as exc:
                     # The reader keeps the events it read before the error (see poll).
                     log.warning("%s: %s (retrying)", self.id, exc)
                     self.stop.wait(1)
                     continue
-                if reader.take_restart():  # a restore of the lost log: a new history
-                    with self._lock:
-                        self.state = ControlState()
-                self._fold(events)
+                problem = follower.problem
                 # A lost log or one of a newer SRM: keep the last state, never lead it.
-                if reader.problem is not None and self.leading:
-                    self._step_down(reader.problem.message)
-                election.allow(reader.problem is None)
+                if problem is not None and self.leading:
+                    self._step_down(problem.message)
+                election.allow(problem is None)
                 if election.leading and not self.leading:
                     self.lead()
                 elif self.leading and not election.leading:
@@ -244,20 +251,13 @@ class Coordinator:
             if self.leading:
                 self._step_down("stopping")
             election.close()
-            reader.close()
+            follower.close()
 
-    def _fold(self, envelopes: list[Envelope]) -> None:
-        fresh = [e for e in envelopes if e.offset > self.state.offset]
-        if not fresh:
-            return
-        state = self.state
-        for envelope in fresh:
-            state = apply(state, envelope)
-        with self._lock:
-            self.state = state
-        if self.memory is not None:
+    def _remember(self, folded: Folded) -> None:
+        """The memory file follows the log id the state holds."""
+        if self.memory is not None and folded.fresh:
             try:
-                self.memory.remember(state.log_id)
+                self.memory.remember(folded.state.log_id)
             except SrmError as exc:
                 log.error("%s: %s (retrying with the next events)", self.id, exc)
 
@@ -314,19 +314,20 @@ class Coordinator:
     def _catch_up(self, timeout: float = 30.0) -> None:
         """Fold the log up to where it ends now, of the topic the reader knows; else
         :class:`ControlLogError` (a problem the reader reports then, or a slow log)."""
-        reader = self._reader
-        assert reader is not None
+        follower = self.follower
+        assert follower is not None
         end = self.adapters.log_end()
         target = end.query()
-        if end.topic_id() != reader.topic_id:
+        if end.topic_id() != follower.topic_id:
             raise ControlLogError("the event log topic changed under this coordinator")
         deadline = self.adapters.monotonic() + timeout
-        while 0 < target and reader.position < target and reader.problem is None:
+        while 0 < target and follower.position < target and follower.problem is None:
             if self.adapters.monotonic() > deadline:
                 raise ControlLogError(f"could not read the event log to offset {target}")
-            self._fold(reader.poll(0.1))
-        if reader.problem is not None:
-            raise ControlLogError(reader.problem.message)
+            follower.step(0.1)
+        problem = follower.problem
+        if problem is not None:
+            raise ControlLogError(problem.message)
 
     def _step_down(self, why: str) -> None:
         log.warning("%s: no longer leading: %s", self.id, why)
@@ -432,7 +433,8 @@ class Coordinator:
             return False
         for envelope in written:
             log.info("%s: %s", self.id, describe(envelope))
-        self._fold(written)
+        assert self.follower is not None
+        self.follower.fold(written)
         if self._leader is not None:
             self._leader.committed(round_, self.state)
         return True

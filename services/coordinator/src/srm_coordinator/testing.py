@@ -1,14 +1,16 @@
 """Fakes of a coordinator's ports (:class:`~srm_coordinator.ports.Adapters`) for unit
-tests: the event log is empty, the writer keeps what it appended, discovery lists nothing
-and nobody is elected."""
+tests: the event log is the in-memory one of :mod:`srm_common.testing` (empty at first),
+the writer appends to it and keeps what it appended, discovery lists nothing and nobody
+is elected."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.events import Envelope
+from srm_common.testing import InMemoryEventLog, InMemoryLogWriter
 
 from srm_coordinator.ports import Adapters
 
@@ -21,30 +23,21 @@ class NoDiscovery:
         pass
 
 
-class ListWriter:
-    """An event log writer keeping what it appended in ``appended``. ``before_append``
-    runs first (a slow write), then ``error`` is raised if set (a failed one)."""
+class ListWriter(InMemoryLogWriter):
+    """The in-memory log's writer, keeping what it appended in ``appended``.
+    ``before_append`` runs first (a slow write), then ``error`` is raised if set."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: InMemoryEventLog) -> None:
+        super().__init__(log)
         self.appended: list[Envelope] = []
-        self.error: Exception | None = None
         self.before_append: Callable[[], object] | None = None
-        self.closed = False
 
-    def fence(self) -> None:
-        pass
-
-    def append(self, envelopes: list[Envelope]) -> list[Envelope]:
+    def append(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
         if self.before_append is not None:
             self.before_append()
-        if self.error is not None:
-            raise self.error
-        written = [replace(e, offset=len(self.appended) + i) for i, e in enumerate(envelopes)]
+        written = super().append(envelopes)
         self.appended += written
         return written
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class NoBeats:
@@ -55,37 +48,6 @@ class NoBeats:
 
     def close(self) -> None:
         self.closed = True
-
-
-class EmptyLog:
-    """An event log reader, and the log's end, of a log with nothing in it yet."""
-
-    problem = None
-    position = -1
-    topic_id = "events-topic"
-
-    def read_to_end(self) -> list[Envelope]:
-        return []
-
-    def poll(self, _timeout: float = 0) -> list[Envelope]:
-        return []
-
-    def take_restart(self) -> bool:
-        return False
-
-    def status(self) -> dict[str, object]:
-        return {"problem": None}
-
-    def close(self) -> None:
-        pass
-
-
-class EmptyLogEnd:
-    def query(self) -> int:
-        return 0
-
-    def topic_id(self) -> str:
-        return EmptyLog.topic_id
 
 
 class NeverElected:
@@ -102,15 +64,19 @@ class NeverElected:
 class Fakes:
     """The fakes a coordinator of these tests writes to, for tests to look at or break."""
 
-    writer: ListWriter = field(default_factory=ListWriter)
+    log: InMemoryEventLog = field(default_factory=InMemoryEventLog)
+    writer: ListWriter = field(init=False)
     beats: NoBeats = field(default_factory=NoBeats)
+
+    def __post_init__(self) -> None:
+        self.writer = ListWriter(self.log)
 
     def adapters(self) -> Adapters:
         return Adapters(
             prepare=lambda _create_events: None,
-            reader=lambda _client_id, _known_log: EmptyLog(),
+            reader=lambda _client_id, known_log: self.log.reader(known_log),
             writer=lambda _client_id: self.writer,
-            log_end=EmptyLogEnd,
+            log_end=self.log.log_end,
             beats=lambda _client_id, _since_ms: self.beats,
             election=lambda _member: NeverElected(),
             discovery=NoDiscovery,

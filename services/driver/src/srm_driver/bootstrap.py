@@ -12,14 +12,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
+from srm_common.adapters.kafka_log import BeatWriter, EventLogEnd, EventLogReader
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy
 
 from srm_driver.acl_sync import AclSync, AclSyncJob
 from srm_driver.checkpoints import CheckpointRunner, checkpointer
+from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
@@ -102,6 +105,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
             settings.control,
             settings.driver_id,
             discovery,
+            link_ports=lambda: link_ports(settings),
             credentials=credentials(config.extra, token_file=settings.token_file),
         )
     driver.source = source
@@ -147,6 +151,24 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         ),
     )
     return driver
+
+
+def link_ports(settings: DriverSettings) -> LinkPorts:
+    """The Kafka clients of the driver's link to the control path: the event log's
+    reader (opened by its follower), where the log ends, the heartbeats' writer, and a
+    fence watch per cluster its flows write into."""
+    control, driver = settings.control, settings.driver_id
+    targets = sorted({flow.target for flow in settings.config.flows.values()})
+    return LinkPorts(
+        reader=lambda: EventLogReader(control, client_id=f"{driver}-log"),
+        end=EventLogEnd(control),
+        beats=BeatWriter(control, client_id=f"{driver}-beats"),
+        fences={
+            cluster: FenceWatch(control, cluster, client_id=f"{driver}-fences-{cluster}")
+            for cluster in targets
+            if cluster in control.targets
+        },
+    )
 
 
 def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:

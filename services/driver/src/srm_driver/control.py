@@ -51,15 +51,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from srm_common import telemetry
 from srm_common.adapters.fence_topic import FenceWatch
-from srm_common.adapters.kafka_log import (
-    BeatWriter,
-    ControlLogError,
-    EventLogEnd,
-    EventLogReader,
-)
+from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import (
@@ -68,7 +65,8 @@ from srm_common.control.events import (
     PartitionResumeRequested,
     TaskConfigsGenerated,
 )
-from srm_common.control.state import ControlState, apply, parse_task_id
+from srm_common.control.state import ControlState, parse_task_id
+from srm_common.log_follower import Folded, LogFollower, LogReader
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +75,35 @@ Partition = tuple[str, str, int]  # flow, topic, partition
 SHOWN = 10  # partitions named in the line that says what a traced change gave
 
 
+class LogEnd(Protocol):
+    """Where the event log ends (:class:`~srm_common.adapters.kafka_log.EventLogEnd`)."""
+
+    def query(self, timeout: float = ...) -> int: ...
+    def topic_id(self, timeout: float = ...) -> str | None: ...
+    def someone_leads(self, timeout: float = ...) -> bool: ...
+
+
+class BeatSender(Protocol):
+    """Sends heartbeats (:class:`~srm_common.adapters.kafka_log.BeatWriter`)."""
+
+    def send(self, beat: Beat, timeout: float) -> bool: ...
+    def close(self) -> None: ...
+
+
 def new_instance() -> str:
     return uuid.uuid4().hex[:8]
+
+
+@dataclass(frozen=True)
+class LinkPorts:
+    """What a link reads and writes (:mod:`srm_driver.bootstrap` builds the Kafka ones):
+    an opener of the event log's reader, where the log ends, the heartbeats' writer, and
+    a fence watch per target cluster."""
+
+    reader: Callable[[], LogReader]
+    end: LogEnd
+    beats: BeatSender
+    fences: Mapping[str, FenceWatch] = field(default_factory=dict)
 
 
 class ControlLink:
@@ -90,12 +115,9 @@ class ControlLink:
         driver: str,
         url: str,
         report: Report,
+        ports: LinkPorts,
         *,
-        reader: EventLogReader | None = None,
-        end: EventLogEnd | None = None,
-        writer: BeatWriter | None = None,
         flow_targets: Mapping[str, str] | None = None,
-        fences: Mapping[str, FenceWatch] | None = None,
     ) -> None:
         self.settings = settings
         self.driver = driver
@@ -103,32 +125,21 @@ class ControlLink:
         self._seq = 0  # beats sent by this incarnation: they are ordered by it
         self.url = url
         self.host = socket.gethostname()
-        self.state = ControlState()
         self.changed = threading.Event()
         self.stop = threading.Event()
         self.leaving = False
-        self.broken: str | None = None
         self.replaced: str | None = None
         self._report = report
         self._member = False
         self._confirmed_at: float | None = None
-        # The log position up to which ``state`` is folded: set after ``state``, so a
-        # reader that sees it reach an offset sees a state holding every event before.
-        self._folded = -1
-        self._reader = reader or EventLogReader(settings, client_id=f"{driver}-log")
-        self._end = end or EventLogEnd(settings)
-        self._writer = writer or BeatWriter(settings, client_id=f"{driver}-beats")
+        self.follower = LogFollower(
+            ports.reader, name=f"{driver}'s event log", on_fold=self._folded
+        )
+        self._end = ports.end
+        self._writer = ports.beats
         # Flow name -> the cluster it writes into, and a fence watch per such cluster.
         self._flow_targets = dict(flow_targets or {})
-        self._fences = (
-            dict(fences)
-            if fences is not None
-            else {
-                cluster: FenceWatch(settings, cluster, client_id=f"{driver}-fences-{cluster}")
-                for cluster in sorted(set(self._flow_targets.values()))
-                if cluster in settings.targets
-            }
-        )
+        self._fences = dict(ports.fences)
         # Cluster -> (instance, monotonic time) its fence topic last admitted this driver.
         self._fence_confirmed: dict[str, tuple[str, float]] = {}
         meter = telemetry.meter()
@@ -139,7 +150,6 @@ class ControlLink:
             "srm.driver.control.position", description="event log offset folded up to"
         )
         self._threads = [
-            threading.Thread(target=self._follow, name="control-log", daemon=True),
             threading.Thread(target=self._beat, name="control-beat", daemon=True),
         ] + [
             threading.Thread(
@@ -148,7 +158,16 @@ class ControlLink:
             for name, watch in self._fences.items()
         ]
 
+    @property
+    def state(self) -> ControlState:
+        return self.follower.state
+
+    @property
+    def broken(self) -> str | None:
+        return self.follower.broken
+
     def start(self) -> None:
+        self.follower.start()
         for thread in self._threads:
             thread.start()
 
@@ -191,13 +210,14 @@ class ControlLink:
 
     def log_status(self) -> dict[str, object]:
         """The event log as this driver reads it (for ``GET /v1/driver``)."""
-        return self._reader.status()
+        reader = self.follower.reader
+        return reader.status() if reader is not None else {"problem": self.follower.error}
 
     def _confirm(self) -> None:
         """Read the log up to where it ends now; if still a member, renew the lease."""
         started = time.monotonic()
         timeout = self.settings.heartbeat_interval_ms / 1000
-        if self._reader.problem is not None:
+        if self.follower.problem is not None:
             # Nothing after the last event folded can be seen; nothing moves a task while
             # no coordinator leads (see the module docstring).
             if self.is_member() and not self._end.someone_leads(timeout):
@@ -205,16 +225,16 @@ class ControlLink:
             return
         try:
             end = self._end.query(timeout=timeout)
-            if self._end.topic_id(timeout) != self._reader.topic_id:
+            if self._end.topic_id(timeout) != self.follower.topic_id:
                 return  # another topic than the one folded: no renewal (the reader says why)
         except ControlLogError as exc:
             log.warning("cannot confirm membership: %s", exc)
             return
         deadline = started + self.settings.heartbeat_interval_ms / 1000
-        while self._folded < end and time.monotonic() < deadline:
+        while self.follower.position < end and time.monotonic() < deadline:
             if self.stop.wait(0.01):
                 return
-        if self._folded < end:
+        if self.follower.position < end:
             return  # the log is slow to read: no renewal this time
         if self.is_member():
             self._renew(started)
@@ -269,50 +289,27 @@ class ControlLink:
         instance = self.instance
         if not watch.read_to_end(timeout=timeout):
             return
-        if watch.history.admits(self._reader.log_id, self.driver, instance):
+        if watch.history.admits(self.follower.log_id, self.driver, instance):
             previous = self._fence_confirmed.get(watch.cluster)
             if previous is None or previous[0] != instance or previous[1] < started:
                 self._fence_confirmed[watch.cluster] = (instance, started)
 
-    def _follow(self) -> None:
-        while not self.stop.is_set():
-            self._follow_once(0.2)
-        self._reader.close()
-
-    def _follow_once(self, timeout: float) -> None:
-        try:
-            events = self._reader.poll(timeout)
-        except ControlLogError as exc:
-            log.error("cannot follow the event log: %s", exc)
-            self.stop.wait(1)
-            return
-        except Exception as exc:  # noqa: BLE001 - a fault of ours, not of a record
-            # (the reader skips records that are not events and stops at a newer SRM's):
-            # the state can no longer be trusted, so hold no lease.
-            log.error("cannot follow the event log any more: %s; stopping all tasks", exc)
-            self.broken = str(exc)
-            self.changed.set()
-            self.stop.wait(5)
-            return
-        if self._reader.take_restart():
+    def _folded(self, folded: Folded) -> None:
+        """On the follower's thread, after each batch: who this driver is now, and the
+        line of a traced change it applies."""
+        if folded.restarted:
             # A restore of the lost log: a new history, in which this driver is no member
             # yet (it rejoins; see _check_identity).
-            self.state = ControlState()
             self.changed.set()
-        if events:
-            before = state = self.state
-            for envelope in events:
-                state = apply(state, envelope)
-            self._check_identity(state)
-            self.state = state
+        if folded.fresh:
+            self._check_identity(folded.state)
             self.changed.set()
-            self._events_read.add(len(events))
+            self._events_read.add(len(folded.fresh))
             try:
-                self._trace_applied(before, state, events)
+                self._trace_applied(folded.before, folded.state, folded.fresh)
             except Exception as exc:  # noqa: BLE001 - a trace never stops the following
                 log.warning("cannot trace what the events applied: %s", exc)
-        self._folded = self._reader.position
-        self._log_position.set(self._folded)
+        self._log_position.set(self.follower.position)
 
     def _trace_applied(
         self, before: ControlState, after: ControlState, events: list[Envelope]
@@ -405,7 +402,9 @@ class ControlLink:
             pass
         self.stop.set()
         for thread in self._threads:
-            thread.join(5)
+            if thread.is_alive():
+                thread.join(5)
+        self.follower.close()
 
 
 def copies_of(state: ControlState, driver: str) -> set[Partition]:

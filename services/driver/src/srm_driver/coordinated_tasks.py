@@ -26,7 +26,7 @@ from srm_common.control.refresh import Due, RefreshSchedule
 from srm_common.control.state import ControlState, parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
-from srm_driver.control import ControlLink
+from srm_driver.control import ControlLink, LinkPorts
 from srm_driver.coordinator_client import CoordinatorClient, CoordinatorUnavailable
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
@@ -44,6 +44,7 @@ class CoordinatedTaskSource:
         settings: ControlSettings,
         driver_id: str,
         discovery: Discovery,
+        link_ports: Callable[[], LinkPorts],
         clock: Callable[[], float] = time.monotonic,
         credentials: HttpCredentials | None = None,
     ) -> None:
@@ -53,6 +54,7 @@ class CoordinatedTaskSource:
         self._settings = settings
         self._flows = {flow.name: flow for flow in config.flows.values()}
         self._discovery = discovery
+        self._link_ports = link_ports
         self._watch_due: dict[str, RefreshSchedule] = {}
         self.link: ControlLink | None = None
         self.client = CoordinatorClient(self._leader_url, driver_id, credentials)
@@ -66,7 +68,9 @@ class CoordinatedTaskSource:
         except ControlLogError as exc:  # ...an unreachable control cluster is waited for
             log.warning("cannot check the control topics now: %s", exc)
         targets = {name: flow.target for name, flow in self._flows.items()}
-        self.link = ControlLink(self._settings, self.driver_id, url, report, flow_targets=targets)
+        self.link = ControlLink(
+            self._settings, self.driver_id, url, report, self._link_ports(), flow_targets=targets
+        )
         self.changed = self.link.changed
         self.link.start()
         self.client.start()
