@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from srm_common.metrics.grouping import raw_partition
 from srm_common.metrics.raw import (
     RAW_TOPIC,
     FlowSample,
     PartitionSample,
+    PartitionsSample,
     RawMetricError,
     Sample,
-    TopicMapping,
     decode,
 )
 from srm_local import testing
@@ -56,7 +57,7 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
     raw = testing.consume_all(kafka["backup"], RAW_TOPIC)
     assert len(raw) == 6, "created with several partitions, for aggregators to share"
     mine: list[Sample] = []
-    for records in raw.values():
+    for partition, records in raw.items():
         for record in records:
             try:
                 sample = decode(record.value)
@@ -64,17 +65,22 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
                 continue  # other tests share the topic (the aggregator's feeds it garbage)
             if sample.id.startswith(prefix):
                 assert record.key == sample.key()
+                # Where librdkafka's partitioner put a keyed record, and where a group
+                # goes: each partition's samples stay on one raw partition either way.
+                assert raw_partition(sample.key(), len(raw)) == partition
                 mine.append(sample)
     ids = [s.id for s in mine]
-    assert len(ids) == len(set(ids)), "every sample id is unique"
-    parts = [s for s in mine if isinstance(s, PartitionSample) and s.topic == topic]
+    assert len(ids) == len(set(ids)), "every record's id is unique"
+    groups = [s for s in mine if isinstance(s, PartitionsSample)]
+    assert groups and not any(isinstance(s, PartitionSample) for s in mine), "grouped"
+    parts = [m for g in groups for m in g.partitions if m.topic == topic]
     n = len(first) + len(second)
     copied = sum(s.records for s in parts)
     latencies = sum(s.latency.total for s in parts)
     print(
         f"\nraw metrics: N={n} records produced; sum of records over {len(parts)} partition"
-        f" samples = {copied}; latency histogram total = {latencies};"
-        f" {len(mine)} samples of this driver in all"
+        f" samples (in {len(groups)} grouped records) = {copied}; latency histogram total ="
+        f" {latencies}; {len(mine)} records of this driver in all"
     )
     assert copied == n
     assert latencies == n
@@ -90,7 +96,7 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
     lags = [(s.partition, s.status, s.lag_records, s.lag_ms) for s in parts]
     print(f"lags (partition, status, records, ms): {lags}")
     assert all(s.lag_records is None or s.lag_records >= 0 for s in parts)
-    mappings = {(s.topic, s.remote_topic) for s in mine if isinstance(s, TopicMapping)}
+    mappings = {(m.topic, m.remote_topic) for g in groups for m in g.mappings()}
     assert (topic, remote) in mappings
     flows = [s for s in mine if isinstance(s, FlowSample) and s.flow == FLOW]
     assert flows and all(s.driver == runtime.metrics.sampler.driver_id for s in flows)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from srm_common.config import load_config
 from srm_common.config.model import FlowConfig
+from srm_common.metrics.grouping import raw_partition
 from srm_common.metrics.raw import (
     FlowSample,
     GroupSample,
     Histogram,
     PartitionSample,
+    PartitionsSample,
     Sample,
     TopicMapping,
     decode,
@@ -156,8 +159,7 @@ def test_each_sample_says_what_the_interval_did_with_a_unique_id(flows) -> None:
         40,
         1,
     )
-    (mapping,) = by_kind[TopicMapping]
-    assert (mapping.topic, mapping.remote_topic) == ("orders", "primary.orders")
+    assert TopicMapping not in by_kind, "the writer's groups carry the remote topics"
     h.now += 2000
     h.sampler.tick(flows, view)
     ids = [s.id for _, batch in h.sent for s in batch]
@@ -185,15 +187,21 @@ class FakeProducer:
 
     def __init__(self) -> None:
         self.produced: list[tuple[bytes, bytes]] = []
+        self.partitions: list[int | None] = []
         self.hung = threading.Event()
         self.full = False
         self._callbacks: list[object] = []
 
-    def produce(self, topic, key, value, on_delivery) -> None:  # type: ignore[no-untyped-def]
+    def produce(self, topic, key, value, on_delivery, partition=None) -> None:  # type: ignore[no-untyped-def]
         if self.full:
             raise BufferError("queue full")
         self.produced.append((key, value))
+        self.partitions.append(partition)
         self._callbacks.append(on_delivery)
+
+    def list_topics(self, topic: str, timeout: float):  # type: ignore[no-untyped-def]
+        described = SimpleNamespace(partitions=dict.fromkeys(range(6)))
+        return SimpleNamespace(topics={topic: described})
 
     def flush(self, timeout: float) -> int:
         if self.hung.is_set():
@@ -253,3 +261,30 @@ def test_a_full_producer_buffer_drops_the_rest_of_the_batch() -> None:
     writer.offer([sample(1), sample(2), sample(3)])
     writer.close(5)
     assert (writer.dropped, writer.written) == (3, 0)
+
+
+def test_partition_samples_are_written_grouped_where_their_own_keys_go() -> None:
+    producer = FakeProducer()
+    writer = TargetWriter("backup", producer=producer, ensure_topic=lambda: None)  # type: ignore[arg-type]
+    writer.start()
+    parts = [
+        PartitionSample(f"d1/x/{i}", 5, 5, "a->b", topic=f"t{i % 50}", partition=i // 50)
+        for i in range(3000)
+    ]
+    flow = FlowSample(id="d1/x/9999", at_ms=5, interval_ms=5, flow="a->b", driver="d1")
+    writer.offer([*parts, flow])
+    writer.close(5)
+    assert (writer.written, writer.dropped) == (3001, 0), "counted in samples"
+    records = [decode(v) for _k, v in producer.produced]
+    groups = [r for r in records if isinstance(r, PartitionsSample)]
+    assert len(records) <= 13 and [r for r in records if isinstance(r, FlowSample)] == [flow]
+    members = [(m.topic, m.partition) for g in groups for m in g.partitions]
+    assert sorted(members) == sorted((p.topic, p.partition) for p in parts)
+    for (key, _value), partition, record in zip(
+        producer.produced, producer.partitions, records, strict=True
+    ):
+        if isinstance(record, PartitionsSample):
+            assert key == record.key()
+            assert {raw_partition(m.key(), 6) for m in record.partitions} == {partition}
+        else:
+            assert partition is None, "keyed: the producer's partitioner places it"

@@ -15,11 +15,11 @@ from srm_metrics_aggregator.folds import (
     AGGREGATED,
     CONTRIBUTIONS,
     DEAD,
-    Merger,
     Out,
     RawFolder,
     Settings,
 )
+from srm_metrics_aggregator.merger import Merger
 
 
 class Clock:
@@ -51,7 +51,7 @@ class Pipeline:
         from the ``committed`` offsets (next offset per partition) when given."""
         self.next_offset.update(committed or {})
         self.folder = RawFolder(self.raw_state, self.settings, clock=self.clock)
-        self.merger = Merger(self.merge_state, self.settings)
+        self.merger = Merger(self.merge_state, self.settings, clock=self.clock)
 
     def feed(
         self, partition: int, value: bytes | None, key: bytes | None = None, *, lose: bool = False
@@ -77,6 +77,7 @@ class Pipeline:
 
     def flush(self) -> None:
         self._route(self.folder.flush())
+        self._route(self.merger.flush())
 
     def _route(self, outs: list[Out]) -> None:
         pending = list(outs)

@@ -170,14 +170,14 @@ def test_ids_are_forgotten_one_window_after_the_close() -> None:
 def test_garbage_goes_to_the_dead_letter_topic_with_its_reason() -> None:
     pipe = Pipeline()
     pipe.feed(0, b"\x00garbage", key=b"k")
-    pipe.feed(0, json.dumps({"v": 2, "kind": "partition"}).encode())
+    pipe.feed(0, json.dumps({"v": 3, "kind": "partition"}).encode())
     bad_tasks = json.loads(encode(FlowSample(id="x", at_ms=T0, interval_ms=1, flow=FLOW)))
     bad_tasks["tasks"] = {"running": "two"}
     pipe.feed(0, json.dumps(bad_tasks).encode())
     pipe.feed_sample(part(1, T0 + 86_400_000 * 400))  # a driver clock a year ahead
     reasons = pipe.reasons()
     assert reasons[0].startswith("not JSON")
-    assert reasons[1] == "version 2: this release reads version 1"
+    assert reasons[1] == "version 3: this release reads versions 1 and 2"
     assert reasons[2] == "flow sample: tasks must map statuses to whole numbers"
     assert "ahead of the aggregator's clock" in reasons[3]
     assert pipe.dead[0].key == b"k" and pipe.dead[0].value == b"\x00garbage"

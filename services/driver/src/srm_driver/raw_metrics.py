@@ -6,17 +6,21 @@ Two parts:
 
 * :class:`MetricsSampler` (the runtime's thread, each pass): for each flow whose interval
   ended, the samples of that interval: a :class:`PartitionSample` per partition (the copy
-  service's per-interval deltas, :mod:`srm_driver.copying.meter`), a :class:`FlowSample`,
-  a :class:`GroupSample` per group of the checkpoint tasks here and a
-  :class:`TopicMapping` per topic copied here (sent again every interval: a reader needs
-  no history). It only reads memory and hands the batch over; it never waits.
+  service's per-interval deltas, :mod:`srm_driver.copying.meter`), a :class:`FlowSample`
+  and a :class:`GroupSample` per group of the checkpoint tasks here. It only reads memory
+  and hands the batch over; it never waits.
 * :class:`TargetWriter` (a thread per target cluster): creates the topic if missing and
-  produces. A batch it cannot take (the previous ones are still waiting for a target that
-  does not answer) is dropped and counted, as are samples the producer gives up on:
-  memory stays bounded, copying is never slowed, the driver never stops for metrics.
+  produces, the partition samples grouped (:func:`srm_common.metrics.grouping.grouped`:
+  version 2 records of at most 128 KiB, each on the raw partition its members' own keys
+  go to, carrying each topic's remote topic, sent every interval: a reader needs no
+  history), so 10,000 partitions are a few records per interval. A batch it cannot
+  take (the previous ones are still waiting for a target that does not answer) is
+  dropped and counted, as are samples the producer gives up on: memory stays bounded,
+  copying is never slowed, the driver never stops for metrics.
 
 Every sample's id is ``<driver id>/<incarnation>/<sequence>`` (the incarnation is random
-per process start), so a record the producer delivers twice is counted once downstream.
+per process start), and a group takes its first member's, so a record the producer
+delivers twice is counted once downstream.
 A clean stop samples every flow one last time after the copy slots' final reports, so
 every acknowledged copy is in some sample.
 """
@@ -35,13 +39,13 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Producer
 from srm_common.adapters import kafka_clients
 from srm_common.config.model import FlowConfig
+from srm_common.metrics.grouping import grouped
 from srm_common.metrics.raw import (
     RAW_TOPIC,
     FlowSample,
     GroupSample,
     PartitionSample,
     Sample,
-    TopicMapping,
     encode,
 )
 
@@ -55,6 +59,8 @@ log = logging.getLogger(__name__)
 RAW_TOPIC_PARTITIONS = 6
 # Batches a target writer keeps while the target does not take them; more are dropped.
 QUEUED_BATCHES = 8
+# How often a writer reads the raw topic's partition count again (partitions added).
+REREAD_S = 300.0
 LOG_EVERY_S = 60.0
 
 
@@ -195,8 +201,6 @@ class MetricsSampler:
                     untranslated_partitions=g.untranslated_partitions,
                 )
             )
-        for topic, remote in sorted({(p.topic, p.remote) for p in partitions}):
-            out.append(TopicMapping(**common(), topic=topic, remote_topic=remote))
         return out
 
     def _id(self) -> str:
@@ -233,6 +237,7 @@ class TargetWriter(threading.Thread):
         *,
         producer: Producer,
         ensure_topic: Callable[[], object],
+        raw_partitions: Callable[[], int] | None = None,
         flush_s: float = 5.0,
     ) -> None:
         super().__init__(name=f"raw metrics to {cluster}", daemon=True)
@@ -241,12 +246,20 @@ class TargetWriter(threading.Thread):
         self.dropped = 0
         self._producer = producer
         self._ensure_topic = ensure_topic
+        self._count_partitions = raw_partitions or self._partitions_of_topic
+        self._raw_partitions = RAW_TOPIC_PARTITIONS
+        self._partitions_read_at = 0.0
         self._topic_ready = False
         self._flush_s = flush_s
         self._batches: queue.Queue[list[Sample] | None] = queue.Queue(maxsize=QUEUED_BATCHES)
         self._lock = threading.Lock()
         self._last_log = 0.0
         self._reason = ""
+
+    def _partitions_of_topic(self) -> int:
+        """The raw topic's partition count, as the producer's metadata says."""
+        topics = self._producer.list_topics(RAW_TOPIC, timeout=10).topics
+        return len(topics[RAW_TOPIC].partitions)
 
     def offer(self, batch: list[Sample], *, wait_s: float = 0.0) -> bool:
         """Queue ``batch``; False (and counted as dropped) when the queue is full."""
@@ -276,32 +289,51 @@ class TargetWriter(threading.Thread):
         self._report()
 
     def _write(self, batch: list[Sample]) -> None:
-        if not self._topic_ready:
+        if not self._topic_ready or time.monotonic() >= self._partitions_read_at + REREAD_S:
             try:
                 self._ensure_topic()
+                self._raw_partitions = max(1, self._count_partitions())
+                self._partitions_read_at = time.monotonic()
                 self._topic_ready = True
             except Exception as exc:  # noqa: BLE001 - metrics never stop the driver
-                self._drop(len(batch), f"cannot create {RAW_TOPIC}: {exc}")
-                return
-        for index, sample in enumerate(batch):
+                if not self._topic_ready:
+                    self._drop(len(batch), f"cannot create {RAW_TOPIC}: {exc}")
+                    return
+        records = self._records(batch)
+        for index, (partition, sample, count) in enumerate(records):
             try:
                 self._producer.produce(
-                    RAW_TOPIC, key=sample.key(), value=encode(sample), on_delivery=self._delivered
+                    RAW_TOPIC,
+                    key=sample.key(),
+                    value=encode(sample),
+                    on_delivery=lambda error, _message, n=count: self._delivered(error, n),
+                    **({} if partition is None else {"partition": partition}),
                 )
             except BufferError:
-                self._drop(len(batch) - index, "the producer's buffer is full")
+                self._drop(sum(c for _p, _s, c in records[index:]), "the producer's buffer is full")
                 break
             except Exception as exc:  # noqa: BLE001 - metrics never stop the driver
-                self._drop(len(batch) - index, str(exc))
+                self._drop(sum(c for _p, _s, c in records[index:]), str(exc))
                 break
         self._producer.flush(self._flush_s)
 
-    def _delivered(self, error: KafkaError | None, _message: object) -> None:
+    def _records(self, batch: list[Sample]) -> list[tuple[int | None, Sample, int]]:
+        """The records of ``batch``: its partition samples grouped (version 2, each group
+        on the raw partition its members' keys go to), the others one each (keyed)."""
+        parts = [s for s in batch if isinstance(s, PartitionSample)]
+        records: list[tuple[int | None, Sample, int]] = [
+            (None, s, 1) for s in batch if not isinstance(s, PartitionSample)
+        ]
+        for partition, group in grouped(parts, self._raw_partitions):
+            records.append((partition, group, len(group.partitions)))
+        return records
+
+    def _delivered(self, error: KafkaError | None, samples: int) -> None:
         if error is None:
             with self._lock:
-                self.written += 1
+                self.written += samples
         else:
-            self._drop(1, str(error))
+            self._drop(samples, str(error))
 
     def _drop(self, count: int, reason: str) -> None:
         with self._lock:

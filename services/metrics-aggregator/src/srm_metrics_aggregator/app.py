@@ -32,7 +32,8 @@ from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
 
 from srm_metrics_aggregator.credentials import broker_credentials
-from srm_metrics_aggregator.folds import AGGREGATED, CONTRIBUTIONS, DEAD, Merger, Out, RawFolder
+from srm_metrics_aggregator.folds import AGGREGATED, CONTRIBUTIONS, DEAD, Out, RawFolder
+from srm_metrics_aggregator.merger import Merger
 from srm_metrics_aggregator.settings import AggregatorSettings
 
 log = logging.getLogger("srm_metrics_aggregator")
@@ -262,6 +263,7 @@ def build_app(
     async def flush_open_windows() -> None:
         async with sending:
             await send(folder.flush())
+            await send(merger.flush())
 
     @app.timer(interval=0.5)
     async def resend_after_rebalance() -> None:

@@ -43,7 +43,8 @@ latest record of each key, which converges to the exact figures. Entries are del
 latest window end it saw); a contribution older than that goes to the dead-letter topic.
 
 **Updates while open.** A changed open cell is sent at once, then at most every
-:attr:`Settings.update_ms` (:meth:`RawFolder.flush` sends what waited); closing sends it
+:meth:`Settings.update_s` (``update_ms``, an hour window every minute;
+:meth:`RawFolder.flush` sends what waited); closing sends it
 at once.
 
 **After a restart or a rebalance** (:meth:`RawFolder.reset`, :meth:`Merger.reset`), each
@@ -59,7 +60,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from srm_common.metrics import aggregate, raw
@@ -68,6 +69,7 @@ from srm_common.metrics.raw import (
     FlowSample,
     GroupSample,
     PartitionSample,
+    PartitionsSample,
     RawMetricError,
     Sample,
     TopicMapping,
@@ -99,6 +101,12 @@ class Settings:
     update_ms: int = 5_000
     future_ms: int = 3_600_000
     min_retention_ms: int = 600_000
+
+    def update_s(self, size_ms: int) -> float:
+        """How long an open window of ``size_ms`` waits between two updates: ``update_ms``,
+        and at least a sixtieth of its size (an hour window: a minute), so that the
+        windows of 10,000 partitions are not all written every few seconds (0: at once)."""
+        return max(self.update_ms, size_ms // 60) / 1000 if self.update_ms else 0.0
 
     def grace(self, size_ms: int) -> int:
         return min(size_ms, self.grace_ms)
@@ -139,7 +147,7 @@ def _above(level: str, subject: dict[str, Any]) -> tuple[str, dict[str, Any]] | 
     return None
 
 
-def _contribution(
+def contribution_of(
     level: str,
     size: int,
     start: int,
@@ -164,10 +172,10 @@ def _contribution(
         "final": final,
         "figures": figures.to_json(),
     }
-    return Out(CONTRIBUTIONS, upper.key(), _json(value))
+    return Out(CONTRIBUTIONS, upper.key(), compact_json(value))
 
 
-def _json(data: object) -> bytes:
+def compact_json(data: object) -> bytes:
     return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
 
@@ -186,6 +194,21 @@ def _check(sample: Sample) -> str | None:
     ):
         return "tasks must map statuses to whole numbers"
     return None
+
+
+def _check_all(sample: Sample) -> str | None:
+    """What is wrong in a sample or in a member of a group (None: nothing)."""
+    if isinstance(sample, PartitionsSample):
+        for member in sample.partitions:
+            wrong = _check(member)
+            if wrong is not None:
+                return f"{member.topic}-{member.partition}: {wrong}"
+        return None
+    return _check(sample)
+
+
+def _late(windows: list[str], watermark: int) -> str:
+    return f"late: window {', '.join(windows)} closed at watermark {watermark} ms"
 
 
 def once(
@@ -232,6 +255,7 @@ class RawFolder:
         self._scanned: dict[int, list[str]] | None = None
         self._dirty: dict[str, float] = {}  # cell key -> when last sent
         self._sent: dict[str, float] = {}
+        self._mapped: dict[tuple[str, str], str] = {}  # (flow, topic) -> remote topic sent
 
     def reset(self) -> None:
         """Forget what is held in memory (a rebalance): partitions are rebuilt from the
@@ -242,6 +266,7 @@ class RawFolder:
         self._scanned = None
         self._dirty.clear()
         self._sent.clear()
+        self._mapped.clear()
 
     # -- one raw record ------------------------------------------------------------------
 
@@ -266,7 +291,7 @@ class RawFolder:
         except RawMetricError as exc:
             self.counts["unreadable"] += 1
             return [*outs, dead_letter(key, value, str(exc))]
-        wrong = _check(sample)
+        wrong = _check_all(sample)
         now_ms = int(self.clock() * 1000)
         if wrong is None and sample.at_ms > now_ms + self.settings.future_ms:
             wrong = (
@@ -278,14 +303,48 @@ class RawFolder:
             return [*outs, dead_letter(key, value, f"{sample.KIND} sample: {wrong}")]
         if isinstance(sample, TopicMapping):
             outs.append(Out(AGGREGATED, aggregate.mapping_key(sample), value))
+        elif isinstance(sample, PartitionsSample):
+            outs.extend(self._fold_group(partition, key, value, sample))
         else:
-            outs.extend(self._fold_sample(partition, key, value, sample))
+            folded, late = self._fold_sample(partition, sample)
+            outs.extend(folded)
+            if late:
+                self.counts["late"] += 1
+                outs.append(dead_letter(key, value, _late(late, self.watermark(partition))))
         outs.extend(self._advance(partition, sample.at_ms))
         return outs
 
-    def _fold_sample(
-        self, partition: int, key: bytes | None, value: bytes | None, sample: Sample
+    def _fold_group(
+        self, partition: int, key: bytes | None, value: bytes | None, group: PartitionsSample
     ) -> list[Out]:
+        """Each member into its cells (one window cell per partition, as a version 1
+        sample), the group's topic mappings when new, and one dead letter for the record
+        when members of it were late."""
+        outs: list[Out] = []
+        for mapping in group.mappings():
+            place = (mapping.flow, mapping.topic)
+            if self._mapped.get(place) != mapping.remote_topic:
+                self._mapped[place] = mapping.remote_topic
+                outs.append(Out(AGGREGATED, aggregate.mapping_key(mapping), raw.encode(mapping)))
+        late_members, windows = 0, []
+        for member in group.partitions:
+            folded, late = self._fold_sample(partition, member)
+            outs.extend(folded)
+            if late:
+                late_members += 1
+                windows = late
+        if late_members:
+            self.counts["late"] += 1
+            reason = _late(windows, self.watermark(partition))
+            outs.append(
+                dead_letter(
+                    key, value, f"{reason} ({late_members} of {len(group.partitions)} partitions)"
+                )
+            )
+        return outs
+
+    def _fold_sample(self, partition: int, sample: Sample) -> tuple[list[Out], list[str]]:
+        """What folding ``sample`` into its cells sends, and the windows it was late for."""
         outs: list[Out] = []
         watermark = self.watermark(partition)
         late = []
@@ -307,12 +366,18 @@ class RawFolder:
             self.counts["folded"] += 1
             self._put(cell_key, folded)
             self._index[partition].setdefault((size, start), set()).add(subject)
+            if cell is not None and self._shows_the_same(cell_key, cell, folded):
+                continue  # an idle partition's sample: nothing a reader sees changed
             outs.extend(self._maybe_send(cell_key, folded))
-        if late:
-            self.counts["late"] += 1
-            reason = f"late: window {', '.join(late)} closed at watermark {watermark} ms"
-            outs.append(dead_letter(key, value, reason))
-        return outs
+        return outs, late
+
+    def _shows_the_same(self, cell_key: str, before: Cell, after: Cell) -> bool:
+        """Whether ``after`` shows what ``before`` showed and that was sent already: only
+        the count of samples moved (an idle partition, its lag unchanged). Its window is
+        written again when something else changes, and when it closes, with the count."""
+        if cell_key in self._dirty or cell_key not in self._sent:
+            return False
+        return replace(after.figures, samples=before.figures.samples) == before.figures
 
     def _cell(self, cell_key: str) -> Cell | None:
         """The cell at ``cell_key`` (decoded once, then kept in memory until a reset)."""
@@ -375,18 +440,20 @@ class RawFolder:
     def _maybe_send(self, cell_key: str, cell: Cell) -> list[Out]:
         now = self.clock()
         last = self._sent.get(cell_key)
-        if last is not None and now - last < self.settings.update_ms / 1000:
-            self._dirty[cell_key] = last
-            return []
+        if last is not None:
+            wait = self.settings.update_s(int(cell_key.split("|", 3)[2]))
+            if now - last < wait:
+                self._dirty[cell_key] = last + wait
+                return []
         self._sent[cell_key] = now
         self._dirty.pop(cell_key, None)
         return self._send(cell_key, cell)
 
     def flush(self) -> list[Out]:
-        """The open cells whose update waited :attr:`Settings.update_ms` (a timer calls
+        """The open cells whose update waited (:meth:`Settings.update_s`; a timer calls
         this; it reads the state and writes none)."""
         now = self.clock()
-        due = [k for k, last in self._dirty.items() if now - last >= self.settings.update_ms / 1000]
+        due = [k for k, at in self._dirty.items() if now >= at]
         outs = []
         for cell_key in due:
             del self._dirty[cell_key]
@@ -408,7 +475,7 @@ class RawFolder:
             outs.append(Out(AGGREGATED, window.key(), aggregate.encode(window)))
         origin = f"{partition}|{kind}|{subject_text}"
         level = "driver" if kind == FlowSample.KIND else kind
-        contribution = _contribution(
+        contribution = contribution_of(
             level, size, start, subject, origin, cell.figures, closed=cell.closed, final=cell.closed
         )
         if contribution is not None:
@@ -429,7 +496,7 @@ class RawFolder:
         if partition in self._index:
             return []
         if self._scanned is None:
-            self._scanned = _scan(self.store.keys(), "c")
+            self._scanned = scan_keys(self.store.keys(), "c")
         windows: dict[tuple[int, int], set[str]] = {}
         outs: list[Out] = []
         for cell_key in self._scanned.pop(partition, []):
@@ -443,7 +510,7 @@ class RawFolder:
         return outs
 
 
-def _scan(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
+def scan_keys(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
     """Keys ``prefix|<partition>|...`` by partition."""
     found: dict[int, list[str]] = {}
     for key in keys:
@@ -451,178 +518,3 @@ def _scan(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
         if kind == prefix:
             found.setdefault(int(rest.split("|", 1)[0]), []).append(key)
     return {p: sorted(keys) for p, keys in found.items()}
-
-
-@dataclass
-class _Entry:
-    """One window of a subject above the partition, from its contributions."""
-
-    window: Aggregate
-    final: Figures
-    final_ids: set[str]
-    parts: dict[str, tuple[bool, Figures]]  # origin -> (closed, figures), replaced
-
-    def total(self) -> tuple[Figures, bool]:
-        figures = Figures.total([self.final, *(f for _c, f in self.parts.values())])
-        return figures, all(closed for closed, _f in self.parts.values())
-
-    def to_bytes(self) -> bytes:
-        window = self.window
-        return _json(
-            {
-                "window": [window.level, window.window_ms, window.start_ms, window.subject],
-                "final": self.final.to_json(),
-                "final_ids": sorted(self.final_ids),
-                "parts": {o: [c, f.to_json()] for o, (c, f) in sorted(self.parts.items())},
-                "shown": [window.closed, window.figures.to_json()],
-            }
-        )
-
-    @classmethod
-    def from_bytes(cls, value: bytes) -> _Entry:
-        data = json.loads(value)
-        level, size, start, subject = data["window"]
-        closed, shown = data["shown"]
-        return cls(
-            window=Aggregate(level, size, start, subject, closed, Figures.from_json(shown)),
-            final=Figures.from_json(data["final"]),
-            final_ids=set(data["final_ids"]),
-            parts={o: (c, Figures.from_json(f)) for o, (c, f) in data["parts"].items()},
-        )
-
-
-class Merger:
-    """Contributions to the windows above the partition (topic, flow, cluster)."""
-
-    def __init__(self, store: Store, settings: Settings) -> None:
-        self.store = store
-        self.settings = settings
-        self.counts: Counter[str] = Counter()
-        # partition -> entry key -> (window size, window end)
-        self._index: dict[int, dict[str, tuple[int, int]]] = {}
-        self._scanned: dict[int, list[str]] | None = None
-
-    def reset(self) -> None:
-        self._index.clear()
-        self._scanned = None
-
-    def next_offset(self, partition: int) -> int | None:
-        """As :meth:`RawFolder.next_offset`, for the contributions topic."""
-        done = self.store.get(f"o|{partition}")
-        return int(done) + 1 if done is not None else None
-
-    def merge(
-        self, partition: int, key: bytes | None, value: bytes | None, offset: int | None = None
-    ) -> list[Out]:
-        """The records that merging one contribution (at ``offset``) sends."""
-        outs = self._ensure(partition)
-        return once(self.store, self.counts, partition, offset, outs, self._merge, key, value)
-
-    def _merge(self, partition: int, key: bytes | None, value: bytes | None) -> list[Out]:
-        outs: list[Out] = []
-        try:
-            data = json.loads(value or b"")
-            window = Aggregate(
-                data["level"],
-                data["window_ms"],
-                data["start_ms"],
-                data["subject"],
-                False,
-                Figures(),
-            )
-            origin, closed, final = str(data["from"]), bool(data["closed"]), bool(data["final"])
-            figures = Figures.from_json(data["figures"])
-        except (ValueError, KeyError, TypeError, aggregate.AggregateError) as exc:
-            self.counts["unreadable"] += 1
-            return [*outs, dead_letter(key, value, f"contribution: {exc}")]
-        entry_key = f"u|{partition}|{window.key().decode()}"
-        stored = self.store.get(entry_key)
-        watermark = self.watermark(partition, window.window_ms)
-        if stored is None and watermark >= window.end_ms + self.settings.retention_ms(
-            window.window_ms
-        ):
-            self.counts["late"] += 1
-            reason = f"late: contribution to {entry_key[2:]} after its entry was deleted"
-            return [*outs, dead_letter(key, value, reason)]
-        entry = (
-            _Entry.from_bytes(stored)
-            if stored is not None
-            else _Entry(window.with_figures(Figures(), False), Figures(), set(), {})
-        )
-        if origin in entry.final_ids:
-            self.counts["duplicate"] += 1
-        else:
-            if final:
-                entry.parts.pop(origin, None)
-                entry.final = entry.final + figures
-                entry.final_ids.add(origin)
-            else:
-                entry.parts[origin] = (closed, figures)
-            outs.extend(self._show(entry))
-            self.store[entry_key] = entry.to_bytes()
-            self._index[partition][entry_key] = (window.window_ms, window.end_ms)
-            self.counts["merged"] += 1
-        self._advance(partition, window.window_ms, window.end_ms)
-        return outs
-
-    def _show(self, entry: _Entry) -> list[Out]:
-        """The entry's window and its contribution above, when they changed."""
-        figures, closed = entry.total()
-        if entry.window.figures == figures and entry.window.closed == closed:
-            return []
-        entry.window = entry.window.with_figures(figures, closed)
-        return self._send(entry.window)
-
-    @staticmethod
-    def _send(window: Aggregate) -> list[Out]:
-        outs = [Out(AGGREGATED, window.key(), aggregate.encode(window))]
-        contribution = _contribution(
-            window.level,
-            window.window_ms,
-            window.start_ms,
-            dict(window.subject),
-            window.key().decode(),
-            window.figures,
-            closed=window.closed,
-            final=False,
-        )
-        if contribution is not None:
-            outs.append(contribution)
-        return outs
-
-    def watermark(self, partition: int, size_ms: int) -> int:
-        """The latest end of a window of ``size_ms`` contributed to on ``partition``."""
-        stored = self.store.get(f"v|{partition}|{size_ms}")
-        return int(stored) if stored is not None else -1
-
-    def _advance(self, partition: int, size_ms: int, end_ms: int) -> None:
-        """Raise the watermark of ``size_ms`` windows; delete the entries it retires."""
-        if end_ms <= self.watermark(partition, size_ms):
-            return
-        self.store[f"v|{partition}|{size_ms}"] = str(end_ms).encode()
-        index = self._index[partition]
-        horizon = end_ms - self.settings.retention_ms(size_ms)
-        for entry_key, (size, end) in list(index.items()):
-            if size == size_ms and end <= horizon:
-                self.store.pop(entry_key, None)
-                del index[entry_key]
-                self.counts["retired"] += 1
-
-    def resend(self, partition: int) -> list[Out]:
-        """As :meth:`RawFolder.resend`: every entry of ``partition`` sent again, once
-        after each reset."""
-        return self._ensure(partition)
-
-    def _ensure(self, partition: int) -> list[Out]:
-        if partition in self._index:
-            return []
-        if self._scanned is None:
-            self._scanned = _scan(self.store.keys(), "u")
-        index: dict[str, tuple[int, int]] = {}
-        outs: list[Out] = []
-        for entry_key in self._scanned.pop(partition, []):
-            entry = _Entry.from_bytes(self.store[entry_key])
-            index[entry_key] = (entry.window.window_ms, entry.window.end_ms)
-            outs.extend(self._send(entry.window))
-        self._index[partition] = index
-        return outs

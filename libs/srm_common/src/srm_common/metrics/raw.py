@@ -21,6 +21,12 @@ Kinds:
 * :class:`TopicMapping`: source topic and its remote topic on a flow (as SRM's
   ``srm-meta.internal`` has them), so a remote topic is found for any replication policy,
   the identity policy included.
+* :class:`PartitionsSample` (version 2): many partitions of a flow over one interval in
+  one record, each saying what a :class:`PartitionSample` says, grouped by topic (with
+  its remote topic: the mapping too). Drivers write these
+  (:func:`srm_common.metrics.grouping.grouped`), so 10,000
+  partitions are a few records per interval, each at most :data:`GROUP_BYTES`; the other
+  kinds are still written as version 1, and version 1 partition samples are still read.
 
 A reader meets records of other versions or kinds (a newer SRM) and garbage:
 :func:`decode` raises :class:`RawMetricError` naming what is wrong, so the aggregator can
@@ -38,6 +44,9 @@ from typing import Any, ClassVar, Final
 from srm_common.errors import SrmError
 
 VERSION: Final = 1
+"""The version of the four single-subject kinds, as written (unchanged since release)."""
+GROUPED_VERSION: Final = 2
+"""The version that added :class:`PartitionsSample`; a reader of it reads version 1 too."""
 RAW_TOPIC: Final = "srm-metrics-raw.internal"
 
 # Upper bounds (inclusive, ms) of the latency histogram's buckets; a last, open bucket
@@ -171,17 +180,98 @@ class TopicMapping(Sample):
         return (self.flow, self.topic)
 
 
+@dataclass(frozen=True)
+class PartitionsSample(Sample):
+    """Many partitions of one flow over one interval (version 2). Each member is the
+    :class:`PartitionSample` of one partition, with the group's ``id``, ``at_ms``,
+    ``interval_ms`` and ``flow``: a partition is at most once in a group, so the group's
+    id is unique in every partition's window, and a group read twice is counted once."""
+
+    KIND: ClassVar[str] = "partitions"
+    partitions: tuple[PartitionSample, ...] = ()
+
+    def subject(self) -> tuple[object, ...]:
+        """The first member's (``grouped`` puts every member where its own key goes)."""
+        return self.partitions[0].subject() if self.partitions else (self.flow,)
+
+    def mappings(self) -> list[TopicMapping]:
+        """The topic mappings the group carries (one per topic)."""
+        common = {"id": self.id, "at_ms": self.at_ms, "interval_ms": 0, "flow": self.flow}
+        seen = {(p.topic, p.remote_topic) for p in self.partitions}
+        return [TopicMapping(**common, topic=t, remote_topic=r) for t, r in sorted(seen)]
+
+
 KINDS: Final[dict[str, type[Sample]]] = {
-    cls.KIND: cls for cls in (PartitionSample, FlowSample, GroupSample, TopicMapping)
+    cls.KIND: cls
+    for cls in (PartitionSample, FlowSample, GroupSample, TopicMapping, PartitionsSample)
+}
+VERSIONS: Final[dict[str, tuple[int, ...]]] = {
+    kind: (GROUPED_VERSION,) if kind == PartitionsSample.KIND else (VERSION,) for kind in KINDS
+}
+"""The versions each kind exists in."""
+
+MAX_REASON: Final = 2000
+"""A halt reason longer than this is cut in a group (a member stays a few KB at most)."""
+
+# A group member's fields besides topic, partition and remote topic, with the values a
+# member leaves out (most partitions of a big flow copy nothing in an interval).
+_MEMBER_DEFAULTS: Final[dict[str, Any]] = {
+    "records": 0,
+    "bytes": 0,
+    "latency": [0] * (len(LATENCY_BOUNDS_MS) + 1),
+    "latency_sum_ms": 0,
+    "latency_min_ms": None,
+    "latency_max_ms": None,
+    "lag_records": None,
+    "lag_ms": None,
+    "lost": 0,
+    "status": "running",
+    "halt_reason": None,
 }
 
 
+def member_fields(sample: PartitionSample) -> dict[str, Any]:
+    data: dict[str, Any] = {"partition": sample.partition}
+    for name, default in _MEMBER_DEFAULTS.items():
+        value = getattr(sample, name)
+        if isinstance(value, Histogram):
+            value = list(value.counts)
+        if value != default:
+            data[name] = value
+    return data
+
+
+def _json(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
 def encode(sample: Sample) -> bytes:
+    if isinstance(sample, PartitionsSample):
+        return _encode_group(sample)
     data: dict[str, Any] = {"v": VERSION, "kind": sample.KIND}
     for f in fields(sample):
         value = getattr(sample, f.name)
         data[f.name] = list(value.counts) if isinstance(value, Histogram) else value
-    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    return _json(data)
+
+
+def _encode_group(group: PartitionsSample) -> bytes:
+    topics: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for member in group.partitions:
+        topics.setdefault((member.topic, member.remote_topic), []).append(member_fields(member))
+    data = {
+        "v": GROUPED_VERSION,
+        "kind": group.KIND,
+        "id": group.id,
+        "at_ms": group.at_ms,
+        "interval_ms": group.interval_ms,
+        "flow": group.flow,
+        "topics": [
+            {"topic": topic, "remote_topic": remote, "partitions": members}
+            for (topic, remote), members in topics.items()
+        ],
+    }
+    return _json(data)
 
 
 def decode(value: bytes | None) -> Sample:
@@ -193,11 +283,22 @@ def decode(value: bytes | None) -> Sample:
     if not isinstance(data, dict):
         raise RawMetricError("not a JSON object")
     version, kind = data.get("v"), data.get("kind")
-    if version != VERSION:
-        raise RawMetricError(f"version {version!r}: this release reads version {VERSION}")
+    if version not in (VERSION, GROUPED_VERSION):
+        raise RawMetricError(
+            f"version {version!r}: this release reads versions {VERSION} and {GROUPED_VERSION}"
+        )
     cls = KINDS.get(kind)  # type: ignore[arg-type]
     if cls is None:
         raise RawMetricError(f"unknown kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+    if version not in VERSIONS[kind]:  # type: ignore[index]
+        raise RawMetricError(f"{kind} records of version {version} do not exist")
+    if cls is PartitionsSample:
+        return _decode_group(data)
+    return _decode_single(cls, data)
+
+
+def _decode_single(cls: type[Sample], data: dict[str, Any]) -> Sample:
+    kind = cls.KIND
     known = {f.name for f in fields(cls)}
     values = {k: v for k, v in data.items() if k in known}
     try:
@@ -216,6 +317,33 @@ def decode(value: bytes | None) -> Sample:
     if not sample.id or "->" not in sample.flow:
         raise RawMetricError(f"{kind} sample without an id or a flow 'source->target'")
     return sample
+
+
+def _decode_group(data: dict[str, Any]) -> PartitionsSample:
+    """The group in ``data``: every member checked as a version 1 partition sample."""
+    common = {k: data.get(k) for k in ("id", "at_ms", "interval_ms", "flow")}
+    topics = data.get("topics")
+    if not isinstance(topics, list) or not topics:
+        raise RawMetricError("partitions sample without topics")
+    members: list[PartitionSample] = []
+    seen: set[tuple[str, int]] = set()
+    for entry in topics:
+        if not isinstance(entry, dict) or not isinstance(entry.get("partitions"), list):
+            raise RawMetricError("partitions sample: a topic without its partitions")
+        for item in entry["partitions"]:
+            if not isinstance(item, dict):
+                raise RawMetricError("partitions sample: a partition that is no JSON object")
+            values = {**_MEMBER_DEFAULTS, **item, **common, "kind": PartitionSample.KIND}
+            values.update(topic=entry.get("topic"), remote_topic=entry.get("remote_topic"))
+            member = _decode_single(PartitionSample, values)
+            assert isinstance(member, PartitionSample)
+            place = (member.topic, member.partition)
+            if place in seen:
+                raise RawMetricError(f"partitions sample: {place[0]}-{place[1]} twice")
+            seen.add(place)
+            members.append(member)
+    group = PartitionsSample(**common, partitions=tuple(members))  # type: ignore[arg-type]
+    return group
 
 
 _CHECKS: Final = {"int": int, "str": str}
