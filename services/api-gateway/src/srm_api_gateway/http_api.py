@@ -33,7 +33,7 @@ from srm_common.log_follower import LogFollower
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from srm_api_gateway import commands, views
+from srm_api_gateway import commands, pages, views
 from srm_api_gateway.metric_store import MetricStore
 from srm_api_gateway.metrics_api import create_router
 from srm_api_gateway.read_model import ReadModel
@@ -107,16 +107,50 @@ def create_app(
     def one_replication(source: Alias, target: Alias) -> dict[str, Any]:
         return views.replication(config, state(), source, target)
 
+    metrics = store or MetricStore()
+
     @app.get(
         "/v2/replications/{source}/{target}/topics",
-        summary="The topics a replication copies, with their remote names",
+        summary="The topics a replication copies, with their remote names, a page at a time",
     )
-    def replication_topics(source: Alias, target: Alias) -> dict[str, Any]:
-        return {
-            "source": source,
-            "target": target,
-            "topics": views.replicated_topics(config, state(), source, target),
-        }
+    def replication_topics(
+        source: Alias,
+        target: Alias,
+        sort: Annotated[
+            str, Query(pattern="^(name|lag)$", description="name, or lag: the worst first")
+        ] = "name",
+        limit: Annotated[int, Query(ge=1, le=pages.MAX_LIMIT)] = pages.TOPICS_LIMIT,
+        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    ) -> dict[str, Any]:
+        return pages.topics(
+            config, state(), metrics, source, target, sort=sort, limit=limit, offset=offset
+        )
+
+    @app.get(
+        "/v2/replications/{source}/{target}/partitions",
+        summary="A replication's partitions, the worst (largest lag) first, a page at a time",
+    )
+    def replication_partitions(
+        source: Alias,
+        target: Alias,
+        sort: Annotated[
+            str, Query(pattern="^(name|lag)$", description="lag (the worst first) or name")
+        ] = "lag",
+        limit: Annotated[int, Query(ge=1, le=pages.MAX_LIMIT)] = pages.PARTITIONS_LIMIT,
+        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        topic: Annotated[str | None, Query(max_length=255, description="one topic's")] = None,
+    ) -> dict[str, Any]:
+        return pages.partitions(
+            config,
+            state(),
+            metrics,
+            source,
+            target,
+            sort=sort,
+            limit=limit,
+            offset=offset,
+            topic=topic,
+        )
 
     @app.get(
         "/v2/cluster-info/{cluster}", summary="A cluster and the replications it takes part in"
@@ -164,7 +198,7 @@ def create_app(
         return found if read_model is None else {**found, "read_model": read_model.status()}
 
     windows = read_model.windows if read_model is not None else None
-    app.include_router(create_router(config, store or MetricStore(), windows))
+    app.include_router(create_router(config, metrics, windows))
 
     @app.get("/v1/metrics/sources", summary="The aggregated metrics topics as read")
     def metric_sources() -> dict[str, Any]:

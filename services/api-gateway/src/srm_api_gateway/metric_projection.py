@@ -7,7 +7,9 @@ transaction as the windows, and a record at or below it is skipped: a record rea
 after a restart writes nothing. A window's key is the aggregate's (level, subject, size,
 start); the latest closed record of a key wins, as on the compacted topic (a late
 contribution closes a window again with more in it). Open windows are not stored: the
-gateway's memory answers for those while they are live.
+gateway's memory answers for those while they are live. Nor are partition windows: no
+answer reads a partition's history, and 10,000 partitions would be 10,000 rows a minute
+(their topic's windows hold their sums).
 
 Kept for :data:`KEEP_MS` (1-minute windows 7 days, 1-hour windows 400 days, measured
 from the newest window stored), pruned at most every :data:`PRUNE_EVERY_MS` of window
@@ -70,7 +72,7 @@ class MetricProjection:
         for read in reads:
             self._positions[read.source] = max(read.offset, self._positions.get(read.source, -1))
             record = read.record
-            if isinstance(record, Aggregate) and record.closed:
+            if isinstance(record, Aggregate) and record.closed and record.level != "partition":
                 key = (record.level, subject_key(record.subject), record.window_ms, record.start_ms)
                 self._windows[key] = read
 

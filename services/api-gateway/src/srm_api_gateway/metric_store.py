@@ -2,7 +2,10 @@
 aggregated topic is compacted the same way), plus the topic mappings. Pure.
 
 Windows older than they are kept for (:data:`KEEP_MS`) are dropped as new ones arrive,
-so memory stays bounded however long the gateway runs.
+so memory stays bounded however long the gateway runs. Partition windows are kept apart:
+only each partition's newest 1-minute window, for the worst partitions by lag
+(:meth:`MetricStore.partitions`); no answer needs their history, and 10,000 partitions'
+six hours of windows would be millions of records in memory.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class MetricStore:
         self._lock = threading.Lock()
         # (level, subject, window_ms) -> start_ms -> aggregate
         self._windows: dict[tuple[str, Subject, int], dict[int, Stored]] = {}
+        # flow -> (topic, partition) -> the newest 1-minute window
+        self._partitions: dict[str, dict[tuple[str, int], Aggregate]] = {}
         # flow -> topic -> remote topic
         self._mappings: dict[str, dict[str, str]] = {}
         self._newest_ms = 0
@@ -49,6 +54,9 @@ class MetricStore:
             self.records += 1
             if isinstance(record, TopicMapping):
                 self._mappings.setdefault(record.flow, {})[record.topic] = record.remote_topic
+                return
+            if record.level == "partition":
+                self._add_partition(record)
                 return
             key = (record.level, subject_of(record.subject), record.window_ms)
             self._windows.setdefault(key, {})[record.start_ms] = Stored(record, cluster)
@@ -87,6 +95,32 @@ class MetricStore:
         with self._lock:
             found = self._windows.get((level, subject_of(subject), window_ms), {})
             return found[max(found)].aggregate if found else None
+
+    def newest(self, level: str, window_ms: int, flow: str) -> dict[str, Aggregate]:
+        """The newest window of each topic of ``flow`` at ``level`` (topic), by topic."""
+        with self._lock:
+            found = {}
+            for (lvl, subject, size), windows in self._windows.items():
+                if lvl == level and size == window_ms and windows:
+                    values = dict(subject)
+                    if values.get("flow") == flow:
+                        found[str(values.get("topic"))] = windows[max(windows)].aggregate
+            return found
+
+    def _add_partition(self, record: Aggregate) -> None:
+        if record.window_ms != MINUTE:
+            return
+        subject = record.subject
+        place = (str(subject["topic"]), int(subject["partition"]))
+        held = self._partitions.setdefault(str(subject["flow"]), {})
+        current = held.get(place)
+        if current is None or current.start_ms <= record.start_ms:
+            held[place] = record
+
+    def partitions(self, flow: str) -> dict[tuple[str, int], Aggregate]:
+        """Each partition's newest 1-minute window of ``flow`` (a copy of the index)."""
+        with self._lock:
+            return dict(self._partitions.get(flow, {}))
 
     def remote_topics(self, flow: str) -> dict[str, str]:
         with self._lock:

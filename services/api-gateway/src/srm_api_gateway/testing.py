@@ -72,6 +72,35 @@ def history() -> list[Envelope]:
     ]
 
 
+def big_history(topics: int, per_topic: int, halted: int = 0) -> list[Envelope]:
+    """A log of a whole cluster: the flow copies ``topics`` x ``per_topic`` partitions
+    (topics ``t00000``...) over 2 tasks run by d1; the first ``halted`` partitions halted."""
+    names = [f"t{i:05d}" for i in range(topics)]
+    partitions = [(t, p) for t in names for p in range(per_topic)]
+    events: list[Event] = [
+        LogStarted("L1", None, ""),
+        FlowEnabled(FLOW),
+        TopicsAllowed(FLOW, ("t.*",)),
+        TaskConfigsGenerated(FLOW, 1, (tuple(partitions[0::2]), tuple(partitions[1::2])), (), True),
+        DriverJoined("d1", "http://d1:1", "host-1", "a1"),
+        AssignmentChanged(
+            1,
+            {
+                f"{FLOW}|MirrorSourceConnector-0": "d1",
+                f"{FLOW}|MirrorSourceConnector-1": "d1",
+                f"{FLOW}|MirrorHeartbeatConnector-0": "d1",
+            },
+            (),
+        ),
+    ]
+    for topic, partition in partitions[:halted]:
+        events.append(PartitionHalted(FLOW, topic, partition, "conflict", "another writer", "d1"))
+    return [
+        Envelope(event, 1_700_000_000_000 + i, "operator@host", None, i)
+        for i, event in enumerate(events)
+    ]
+
+
 RELAY_TOKEN = "the-gateways-own-token-0123456789"
 
 

@@ -3,7 +3,8 @@ the folded event log. Pure: a state and a config in, plain JSON-ready dicts out.
 
 A flow's status is what the log says: ``disabled``; ``pending`` (enabled, no task
 configs or tasks without a driver yet); ``halted`` (some partition halted, see
-``halted``); ``running``. Topics are the ones its task configs cover, each with its
+``halted``: the first :data:`HALTED_SHOWN` by topic and partition, and ``halted_count``);
+``running``. Topics are the ones its task configs cover, each with its
 remote topic under the flow's replication policy (the identity policy included).
 """
 
@@ -15,6 +16,10 @@ from srm_common.config.control import effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.state import ControlState, parse_task_id
 from srm_common.errors import SrmError
+
+HALTED_SHOWN = 100
+"""A replication lists at most this many halted partitions (``halted_count`` says how many
+there are; ``/v2/replications/{source}/{target}/partitions`` pages through them all)."""
 
 
 class NotFound(SrmError):
@@ -72,7 +77,8 @@ def replication(config: SrmConfig, state: ControlState, source: str, target: str
         "groups": len(groups),
         "tasks": len(task_ids),
         "tasks_unassigned": len(unassigned),
-        "halted": halted,
+        "halted": halted[:HALTED_SHOWN],
+        "halted_count": len(halted),
         "allow": {"topics": list(flow.topics), "groups": list(flow.groups)},
         "deny": {"topics": list(flow.topics_exclude), "groups": list(flow.groups_exclude)},
         "task_generation": tasks.generation if tasks else None,

@@ -1,8 +1,11 @@
 // The SRM dashboard: reads the gateway's own JSON API every few seconds and draws it.
-// Written here, no libraries: a replication graph, two charts, tables and lists.
+// Written here, no libraries: a replication graph, two charts, tables and lists. At any
+// partition count it asks for counts and the worst few (a page of each), never for
+// every topic or partition: a constant number of requests per replication.
 "use strict";
 
 const REFRESH_MS = 5000;
+const WORST = 10;
 const PALETTE = ["#2f6fde", "#c2185b", "#00897b", "#ef6c00", "#6a1b9a", "#546e7a"];
 
 async function json(path) {
@@ -123,36 +126,55 @@ async function refresh() {
   flows.replaceChildren(...replications.map((r) => {
     const flow = `${r.source}->${r.target}`, f = fresh[flow] || {};
     const met = f.met === null || f.met === undefined ? "–" : f.met ? "met" : "missed";
-    return row([[flow], [r.status, r.status], [String(r.topics), "num"],
-      [fmt(latest(rates[flow])), "num"], [fmt(latest(p50[flow]), " ms"), "num"],
+    return row([[flow], [r.status, r.status], [fmt(r.topics), "num"],
+      [fmt(r.partitions), "num"], [fmt(latest(rates[flow])), "num"], [fmt(latest(p50[flow]), " ms"), "num"],
       [fmt(latest(p99[flow]), " ms"), "num"], [fmt(latest(lag[flow])), "num"],
       [met, met === "–" ? "" : met]]);
   }));
   drawChart("throughput", rates);
   drawChart("latency", p99);
-  const topicRows = [];
-  for (const r of active) {
-    const { topics } = await json(`/v2/replications/${r.source}/${r.target}/topics`);
-    for (const t of topics) {
-      const base = `/v2/topic-metrics/${r.source}/${r.target}/${encodeURIComponent(t.topic)}`;
-      const [rate, topicLag] = await Promise.all([
-        json(`${base}/record-rate?minutes=5`).catch(() => ({ series: [] })),
-        json(`${base}/replication-records-lag?minutes=5`).catch(() => ({ series: [] }))]);
-      topicRows.push(row([[`${r.source}->${r.target}`], [t.topic], [t.remote_topic],
-        [fmt(latest(rate)), "num"], [fmt(latest(topicLag)), "num"],
-        [t.halted_partitions.join(", ") || "–", t.halted_partitions.length ? "halted" : ""]]));
+  const topicRows = [], partitionRows = [], counts = [];
+  await Promise.all(active.map(async (r) => {
+    const base = `/v2/replications/${r.source}/${r.target}`, flow = `${r.source}->${r.target}`;
+    const [topics, parts] = await Promise.all([
+      json(`${base}/topics?sort=lag&limit=${WORST}`),
+      json(`${base}/partitions?sort=lag&limit=${WORST}`)]);
+    for (const t of topics.topics) {
+      const halted = t.halted_partitions;
+      topicRows.push(row([[flow], [t.topic], [t.remote_topic], [fmt(t.records_per_s), "num"],
+        [fmt(t.lag_records), "num"],
+        [halted.slice(0, 8).join(", ") + (halted.length > 8 ? ` (${halted.length})` : "") || "–",
+          halted.length ? "halted" : ""]]));
     }
-  }
+    const c = parts.counts;
+    counts.push(el("li", { "data-flow": flow }, `${flow}: ${fmt(c.partitions)} partitions,`
+      + ` ${fmt(c.measured)} measured, ${fmt(c.lagging)} lagging`
+      + ` (${fmt(c.lag_records)} records behind), ${fmt(c.halted)} halted`));
+    for (const p of parts.partitions) {
+      partitionRows.push(row([[flow], [`${p.topic}-${p.partition}`], [fmt(p.lag_records), "num"],
+        [fmt(p.lag_ms), "num"], [fmt(p.records_per_s), "num"],
+        [p.halted ? p.halt_reason : "–", p.halted ? "halted" : ""]]));
+    }
+  }));
   document.querySelector("#topics tbody").replaceChildren(...topicRows);
+  document.getElementById("partition-counts").replaceChildren(...counts);
+  document.querySelector("#partitions tbody").replaceChildren(...partitionRows);
   const halted = replications.flatMap((r) => r.halted.map((h) =>
     el("li", { class: "halted" },
-      `${r.source}->${r.target} ${h.topic}-${h.partition}: ${h.kind}: ${h.reason}`)));
+      `${r.source}->${r.target} ${h.topic}-${h.partition}: ${h.kind}: ${h.reason}`)).concat(
+    r.halted_count > r.halted.length
+      ? [el("li", { class: "halted" }, `${r.source}->${r.target}: and`
+        + ` ${fmt(r.halted_count - r.halted.length)} more (${fmt(r.halted_count)} halted)`)]
+      : []));
   document.getElementById("halted").replaceChildren(
     ...(halted.length ? halted : [el("li", {}, "none")]));
   document.getElementById("audit").replaceChildren(...audit.changes.slice().reverse()
     .map((c) => el("li", {}, `${c.at} ${c.change} [${c.by || "unknown"}]`)));
   document.getElementById("updated").textContent =
     `updated ${new Date().toISOString().replace("T", " ").slice(0, 19)} UTC`;
+  if (!document.body.dataset.loaded) {
+    document.body.dataset.loadMs = String(Math.round(performance.now()));
+  }
   document.body.dataset.loaded = "true";
 }
 
