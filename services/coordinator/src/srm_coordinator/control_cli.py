@@ -36,6 +36,7 @@ from srm_common.errors import SrmError
 from srm_coordinator import acl_commands, group_commands, restore
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
+from srm_coordinator.partition_listing import DEFAULT_LIMIT, partition_lines
 
 PROG = "srm-control"
 EXIT_NOT_APPLIED = 1
@@ -51,6 +52,7 @@ examples:
   srm-control topics --source primary --target backup --list
   srm-control groups --source primary --target backup --add 'billing-.*'
   srm-control partitions --source primary --target backup --list      halted, and why
+  srm-control partitions --source primary --target backup --list --topic orders --all
   srm-control partitions --source primary --target backup --resume orders:3 --from copy-end
   srm-control offsets --source primary --target backup --group orders-app --export > g.csv
   srm-control failover --group orders-app --from primary --to backup
@@ -363,33 +365,10 @@ def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSe
             resumed = _send(state, settings, "/v1/commands/resume", body, args.timeout)
         _print_outcome(resumed, flow, [args.resume])
     if args.list:
-        _print_partitions(_state(settings), flow)
+        limit = None if args.all else args.limit
+        for line in partition_lines(_state(settings), flow, limit=limit, topic=args.topic):
+            print(line)
     return 0
-
-
-def _print_partitions(state: ControlState, flow: str) -> None:
-    prefix = f"{flow}|"
-    halts = sorted((k, h) for k, h in state.halts.items() if k.startswith(prefix))
-    resumes = sorted((k, r) for k, r in state.resumes.items() if k.startswith(prefix))
-    losses = sorted((k, state.lost(k)) for k in state.losses if k.startswith(prefix))
-    print(f"{flow}: {len(halts)} halted partition{'s' if len(halts) != 1 else ''}")
-    for _key, halt in halts:
-        print(
-            f"  {halt.topic}:{halt.partition}  {halt.kind} since {format_time(halt.at_ms)} on"
-            f" driver {halt.driver}"
-        )
-        print(f"      {halt.reason}")
-    for _key, resume in resumes:
-        start = f"offset {resume.offset}" if resume.mode == "offset" else resume.mode
-        print(
-            f"  {resume.topic}:{resume.partition}  resumed from {start}, asked by {resume.by} at"
-            f" {format_time(resume.at_ms)}"
-        )
-    if losses:
-        print("Lost to retention before they were copied:")
-        for key, lost in losses:
-            _flow_name, topic, partition = key.split("|")
-            print(f"  {topic}:{partition}  {lost} offsets")
 
 
 # -- audit -------------------------------------------------------------------------------
@@ -470,6 +449,12 @@ options of every subcommand (before or after it):
 """
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1, e.g. --limit 50")
+    return int(text)
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -527,6 +512,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="source cluster alias")
     p.add_argument("--target", required=True, help="target cluster alias")
     p.add_argument("--list", action="store_true", help="halted partitions, why, and losses")
+    p.add_argument(
+        "--limit",
+        type=_positive,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"--list: at most N of each (default {DEFAULT_LIMIT}; the longest halted, the"
+        " newest resumes, the largest losses first), after their counts",
+    )
+    p.add_argument("--all", action="store_true", help="--list: every one of them")
+    p.add_argument("--topic", metavar="TOPIC", help="--list: only this topic's partitions")
     p.add_argument("--resume", metavar="TOPIC:PARTITION", help="resume this halted partition")
     p.add_argument(
         "--from",

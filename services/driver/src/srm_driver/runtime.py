@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.state import heartbeat_task_id
@@ -236,15 +237,7 @@ class DriverRuntime:
         for name in sorted(self._topics):
             status = self.copy.status(name)
             if status["partitions"]:
-                log.info(
-                    "%s: %d partitions %s; %d records copied, latency avg %d ms max %d ms",
-                    name,
-                    status["partitions"],
-                    status["by_status"],
-                    status["records"],
-                    status["latency_avg_ms"],
-                    status["latency_max_ms"],
-                )
+                log.info("%s", status_line(name, status))
 
     def shutdown(self, timeout: float = 90.0) -> None:
         """Let the copy slots finish and record what they sent, stop the heartbeats."""
@@ -269,3 +262,18 @@ class DriverRuntime:
         }
         self.source.close()
         log.info("driver stopped")
+
+
+def status_line(flow: str, status: Mapping[str, Any]) -> str:
+    """The driver's periodic line about a flow, as short at 10,000 partitions as at 8:
+    counts by state, copies, latency and the partition furthest behind."""
+    by_status = ", ".join(f"{state} {n:,}" for state, n in sorted(status["by_status"].items()))
+    line = (
+        f"{flow}: {status['partitions']:,} partitions ({by_status}); {status['records']:,}"
+        f" records copied, latency avg {status['latency_avg_ms']} ms max"
+        f" {status['latency_max_ms']} ms"
+    )
+    worst = status.get("largest_lag")
+    if worst:
+        line += f"; furthest behind {worst['topic']}-{worst['partition']} ({worst['records']:,})"
+    return line

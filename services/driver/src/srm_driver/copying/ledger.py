@@ -10,12 +10,15 @@ from collections.abc import Callable, Iterator, Mapping
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import Halt
 
-from srm_driver.copying.meter import Meter, PartitionMetrics
+from srm_driver.copying.meter import Meter, PartitionMetrics, lag_of
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.protocol import Failure
 from srm_driver.copying.state import Counters, PartitionState
 
 log = logging.getLogger(__name__)
+
+# The per-flow REST status lists at most this many halted partitions (and counts them).
+HALTED_SHOWN = 100
 
 TopicPartition = tuple[str, int]
 
@@ -147,6 +150,9 @@ class Ledger:
             f"{s.key[0]}-{s.key[1]}: {s.error}" for s in states if s.error and s.status != "halted"
         ]
         unit_error = self.unit_errors.get(flow)
+        halted = [s for s in sorted(states, key=lambda s: s.key) if s.status == "halted"]
+        lags = [(lag_of(s, 0)[0] or 0, s.key) for s in states]
+        worst = max(lags, default=(0, ("", 0)))
         return {
             "partitions": len(states),
             "by_status": by_status,
@@ -164,9 +170,14 @@ class Ledger:
                     "reason": s.halt.reason if s.halt else None,
                     "since_ms": int((s.halted_at or 0) * 1000),
                 }
-                for s in sorted(states, key=lambda s: s.key)
-                if s.status == "halted"
+                for s in halted[:HALTED_SHOWN]
             ],
+            "halted_count": len(halted),
+            "largest_lag": (
+                {"topic": worst[1][0], "partition": worst[1][1], "records": worst[0]}
+                if worst[0]
+                else None
+            ),
             "errors": ([unit_error] if unit_error else []) + errors[:10],
             "job": job_id,
         }

@@ -86,7 +86,7 @@ class Meter:
             if interval is None:
                 assert state is not None
                 interval = Interval(state.remote)
-            lag_records, lag_ms = _lag(state, now_ms)
+            lag_records, lag_ms = lag_of(state, now_ms)
             halt = state.halt if state is not None and state.status == "halted" else None
             out.append(
                 PartitionMetrics(
@@ -104,7 +104,7 @@ class Meter:
         return out
 
 
-def _lag(state: PartitionState | None, now_ms: int) -> tuple[int | None, int | None]:
+def lag_of(state: PartitionState | None, now_ms: int) -> tuple[int | None, int | None]:
     """Lag in upstream offsets (the source's end past the next one to acknowledge) and in
     time (the age of the oldest record sent and not acknowledged, or of the one waiting for
     its reservation; 0 when nothing is left; None when that record is not known yet): only
