@@ -1,7 +1,8 @@
 """The metrics aggregator on real clusters, as processes: exactly N records produced in
-raw samples (some delivered twice, one garbage record among them) add up to exactly N
-over the closed windows, also when an instance is killed -9 mid-run and restarted, and
-when two instances share the raw partitions.
+raw samples (version 1, and grouped version 2 records as drivers write them; some
+delivered twice, one garbage record among them) add up to exactly N over the closed
+windows, also when an instance is killed -9 mid-run and restarted, and when two
+instances share the raw partitions.
 
 The raw, aggregated and dead-letter topics are shared by every test of the session: each
 test has its own Faust app id, flow and target cluster name (a flow only needs
@@ -20,6 +21,7 @@ import pytest
 from srm_common.config import load_config
 from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC, REASON_HEADER, Aggregate
+from srm_common.metrics.grouping import grouped
 from srm_common.metrics.raw import RAW_TOPIC, Histogram, PartitionSample, encode
 from srm_local import testing
 from srm_local.testing import ChildProcess, Record, log_tails
@@ -71,10 +73,12 @@ class Scenario:
         process.start()
         return process
 
-    def samples(self, count: int, *, partitions: int = 4) -> list[PartitionSample]:
+    def samples(
+        self, count: int, *, partitions: int = 4, at_once: bool = False
+    ) -> list[PartitionSample]:
         """``count`` new samples over ``partitions`` partitions of two topics, ending now
         (5 ms apart: samples of other tests' drivers, at their now, must not make them
-        late)."""
+        late; ``at_once``: all at now, one interval of a driver, to be grouped)."""
         now = int(time.time() * 1000)
         made = []
         for i in range(count):
@@ -83,7 +87,7 @@ class Scenario:
             made.append(
                 PartitionSample(
                     id=f"test/{self.token}/{self.seq}",
-                    at_ms=now - (count - i) * 5,
+                    at_ms=now if at_once else now - (count - i) * 5,
                     interval_ms=5,
                     flow=self.flow,
                     topic=("orders", "payments")[i % 2],
@@ -104,6 +108,15 @@ class Scenario:
 
     def produce(self, samples: list[PartitionSample]) -> None:
         testing.produce(self.bootstrap, RAW_TOPIC, [Record(s.key(), encode(s)) for s in samples])
+
+    def grouped(self, samples: list[PartitionSample]) -> list[Record]:
+        """``samples`` as a driver writes them: version 2 groups, each on the raw
+        partition its members' keys go to (small groups here: several per partition)."""
+        count = len(testing.end_offsets(self.bootstrap, RAW_TOPIC))
+        return [
+            Record(group.key(), encode(group), partition=partition)
+            for partition, group in grouped(samples, count, max_bytes=2_000)
+        ]
 
     def close_windows(self) -> None:
         """Once the clock passed the end of the long window of everything produced (plus
@@ -155,7 +168,21 @@ class Scenario:
         return all(sums.get(key) == self.produced for key in levels)
 
     def details(self) -> str:
-        return f"sums {self.closed_sums()} != {self.produced}\n" + log_tails(self.processes)()
+        dead = [
+            dict(record.headers).get(REASON_HEADER, b"").decode()[:200]
+            for records in testing.consume_all(self.bootstrap, DEAD_TOPIC).values()
+            for record in records
+            if self.token.encode() in (record.value or b"")
+        ]
+        partitions = sorted(
+            (w.subject["topic"], w.subject["partition"], w.start_ms, w.closed, w.figures.records)
+            for w in self.windows()
+            if w.level == "partition" and w.window_ms == LONG_MS
+        )
+        return (
+            f"sums {self.closed_sums()} != {self.produced}\ndead letters {dead}\n"
+            f"long partition windows {partitions}\n" + log_tails(self.processes)()
+        )
 
 
 @pytest.fixture
@@ -208,11 +235,15 @@ def test_exactly_n_records_with_duplicates_garbage_and_a_kill_9(scenario: Scenar
         "the first aggregates",
         detail=log_tails([first]),
     )
-    more = scenario.samples(120)
-    scenario.produce(more[:60])
+    # Two intervals of a driver as grouped records (version 2), beside the version 1
+    # samples before and after.
+    more = scenario.grouped(scenario.samples(60, partitions=60, at_once=True))
+    more += scenario.grouped(scenario.samples(60, partitions=60, at_once=True))
+    half = len(more) // 2
+    testing.produce(scenario.bootstrap, RAW_TOPIC, more[:half])
     first.kill9()  # mid-run: samples read, folded, maybe not committed
-    scenario.produce(more[60:])
-    scenario.produce(more[50:70])  # again, across the kill
+    testing.produce(scenario.bootstrap, RAW_TOPIC, more[half:])
+    testing.produce(scenario.bootstrap, RAW_TOPIC, more[half - 3 : half + 3])  # again
     first.start()
     _wait_assigned(first)
     scenario.produce(scenario.samples(40))
@@ -228,7 +259,7 @@ def test_exactly_n_records_with_duplicates_garbage_and_a_kill_9(scenario: Scenar
     ]
     assert len(dead) == 1, dead
     reason = dict(dead[0].headers)[REASON_HEADER].decode()
-    assert reason == "unknown kind 'x'; known: flow, group, partition, topic-mapping"
+    assert reason == "unknown kind 'x'; known: flow, group, partition, partitions, topic-mapping"
     assert dead[0].value == b'{"v":1,"kind":"x"}'
 
 

@@ -4,6 +4,7 @@ every record that is not one."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,13 @@ def test_ten_thousand_partitions_are_a_few_records_of_at_most_the_cap() -> None:
 def test_the_raw_partition_is_librdkafkas_for_the_key() -> None:
     # librdkafka's default ("consistent_random") partitioner: CRC-32 of the key.
     assert raw_partition(b"primary->backup|orders|3", 6) == 934585917 % 6 == 3
+
+
+def test_a_partition_sampled_twice_in_an_interval_goes_in_two_groups() -> None:
+    twice = [
+        member(0, topics=1, busy=True),
+        replace(member(0, topics=1, busy=False), id="d1/inc/9"),
+    ]
+    groups = grouped(twice, 1)
+    assert [len(g.partitions) for _p, g in groups] == [1, 1]
+    assert all(decode(encode(g)) == g for _p, g in groups)

@@ -208,9 +208,11 @@ def build_app(
         topic_name: str, start: int | None, partition: int, offset: int
     ) -> list[tuple[int, bytes | None, bytes | None]]:
         """The records of ``partition`` from ``start`` (the offset after the last one
-        folded) to ``offset``: Faust drops the records it fetched before a rebalance and
-        acknowledges them, so their offsets may be committed unread."""
-        if start is None or start >= offset:
+        folded; None: nothing folded there yet, so from the log's start) to ``offset``:
+        Faust drops the records it fetched before a rebalance and acknowledges them, so
+        their offsets may be committed unread, also before the first record folded."""
+        start = 0 if start is None else start
+        if start >= offset:
             return []
         found = []
         for message in read_partitions(
@@ -221,6 +223,8 @@ def build_app(
         ):
             if message.offset() < offset:
                 found.append((message.offset(), message.key(), message.value()))
+        if not found:
+            return []  # before the log's start: deleted by retention, nothing skipped
         log.warning(
             "%s [%d]: %d records at %d..%d skipped in a rebalance, read directly",
             topic_name,

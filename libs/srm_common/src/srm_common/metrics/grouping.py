@@ -50,7 +50,8 @@ def grouped(
         size = _ENVELOPE_BYTES
         for member in members:
             grows = _cost(member, opens_topic=not chunk or chunk[-1].topic != member.topic)
-            if chunk and size + grows > max_bytes:
+            again = bool(chunk) and member.subject() == chunk[-1].subject()  # (never from a driver)
+            if chunk and (size + grows > max_bytes or again):
                 out.append((partition, _group(chunk)))
                 chunk, size = [], _ENVELOPE_BYTES
                 grows = _cost(member, opens_topic=True)
