@@ -15,18 +15,17 @@ from srm_local.clusters import (
 )
 from srm_local.jars import JarFetchError, fetch_all
 from srm_local.paths import run_dir
-from srm_local.stack import (
-    default_cluster_specs,
-    run_stack,
-    start_local_clusters,
-    stop_running_stack,
-)
+from srm_local.stack import default_cluster_specs, run_stack, start_local_clusters
+from srm_local.stopping import down
 
 EPILOG = """\
 examples:
   srm-local up                         fetch jars, start primary and backup, show the plan
   srm-local up --config my-srm.yaml    the same with another configuration
-  srm-local down                       stop everything `up` started
+  srm-local down                       stop everything `up` started (in parallel, 70 s at
+                                       most while the launcher answers), then check that no
+                                       process or port of the stack is left; exit 1 naming
+                                       any that is
   srm-local kafka up                   only the Kafka clusters (primary:9092, backup:9192)
   srm-local kafka up --cluster dr=9292 a single extra cluster 'dr' on port 9292
   srm-local kafka up --secured --fresh the clusters with SASL_SSL (SCRAM), mutual TLS and
@@ -160,17 +159,7 @@ def _cmd_kafka_status(_args: argparse.Namespace) -> int:
 
 
 def _cmd_down(_args: argparse.Namespace) -> int:
-    stopped = 0
-    if stop_running_stack():
-        print("stopped the foreground `srm-local up` (it stopped its clusters)")
-        stopped += 1
-    for cluster in find_clusters(run_dir()):
-        if cluster.stop():
-            stopped += 1
-            print(f"stopped {cluster.alias} ({cluster.bootstrap_servers})")
-    if not stopped:
-        print("nothing was running")
-    return 0
+    return down()
 
 
 def _cmd_up(args: argparse.Namespace) -> int:

@@ -1,22 +1,39 @@
 """SRM services as local processes for `make up`: started, watched, restarted, stopped.
 
 Each runs as ``python -m <module>`` from this environment in its own process group (so
-Ctrl-C in the terminal reaches only the stack, which then stops it in order) and logs
-to ``.run/services/<name>.log``.
+Ctrl-C in the terminal reaches only the stack, which then stops it in order), under
+:mod:`srm_local.guard` (it cannot outlive the launcher), and logs to
+``.run/services/<name>.log``. ``.run/services/<name>.pid`` records its process group and
+HTTP port while it runs, for ``make down`` (:mod:`srm_local.stopping`).
+
+Stop bounds: a service exits within :data:`~srm_common.shutdown.SERVICE_STOP_SECONDS` of
+SIGTERM (drivers :data:`~srm_common.shutdown.DRIVER_STOP_SECONDS`) by itself; the
+launcher waits :data:`STOP_MARGIN_SECONDS` more, then SIGKILLs the process group.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from srm_common.shutdown import DRIVER_STOP_SECONDS, SERVICE_STOP_SECONDS
+
+from srm_local.guard import guarded
 from srm_local.jars import driver_jars_dir
 from srm_local.paths import run_dir
+
+STOP_MARGIN_SECONDS = 5
+
+
+def services_dir() -> Path:
+    return run_dir() / "services"
 
 
 class ServiceProcess:
@@ -28,7 +45,8 @@ class ServiceProcess:
         self.name = name
         self.command = [sys.executable, "-m", module, *args]
         self.env = {**os.environ, **(env or {})}
-        self.log_path = run_dir() / "services" / f"{name}.log"
+        self.log_path = services_dir() / f"{name}.log"
+        self.pid_path = services_dir() / f"{name}.pid"
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
 
@@ -36,7 +54,21 @@ class ServiceProcess:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
+    @property
+    def port(self) -> int | None:
+        """The HTTP port it was given (``--port``), if any."""
+        if "--port" not in self.command:
+            return None
+        value = self.command[self.command.index("--port") + 1]
+        return int(value) if value.isdigit() and int(value) else None
+
+    @property
+    def stop_seconds(self) -> int:
+        """How long after SIGTERM it exits by itself at the latest."""
+        return DRIVER_STOP_SECONDS if self.name.startswith("driver") else SERVICE_STOP_SECONDS
+
     def start(self) -> None:
+        """Start it (from the launcher's main thread: see :mod:`srm_local.guard`)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             log.write(
@@ -44,12 +76,15 @@ class ServiceProcess:
             )
             log.flush()
             self.process = subprocess.Popen(
-                self.command,
+                guarded(os.getpid(), self.command),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 env=self.env,
             )
+        record = {"pid": self.process.pid, "port": self.port, "command": self.command}
+        self.pid_path.write_text(json.dumps(record) + "\n")
 
     def exit_code(self) -> int | None:
         """None while running (or never started)."""
@@ -62,11 +97,14 @@ class ServiceProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self, timeout: float = 90) -> None:
-        """SIGTERM, wait (a driver finishes its running batch), then SIGKILL the group."""
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM, wait (by default its own bound plus a margin), then SIGKILL the group
+        (the service's children too: Spark's JVM)."""
         process = self.process
         if process is None:
             return
+        if timeout is None:
+            timeout = self.stop_seconds + STOP_MARGIN_SECONDS
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
@@ -74,10 +112,21 @@ class ServiceProcess:
             except subprocess.TimeoutExpired:
                 pass
         try:
-            os.killpg(process.pid, signal.SIGKILL)  # the service's children (Spark's JVM)
+            os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         process.wait()
+        self.pid_path.unlink(missing_ok=True)
+
+
+def stop_in_parallel(services: Iterable[ServiceProcess]) -> None:
+    """Stop ``services`` at once; returns when each has (within its bound)."""
+    services = list(services)
+    if not services:
+        return
+    with ThreadPoolExecutor(max_workers=len(services)) as pool:
+        for future in [pool.submit(service.stop) for service in services]:
+            future.result()
 
 
 def _config_args(config_path: Path, overrides: dict[str, str]) -> list[str]:

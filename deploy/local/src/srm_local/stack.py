@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
 
@@ -40,7 +41,9 @@ from srm_local.services import (
     coordinator_service,
     driver_service,
     gateway_service,
+    stop_in_parallel,
 )
+from srm_local.stopping import CLUSTER_STOP_SECONDS, port_holder, stack_pid_file
 
 DEFAULT_CLUSTERS = (("primary", 9092), ("backup", 9192))
 WATCH_SECONDS = 2.0
@@ -49,10 +52,6 @@ _LOOPBACK = ("127.0.0.1", "localhost")
 
 class _Stop(Exception):
     """Raised from the signal handlers to leave the watch loop cleanly."""
-
-
-def stack_pid_file() -> Path:
-    return run_dir() / "stack.pid"
 
 
 def default_cluster_specs() -> list[ClusterSpec]:
@@ -114,24 +113,34 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
             file=sys.stderr,
         )
         return 2
+    services = [] if detach else stack_services(path, overrides)
+    taken = taken_ports(specs, services)
+    if taken:
+        print("srm-local: cannot start, ports taken:\n" + "\n".join(taken), file=sys.stderr)
+        return 2
     fetch_all()
     if fresh:
         forget_event_log()
-    clusters = start_local_clusters(specs, fresh=fresh)
-    services: list[ServiceProcess] = []
+    if not detach:  # `make down` finds this launcher from now on
+        stack_pid_file().parent.mkdir(parents=True, exist_ok=True)
+        stack_pid_file().write_text(f"{os.getpid()}\n")
+    try:
+        clusters = start_local_clusters(specs, fresh=fresh)
+    except BaseException:
+        if not detach:
+            stack_pid_file().unlink(missing_ok=True)
+        raise
     try:
         list_topics = TopicLister(config)
         topics = list_topics()
         plans = plan_replication(config, topics)
         print(f"\nreplication plan ({path}):")
         print(render_plan(plans))
-        services = [] if detach else stack_services(path, overrides)
         for service in services:
             service.start()
         print(summary(config, path, clusters, remote, services))
         if detach:
             return 0
-        stack_pid_file().write_text(f"{os.getpid()}\n")
         return watch(config, clusters, list_topics, topics, services)
     except BaseException:
         if not detach:
@@ -179,12 +188,46 @@ def stack_tokens(drivers: Sequence[str]) -> HttpTokens:
     return write_tokens(run_dir() / "http", principals)
 
 
+def taken_ports(specs: Sequence[ClusterSpec], services: Sequence[ServiceProcess]) -> list[str]:
+    """One line per port the stack needs that a process already listens on, naming it
+    (a cluster of this run folder that still runs is adopted, not reported)."""
+    wanted = [(s.port, s.name, "SRM_SERVICE_PORT") for s in services if s.port]
+    wanted = [
+        (port, name, "SRM_GATEWAY_PORT" if name == "gateway" else variable)
+        for port, name, variable in wanted
+    ]
+    for spec in specs:
+        if local_cluster(spec).is_running():
+            continue
+        variable = f"SRM_{spec.alias.upper()}_PORT"
+        wanted += [(spec.port, f"kafka {spec.alias}", variable)]
+        wanted += [(spec.quorum_port, f"kafka {spec.alias} (controller)", variable)]
+    lines = []
+    for port, name, variable in wanted:
+        holder = port_holder(port)
+        if holder is not None:
+            lines.append(
+                f"  port {port} ({name}) is held by {holder}: stop it (`make down` if it is an"
+                f" earlier stack) or move the port with {variable}"
+            )
+    return lines
+
+
 def stop_services(services: Sequence[ServiceProcess]) -> None:
-    """Drivers first (they finish their batches), then the coordinators."""
-    for service in sorted(services, key=lambda s: not s.name.startswith("driver")):
-        if service.name.startswith("driver"):
-            print(f"stopping {service.name} (it finishes its running batches)...", flush=True)
-        service.stop()
+    """Drivers first, in parallel (they finish their running batches), then every other
+    service in parallel; each within its bound (:mod:`srm_local.services`)."""
+    started = time.monotonic()
+    drivers = [s for s in services if s.name.startswith("driver")]
+    if drivers:
+        print(
+            f"stopping {', '.join(s.name for s in drivers)} (running batches finish;"
+            f" {drivers[0].stop_seconds} s at most)...",
+            flush=True,
+        )
+    stop_in_parallel(drivers)
+    stop_in_parallel(s for s in services if s not in drivers)
+    if services:
+        print(f"stopped {len(services)} services in {time.monotonic() - started:.1f} s")
 
 
 def port_overrides(specs: Sequence[ClusterSpec]) -> dict[str, str]:
@@ -249,6 +292,10 @@ def summary(
     for alias in remote:
         servers = ",".join(config.clusters[alias].bootstrap_servers)
         lines.append(f"  kafka {alias:<10} {servers}  (external, not started here)")
+    primary, backup = (
+        ",".join(config.clusters[alias].bootstrap_servers) if alias in config.clusters else port
+        for alias, port in (("primary", "127.0.0.1:9092"), ("backup", "127.0.0.1:9192"))
+    )
     lines += [
         f"  config           {path}",
         *flow_lines(config),
@@ -259,9 +306,9 @@ def summary(
         " --list   (--add/--remove PATTERN; audit)",
         *token_lines(services),
         "",
-        "Produce to a topic on one cluster and it appears on the other within seconds, e.g.",
-        "  .venv/bin/kafka-console-producer --bootstrap-server 127.0.0.1:9092 --topic orders",
-        "  .venv/bin/kafka-console-consumer --bootstrap-server 127.0.0.1:9192"
+        "Produce to a topic a flow allows and it appears on its target within seconds, e.g.",
+        f"  .venv/bin/kafka-console-producer --bootstrap-server {primary} --topic orders",
+        f"  .venv/bin/kafka-console-consumer --bootstrap-server {backup}"
         " --topic primary.orders --from-beginning",
         "",
         "Ctrl-C here, or `make down` anywhere, stops everything.",
@@ -373,23 +420,11 @@ def watch(
 
 
 def stop_clusters(clusters: Sequence[LocalKafkaCluster]) -> None:
-    for cluster in clusters:
-        if cluster.stop():
+    """In parallel: SIGTERM (controlled shutdown), SIGKILL past CLUSTER_STOP_SECONDS."""
+    if not clusters:
+        return
+    with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        stopped = list(pool.map(lambda c: c.stop(timeout=CLUSTER_STOP_SECONDS), clusters))
+    for cluster, done in zip(clusters, stopped, strict=True):
+        if done:
             print(f"stopped {cluster.alias} ({cluster.bootstrap_servers})")
-
-
-def stop_running_stack() -> bool:
-    """Ask a foreground `srm-local up` to stop (SIGTERM) and wait for it; True if one ran."""
-    try:
-        pid = int(stack_pid_file().read_text().strip())
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
-        return False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return True

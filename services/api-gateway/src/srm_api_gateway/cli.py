@@ -24,6 +24,7 @@ from srm_common.cli_support import (
 )
 from srm_common.config.control import control_settings
 from srm_common.errors import ConfigError, SrmError
+from srm_common.shutdown import SERVICE_STOP_SECONDS, exit_within
 
 DEFAULT_PORT = 8080
 DEFAULT_DB = "srm-gateway.db"
@@ -131,6 +132,7 @@ def _run(argv: Sequence[str] | None) -> int:
     stop = threading.Event()
 
     def on_signal(_number: int, _frame: FrameType | None) -> None:
+        exit_within(SERVICE_STOP_SECONDS, "srm-api-gateway")
         stop.set()
 
     for number in (signal.SIGINT, signal.SIGTERM):

@@ -25,6 +25,7 @@ from srm_common.cli_support import (
 from srm_common.config.control import control_settings
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import ConfigError, SrmError
+from srm_common.shutdown import SERVICE_STOP_SECONDS, exit_within
 
 EPILOG = """\
 examples:
@@ -104,6 +105,7 @@ def _run(argv: Sequence[str] | None) -> int:
         fail("srm-coordinator", str(exc))
 
     def on_signal(_number: int, _frame: FrameType | None) -> None:
+        exit_within(SERVICE_STOP_SECONDS, "srm-coordinator")
         coordinator.stop.set()
 
     for number in (signal.SIGINT, signal.SIGTERM):

@@ -16,6 +16,7 @@ from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.cli_support import exit_code, load_or_exit, parse_pairs, port, setup_logging
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import SrmError
+from srm_common.shutdown import DRIVER_STOP_SECONDS, exit_within
 
 EPILOG = """\
 examples:
@@ -92,6 +93,7 @@ def _run(argv: Sequence[str] | None) -> int:
             logging.warning("second signal: abandoning what the copy slots still send")
             os._exit(130)
         logging.info("%s: stopping once the copy slots have finished", signal.Signals(number).name)
+        exit_within(DRIVER_STOP_SECONDS, "srm-driver")
         runtime.stop.set()
 
     for number in (signal.SIGINT, signal.SIGTERM):
