@@ -22,7 +22,7 @@ EPILOG = """\
 examples:
   srm-local up                         fetch jars, start primary and backup, show the plan
   srm-local up --config my-srm.yaml    the same with another configuration
-  srm-local down                       stop everything `up` started (in parallel, 70 s at
+  srm-local down                       stop everything `up` started (in parallel, 68 s at
                                        most while the launcher answers), then check that no
                                        process or port of the stack is left; exit 1 naming
                                        any that is

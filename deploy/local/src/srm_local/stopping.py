@@ -38,7 +38,7 @@ LAUNCHER_STOP_SECONDS = (
     DRIVER_STOP_SECONDS + SERVICE_STOP_SECONDS + 2 * STOP_MARGIN_SECONDS + CLUSTER_STOP_SECONDS + 5
 )
 """How long the launcher may take to stop its drivers, then its other services, then its
-clusters (each step in parallel, each bounded) before `make down` kills it: 70 s."""
+clusters (each step in parallel, each bounded) before `make down` kills it: 73 s."""
 
 
 def stack_pid_file() -> Path:

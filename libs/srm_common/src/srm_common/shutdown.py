@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import signal
 
-SERVICE_STOP_SECONDS = 10
-"""Coordinators, the gateway and the aggregators: exit within this of a stop signal."""
+SERVICE_STOP_SECONDS = 8
+"""Coordinators, the gateway and the aggregators: exit within this of a stop signal
+(under the 10 s the local stack and a container orchestrator expect)."""
 
 DRIVER_STOP_SECONDS = 20
 """Drivers: they let their copy slots finish the running batches first."""
