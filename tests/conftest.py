@@ -150,6 +150,28 @@ def kafka3() -> Iterator[Clusters]:
     _clean_up(clusters)
 
 
+@pytest.fixture
+def kafka_mixed(kafka: Clusters) -> Iterator[Callable[[str, str], Clusters]]:
+    """``kafka_mixed("kafka-3.9", "source")``: ``primary`` and ``backup`` where one is an
+    older single-node cluster (``srm_local.testing.OLDER_KAFKA``: started the first time a
+    test asks, then shared by the session) and the other the session's 4.1 cluster;
+    ``role`` says which one the older cluster plays. Topics a test creates through it are
+    deleted after the test."""
+    made: list[Clusters] = []
+
+    def mixed(older: str, role: str) -> Clusters:
+        old = _start(older)[older]
+        pair = {"primary": old, "backup": kafka["backup"]}
+        if role == "target":
+            pair = {"primary": kafka["primary"], "backup": old}
+        made.append(Clusters(pair))
+        return made[-1]
+
+    yield mixed
+    for clusters in made:
+        _clean_up(clusters)
+
+
 _SECURED: SecuredPool | None = None
 
 

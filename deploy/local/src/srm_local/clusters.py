@@ -69,6 +69,15 @@ logger.kafka.name = org.apache.kafka
 logger.kafka.level = INFO
 """
 
+# Kafka 3.x logs through Log4j 1 (reload4j): the same file, the same pattern.
+_LOG4J1 = """\
+log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=${kafka.logs.dir}/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
 
 class ClusterStartError(RuntimeError):
     """A cluster did not come up; the message carries the end of its log."""
@@ -97,6 +106,8 @@ class ClusterSpec:
     properties: Mapping[str, str] = field(default_factory=dict)
     # SASL_SSL, mutual TLS and an authorizer (srm_local.secured); None: plaintext.
     security: ClusterSecurity | None = None
+    # An older Kafka (3.x, KRaft) for compatibility tests; None: the pom's (4.1).
+    version: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -179,9 +190,9 @@ class LocalKafkaCluster:
                 "-XX:+UseG1GC",
                 "-Djava.awt.headless=true",
                 f"-Dkafka.logs.dir={self.folder / 'logs'}",
-                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+                *self._log_options(),
                 "-cp",
-                kafka_classpath(),
+                kafka_classpath(self.spec.version),
                 "kafka.Kafka",
                 str(self._properties_path()),
             ],
@@ -254,6 +265,13 @@ class LocalKafkaCluster:
         if self.spec.security is not None:
             self._properties_path().chmod(0o600)  # it holds the admin's password
         (self.folder / "log4j2.properties").write_text(_LOG4J2)
+        (self.folder / "log4j.properties").write_text(_LOG4J1)
+
+    def _log_options(self) -> list[str]:
+        return [
+            f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+            f"-Dlog4j.configuration=file:{self.folder / 'log4j.properties'}",
+        ]
 
     def _format_storage(self) -> None:
         cluster_id_file = self.folder / "cluster.id"
@@ -265,10 +283,10 @@ class LocalKafkaCluster:
         result = subprocess.run(
             [
                 "java",
-                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+                *self._log_options(),
                 f"-Dkafka.logs.dir={self.folder / 'logs'}",
                 "-cp",
-                kafka_classpath(),
+                kafka_classpath(self.spec.version),
                 "kafka.tools.StorageTool",
                 "format",
                 # One argument: an id may start with '-', which argparse4j would take

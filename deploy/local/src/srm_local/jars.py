@@ -51,11 +51,20 @@ def pyspark_version() -> str:
         ) from exc
 
 
-def kafka_jars_dir() -> Path:
+def kafka_jars_dir(version: str | None = None) -> Path:
     """Folder holding the Kafka runtime jars, fetched on first use.
 
-    ``SRM_KAFKA_JARS_DIR`` points at an existing folder instead (no fetching).
+    ``SRM_KAFKA_JARS_DIR`` points at an existing folder instead (no fetching). Another
+    ``version`` than the pom's is an older broker for compatibility tests: only its
+    broker jars (``deploy/maven/kafka-broker/pom.xml``), in ``kafka-broker-<version>/``.
     """
+    if version is not None and version != kafka_version():
+        return _ensure_fetched(
+            _pom("kafka-broker"),
+            cache_dir() / "jars" / f"kafka-broker-{version}",
+            f"Apache Kafka {version} broker",
+            {"kafka.version": version},
+        )
     override = os.environ.get("SRM_KAFKA_JARS_DIR")
     if override:
         return Path(override)
@@ -65,9 +74,9 @@ def kafka_jars_dir() -> Path:
     )
 
 
-def kafka_classpath() -> str:
-    """A ``java -cp`` value for the Kafka runtime jars."""
-    return str(kafka_jars_dir() / "*")
+def kafka_classpath(version: str | None = None) -> str:
+    """A ``java -cp`` value for the Kafka runtime jars (of ``version``, default the pom's)."""
+    return str(kafka_jars_dir(version) / "*")
 
 
 def spark_connector_jars() -> list[Path]:

@@ -55,6 +55,11 @@ class Record:
 
 START_ATTEMPTS = 3
 
+OLDER_KAFKA: Mapping[str, str] = {"kafka-3.9": "3.9.1", "kafka-3.6": "3.6.2"}
+"""Aliases of older single-node KRaft clusters a test may ask the pool for, and their
+Kafka versions (jars fetched with Maven the first time one is asked for):
+docs/compatibility.md."""
+
 
 @dataclass
 class ClusterPool:
@@ -74,7 +79,8 @@ class ClusterPool:
                 for attempt in range(1, START_ATTEMPTS + 1):
                     clusters = [
                         LocalKafkaCluster(
-                            ClusterSpec(alias, free_port_pair()), self.folder / "kafka" / alias
+                            ClusterSpec(alias, free_port_pair(), version=OLDER_KAFKA.get(alias)),
+                            self.folder / "kafka" / alias,
                         )
                         for alias in missing
                     ]

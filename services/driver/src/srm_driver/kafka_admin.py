@@ -21,6 +21,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from srm_common.adapters import kafka_clients
+from srm_common.adapters.topic_ids import checked_topic_id
 from srm_common.errors import SrmError
 
 TIMEOUT_S = 30.0
@@ -74,7 +75,7 @@ def topic_ids(
     found: dict[str, str | None] = {}
     for name, future in futures.items():
         try:
-            found[name] = str(future.result(timeout).topic_id)
+            found[name] = checked_topic_id(name, str(future.result(timeout).topic_id))
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:

@@ -34,6 +34,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 from srm_common.adapters import kafka_clients
+from srm_common.adapters.topic_ids import checked_topic_id
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, encode, event_key
@@ -451,7 +452,7 @@ class EventLogReader:
             if not pending.done():
                 return
             self._described = None
-            self._seen(_topic_id_of(pending), now)
+            self._seen(_topic_id_of(pending, self.topic), now)
         if now >= self._next_check:
             self._next_check = now + self.CHECK_S
             try:
@@ -550,10 +551,10 @@ def _describe(admin: AdminClient, topic: str, timeout: float) -> str | None:
         future.exception(timeout)
     except (KafkaException, FutureTimeout):
         return _UNKNOWN
-    return _topic_id_of(future)
+    return _topic_id_of(future, topic)
 
 
-def _topic_id_of(future: Future[object]) -> str | None:
+def _topic_id_of(future: Future[object], topic: str) -> str | None:
     """The topic id a describe_topics future holds; None: no such topic; _UNKNOWN: no
     answer that says either."""
     try:
@@ -564,7 +565,7 @@ def _topic_id_of(future: Future[object]) -> str | None:
         return _UNKNOWN
     except Exception:  # noqa: BLE001 - a timeout or a cancelled request: no answer
         return _UNKNOWN
-    return str(description.topic_id)  # type: ignore[attr-defined]
+    return checked_topic_id(topic, str(description.topic_id))  # type: ignore[attr-defined]
 
 
 class EventLogEnd:
