@@ -128,3 +128,38 @@ def test_make_up_names_the_process_holding_a_port_it_needs(
         [line] = stack.taken_ports([], [gateway])
     assert f"port {port} (gateway) is held by pid {os.getpid()} (" in line, line
     assert "move the port with SRM_GATEWAY_PORT" in line, line
+
+
+def test_gateway_with_every_cluster_unreachable_stops_within_its_bound_of_sigterm(
+    tmp_path: Path,
+) -> None:
+    from srm_common.shutdown import SERVICE_STOP_SECONDS
+
+    config = tmp_path / "srm.yaml"
+    config.write_text(
+        "clusters:\n  primary: {bootstrap.servers: '127.0.0.1:1'}\n"
+        "  backup: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "flows:\n  primary->backup: {enabled: true}\n"
+    )
+    log = (tmp_path / "gateway.log").open("wb")
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "srm_api_gateway", "--config", str(config), "--port", "0"]
+        + ["--state-dir", str(tmp_path)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "API at" not in (tmp_path / "gateway.log").read_text(errors="replace"):
+            assert gateway.poll() is None and time.monotonic() < deadline, "gateway did not start"
+            time.sleep(0.2)
+        sent = time.monotonic()
+        gateway.send_signal(signal.SIGTERM)
+        code = gateway.wait(60)  # bounded: a stop that hangs on the clusters fails here
+    finally:
+        gateway.kill()
+    took = time.monotonic() - sent
+    print(f"gateway, clusters unreachable: exit {code} {took:.1f} s after SIGTERM")
+    assert code in (0, -signal.SIGALRM), code
+    assert "stopping; it exits within" in (tmp_path / "gateway.log").read_text()
+    assert SERVICE_STOP_SECONDS < 10
