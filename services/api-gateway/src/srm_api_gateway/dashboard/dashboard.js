@@ -104,35 +104,9 @@ function row(cells) {
   return tr;
 }
 
-async function refresh() {
-  const [{ replications }, freshness, audit] = await Promise.all([
-    json("/v2/replications"), json("/v1/freshness"), json("/v1/audit?limit=8"),
-  ]);
-  const fresh = Object.fromEntries(
-    freshness.replications.map((f) => [`${f.source}->${f.target}`, f]));
-  drawGraph(replications);
-  const active = replications.filter((r) => r.enabled);
-  const metric = (r, name) =>
-    json(`/v2/replication-metrics/${r.source}/${r.target}/${name}?minutes=30`)
-      .catch(() => ({ series: [] }));
-  const rates = {}, p50 = {}, p99 = {}, lag = {};
-  await Promise.all(active.map(async (r) => {
-    const flow = `${r.source}->${r.target}`;
-    [rates[flow], p50[flow], p99[flow], lag[flow]] = await Promise.all([
-      metric(r, "record-rate"), metric(r, "replication-latency-ms-p50"),
-      metric(r, "replication-latency-ms-p99"), metric(r, "replication-records-lag")]);
-  }));
-  const flows = document.querySelector("#flows tbody");
-  flows.replaceChildren(...replications.map((r) => {
-    const flow = `${r.source}->${r.target}`, f = fresh[flow] || {};
-    const met = f.met === null || f.met === undefined ? "–" : f.met ? "met" : "missed";
-    return row([[flow], [r.status, r.status], [fmt(r.topics), "num"],
-      [fmt(r.partitions), "num"], [fmt(latest(rates[flow])), "num"], [fmt(latest(p50[flow]), " ms"), "num"],
-      [fmt(latest(p99[flow]), " ms"), "num"], [fmt(latest(lag[flow])), "num"],
-      [met, met === "–" ? "" : met]]);
-  }));
-  drawChart("throughput", rates);
-  drawChart("latency", p99);
+// Per replication: the ten worst topics and partitions by lag and the partition counts,
+// one request each whatever the partition count.
+async function worstOf(active) {
   const topicRows = [], partitionRows = [], counts = [];
   await Promise.all(active.map(async (r) => {
     const base = `/v2/replications/${r.source}/${r.target}`, flow = `${r.source}->${r.target}`;
@@ -156,6 +130,41 @@ async function refresh() {
         [p.halted ? p.halt_reason : "–", p.halted ? "halted" : ""]]));
     }
   }));
+  return { topicRows, partitionRows, counts };
+}
+
+async function refresh() {
+  const [{ replications }, freshness, audit] = await Promise.all([
+    json("/v2/replications"), json("/v1/freshness"), json("/v1/audit?limit=8"),
+  ]);
+  const fresh = Object.fromEntries(
+    freshness.replications.map((f) => [`${f.source}->${f.target}`, f]));
+  drawGraph(replications);
+  const active = replications.filter((r) => r.enabled);
+  const metric = (r, name) =>
+    json(`/v2/replication-metrics/${r.source}/${r.target}/${name}?minutes=30`)
+      .catch(() => ({ series: [] }));
+  const rates = {}, p50 = {}, p99 = {}, lag = {};
+  const series = Promise.all(active.map(async (r) => {
+    const flow = `${r.source}->${r.target}`;
+    [rates[flow], p50[flow], p99[flow], lag[flow]] = await Promise.all([
+      metric(r, "record-rate"), metric(r, "replication-latency-ms-p50"),
+      metric(r, "replication-latency-ms-p99"), metric(r, "replication-records-lag")]);
+  }));
+  const worst = worstOf(active);  // asked at the same time as the series
+  await series;
+  const flows = document.querySelector("#flows tbody");
+  flows.replaceChildren(...replications.map((r) => {
+    const flow = `${r.source}->${r.target}`, f = fresh[flow] || {};
+    const met = f.met === null || f.met === undefined ? "–" : f.met ? "met" : "missed";
+    return row([[flow], [r.status, r.status], [fmt(r.topics), "num"],
+      [fmt(r.partitions), "num"], [fmt(latest(rates[flow])), "num"], [fmt(latest(p50[flow]), " ms"), "num"],
+      [fmt(latest(p99[flow]), " ms"), "num"], [fmt(latest(lag[flow])), "num"],
+      [met, met === "–" ? "" : met]]);
+  }));
+  drawChart("throughput", rates);
+  drawChart("latency", p99);
+  const { topicRows, partitionRows, counts } = await worst;
   document.querySelector("#topics tbody").replaceChildren(...topicRows);
   document.getElementById("partition-counts").replaceChildren(...counts);
   document.querySelector("#partitions tbody").replaceChildren(...partitionRows);
