@@ -278,3 +278,40 @@ def test_a_store_of_garbage_is_one_line_naming_the_key(tmp_path: Path, key: str,
     with pytest.raises(ConfigError) as caught:
         librdkafka_config(keys)
     assert f"key '{key}'" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_java_tuning_keys_become_librdkafkas_and_java_only_ones_are_left_out() -> None:
+    from srm_common.adapters.kafka_clients import java_tuning
+
+    translated = java_tuning(
+        {
+            "bootstrap.servers": "b:9092",
+            "batch.size": "262144",
+            "buffer.memory": "67108864",
+            "max.request.size": "16777216",
+            "max.block.ms": "1000",
+            "max.poll.records": "5000",
+            "fetch.max.wait.ms": "100",
+            "auto.offset.reset": "none",
+            "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
+            "isolation.level": "read_committed",
+            "security.protocol": "SSL",
+        }
+    )
+    assert translated == {
+        "bootstrap.servers": "b:9092",
+        "batch.size": "262144",
+        "queue.buffering.max.kbytes": "65536",
+        "message.max.bytes": "16777216",
+        "fetch.wait.max.ms": "100",
+        "auto.offset.reset": "error",
+        "isolation.level": "read_committed",
+        "security.protocol": "SSL",
+    }
+    # librdkafka takes every one of them (it refuses an unknown key at construction).
+    from confluent_kafka import Consumer, Producer
+
+    producer_keys = {k: v for k, v in translated.items() if k not in ("fetch.wait.max.ms",
+                     "auto.offset.reset", "isolation.level", "security.protocol")}  # fmt: skip
+    Producer(producer_keys)
+    Consumer({**translated, "group.id": "g", "security.protocol": "PLAINTEXT"}).close()

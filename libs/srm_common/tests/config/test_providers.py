@@ -167,3 +167,38 @@ def test_short_and_numeric_values_are_not_remembered_when_resolved(
     monkeypatch.setenv("SRM_TEST_TASKS", "4")
     load_config(write(tmp_path, "tasks.max = ${env:SRM_TEST_TASKS}\n"))
     assert redact_text("tasks.max 4") == "tasks.max 4", "masking '4' would blank every number"
+
+
+def test_a_client_config_with_placeholders_put_back_resolves_where_the_client_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy slots' path: the driver hands placeholders over (with_placeholders), the
+    slot resolves them itself (resolve_client_keys); no secret crossed in between."""
+    from srm_common.config.providers import (
+        ProviderError,
+        forget_placeholders,
+        resolve_client_keys,
+        with_placeholders,
+    )
+
+    forget_placeholders()
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f'primary.jaas = {SCRAM} required username="srm" password="f1le-pw";\n')
+    monkeypatch.setenv("SRM_TRUST_PW", "env-pw-123")
+    path = write(
+        tmp_path,
+        "primary.security.protocol = SASL_SSL\nprimary.sasl.mechanism = SCRAM-SHA-512\n"
+        f"primary.sasl.jaas.config = ${{file:{secrets}:primary.jaas}}\n"
+        "primary.ssl.truststore.password = ${env:SRM_TRUST_PW}\n",
+    )
+    client = dict(load_config(path).clusters["primary"].client)
+    sent = with_placeholders(client)
+    assert "f1le-pw" not in str(sent) and "env-pw-123" not in str(sent)
+    assert sent["config.providers"] == "env,file"
+    resolved = resolve_client_keys(sent)
+    assert resolved == client, "the same keys, resolved, no declarations left"
+    assert resolve_client_keys({"a": "${not:a:placeholder}"}) == {"a": "${not:a:placeholder}"}
+    monkeypatch.delenv("SRM_TRUST_PW")
+    with pytest.raises(ProviderError, match="ssl.truststore.password: environment variable"):
+        resolve_client_keys(sent)
+    forget_placeholders()

@@ -15,6 +15,15 @@ librdkafka, aiokafka and Faust get the same security settings translated::
     other ssl.* / sasl.* (ssl.protocol,        dropped (see security.JAVA_ONLY_KEYS)
         ssl.enabled.protocols, *.algorithm)
 
+The copy slots' clients are configured from the Java clients' tuning keys as well
+(:func:`java_tuning`): librdkafka's name or unit where it differs (``max.request.size``
+-> ``message.max.bytes``, ``buffer.memory`` bytes -> ``queue.buffering.max.kbytes``,
+``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ``auto.offset.reset=none`` -> ``error``),
+nothing where librdkafka has no such setting (``max.block.ms``, ``max.poll.records``,
+serializers, Java class hooks); keys of the same name and meaning pass unchanged
+(``batch.size``, ``linger.ms``, ``acks``, ``enable.idempotence``, ``fetch.max.bytes``,
+``max.partition.fetch.bytes``, ``isolation.level``...).
+
 What :func:`srm_common.config.security.read_security` refuses never gets here (the
 configuration did not load). Use :func:`admin`, :func:`producer` and :func:`consumer`
 instead of confluent-kafka's constructors, :func:`aiokafka_security` for aiokafka and
@@ -57,6 +66,55 @@ def librdkafka_config(keys: Mapping[str, Any]) -> dict[str, Any]:
     own = key_files(security.keystore) if security.keystore else None
     config.update(librdkafka_security(security, ca=ca, own=own))
     return config
+
+
+_JAVA_RENAMED = {
+    "max.request.size": "message.max.bytes",
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
+}
+_JAVA_ONLY_TUNING = frozenset(
+    {
+        "max.block.ms",  # librdkafka's produce() never blocks (BufferError instead)
+        "max.poll.records",  # a consume() argument, not a setting
+        "key.serializer",
+        "value.serializer",
+        "key.deserializer",
+        "value.deserializer",
+        "partitioner.class",
+        "partitioner.ignore.keys",
+        "partitioner.adaptive.partitioning.enable",
+        "partitioner.availability.timeout.ms",
+        "interceptor.classes",
+        "metric.reporters",
+        "metrics.num.samples",
+        "metrics.sample.window.ms",
+        "metrics.recording.level",
+        "auto.include.jmx.reporter",
+        "default.api.timeout.ms",
+        "exclude.internal.topics",
+        "metadata.max.idle.ms",
+        "socket.connection.setup.timeout.max.ms",
+        "security.providers",
+    }
+)
+
+
+def java_tuning(keys: Mapping[str, Any]) -> dict[str, Any]:
+    """``keys`` (a Java client config) with its tuning keys in librdkafka's names and
+    units (see the module docstring); security keys are left to :func:`librdkafka_config`."""
+    out: dict[str, Any] = {}
+    for key, value in keys.items():
+        if key in _JAVA_ONLY_TUNING:
+            continue
+        if key == "buffer.memory":
+            out["queue.buffering.max.kbytes"] = str(max(1, int(str(value).strip()) // 1024))
+        elif key == "auto.offset.reset" and str(value).strip() == "none":
+            out[key] = "error"
+        else:
+            out[_JAVA_RENAMED.get(key, key)] = value
+    return out
 
 
 def librdkafka_security(

@@ -226,6 +226,34 @@ def with_placeholders(keys: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def resolve_client_keys(
+    keys: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``keys`` as :func:`with_placeholders` wrote them, resolved where the client runs
+    (a copy slot, in a Spark executor): every placeholder replaced by what its provider
+    reads here, the ``config.providers`` declarations removed. A resolved value is
+    remembered as a secret. :class:`ProviderError` names the key and what is missing."""
+    env = os.environ if environ is None else environ
+    declared = {
+        key: Entry(key, value, None, key)
+        for key, value in keys.items()
+        if key == DECLARATION or key.startswith(DECLARATION + ".")
+    }
+    if DECLARATION not in declared:
+        return dict(keys)  # nothing was put back as written
+    providers = _declared(declared)
+    files: dict[str, Mapping[str, str]] = {}
+    out: dict[str, str] = {}
+    for key, value in keys.items():
+        if key in declared:
+            continue
+        try:
+            out[key] = str(_resolve_value(value, providers, env, files))
+        except ProviderError as exc:
+            raise ProviderError(f"{key}: {exc}") from None
+    return out
+
+
 def forget_placeholders() -> None:
     """Empty the record of resolved placeholders (tests)."""
     with _lock:
