@@ -26,7 +26,7 @@ from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
-from srm_driver.copying.job import SparkCopyJob
+from srm_driver.copying.job import PythonCopyJob, SparkCopyJob
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
@@ -123,7 +123,11 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         session = spark_session(settings.spark_master, jars=settings.jars, conf=settings.spark_conf)
         started = session
         driver.closers.append(lambda: stop_session(started))
-    job = SparkCopyJob(session, driver.server.url, secret)
+    job_kind = PythonCopyJob if settings.copier == "python" else SparkCopyJob
+    job = job_kind(session, driver.server.url, secret)
+    log.info("copy slots: %s", settings.copier)
+    if isinstance(job, PythonCopyJob):
+        driver.closers.append(job.close)
     flows = {flow.name: flow for flow in config.flows.values()}
     copy = CopyService(
         adapters=lambda flow: flow_adapters(flow, settings),

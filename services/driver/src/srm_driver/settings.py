@@ -8,6 +8,7 @@ saying what would be valid.
 
 from __future__ import annotations
 
+import os
 import socket
 import uuid
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ class DriverSettings:
     progress_topics: Mapping[str, tuple[int, int]]
     # The token this driver bears to the leader (else $SRM_TOKEN_FILE).
     token_file: Path | None = None
+    # Which copy slot runs the copy loops: the JVM's or the Python one (srm.copier).
+    copier: str = "jvm"
 
 
 def driver_settings(
@@ -53,17 +56,19 @@ def driver_settings(
     token_file: Path | None = None,
 ) -> DriverSettings:
     check_spark_settings(spark_master, spark_conf)
+    copier = copier_choice(config)
     return DriverSettings(
         config=config,
         control=control_settings(config),
         spark_master=spark_master,
         spark_conf=dict(spark_conf),
-        jars=tuple(driver_jars(jars_folder)),
+        jars=tuple(driver_jars(jars_folder)) if copier == "jvm" else (),
         host=host,
         port=port,
         driver_id=driver_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}",
         standalone=standalone,
         token_file=token_file,
+        copier=copier,
         progress_topics={
             flow.name: (
                 _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),
@@ -72,6 +77,24 @@ def driver_settings(
             for flow in config.flows.values()
         },
     )
+
+
+COPIERS = ("jvm", "python")
+
+
+def copier_choice(config: SrmConfig) -> str:
+    """``srm.copier`` (top level), else ``$SRM_COPIER``, else ``jvm``: which copy slot
+    copies (both speak the same protocol; ``make bench`` measures them side by side)."""
+    raw = config.extra.get("srm.copier") or os.environ.get("SRM_COPIER") or "jvm"
+    value = raw.strip().lower()
+    if value not in COPIERS:
+        raise ConfigError(
+            f"srm.copier = {raw!r}: expected jvm (Kafka's Java clients in Spark's JVM) or"
+            " python (librdkafka in PySpark's Python workers), e.g. srm.copier = python",
+            source=config.source,
+            key="srm.copier",
+        )
+    return value
 
 
 def _int_setting(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +63,13 @@ def check_spark_settings(master: str, conf: Mapping[str, str]) -> None:
             " after reconciling. Remove the setting (the driver sets 1)",
             source="--spark-conf",
         )
+    kill_idle = conf.get("spark.python.worker.killOnIdleTimeout", "false").strip().lower()
+    if kill_idle != "false":
+        raise ConfigError(
+            "spark.python.worker.killOnIdleTimeout would kill a Python copy slot, which sends"
+            " nothing back to Spark while it copies; remove the setting",
+            source="--spark-conf",
+        )
     speculation = conf.get("spark.speculation", "false").strip().lower()
     if speculation != "false":
         raise ConfigError(
@@ -109,19 +117,24 @@ def spark_session(
     """A session with the copier on its class path; task retries and speculation off."""
     for key, value in driver_address_defaults(master).items():
         os.environ.setdefault(key, value)
+    # Python workers (the Python copy slots) run this very environment: its packages
+    # (confluent-kafka, srm_driver) are the ones the slots import. On a cluster the same
+    # path must exist on every worker (the driver image, docs/scaling.md).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     check_spark_settings(master, conf or {})
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.jars", ",".join(str(jar) for jar in jars))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.extraJavaOptions", LATENCY_JVM_OPTIONS)
         .config("spark.executor.extraJavaOptions", LATENCY_JVM_OPTIONS)
     )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     builder = builder.config("spark.task.maxFailures", "1").config("spark.speculation", "false")

@@ -1,6 +1,8 @@
 """The copy job on Spark: one long-lived job of ``slots`` tasks, each a copy slot.
 
-``srm.copier.CopyJob.run`` (JVM, through Py4J) blocks while the slots run, so it runs on
+Two slots speak the same protocol: the JVM's (``srm.copier.CopyJob.run``, through Py4J)
+and the Python one (:mod:`srm_driver.copier`, ``foreachPartition`` in PySpark's Python
+workers), chosen by ``srm.copier``. Either call blocks while the slots run, so it runs on
 a thread of its own; the slots find the driver through the control URL and bear the
 driver's per-run secret in each report (``Authorization: Bearer``), which Spark hands to
 the executors with the task: protect Spark's own traffic (``spark.authenticate``,
@@ -11,10 +13,15 @@ is the adapter over Spark: what the slots do is decided by
 
 from __future__ import annotations
 
+import functools
 import logging
+import shutil
+import tempfile
 import threading
 import uuid
 from typing import TYPE_CHECKING
+
+from srm_driver.copier.task import run_slots, running_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,6 +94,43 @@ class SparkCopyJob:
             return int(self._session.sparkContext._jvm.srm.copier.CopyJob.activeSlots())  # type: ignore[union-attr]
         except Exception:  # noqa: BLE001 - the JVM is gone: nothing runs in it
             return 0
+
+
+class PythonCopyJob(SparkCopyJob):
+    """The copy job whose slots are Python (:mod:`srm_driver.copier`): one task per slot
+    in PySpark's Python workers, nothing per record through Py4J. In local mode each
+    slot process holds a lock file in a folder of this driver while it runs, which is
+    how :meth:`active_slots` knows that none can still write."""
+
+    def __init__(self, session: SparkSession, control_url: str, secret: str) -> None:
+        super().__init__(session, control_url, secret)
+        self._locks = tempfile.mkdtemp(prefix="srm-copy-slots-") if self.local else None
+
+    def _run(self, job_id: str) -> None:
+        context = self._session.sparkContext
+        try:
+            context.setJobGroup(f"srm-copy-{job_id}", f"srm copy slots of job {job_id}")
+            task = functools.partial(
+                run_slots,
+                control_url=self._control_url,
+                job_id=job_id,
+                secret=self._secret,
+                locks=self._locks,
+            )
+            context.parallelize(range(self.slots), self.slots).foreachPartition(task)
+        except Exception as exc:  # noqa: BLE001 - Spark's errors: reported, the service restarts
+            self.error = _first_line(exc)
+            log.error("copy job %s ended: %s", job_id, self.error)
+
+    def active_slots(self) -> int | None:
+        """Slot processes of this driver still running (local mode); None on a cluster."""
+        if self._locks is None:
+            return None
+        return running_slots(self._locks)
+
+    def close(self) -> None:
+        if self._locks is not None:
+            shutil.rmtree(self._locks, ignore_errors=True)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,19 @@
+"""The Python copy slot: what runs inside Spark's Python workers, one long-lived task per
+slot (started by :class:`srm_driver.copying.job.PythonCopyJob`).
+
+A slot asks the driver what to copy over the control channel
+(:mod:`srm_driver.copying.protocol`) and runs, per flow, a *unit*: a librdkafka consumer
+of the source and an idempotent producer to the target that stops at its first failure.
+Records never leave the worker process that copies them. The parts:
+
+* :mod:`~srm_driver.copier.control`: the slot's exchange with the driver (reports,
+  answers, leases, starting and stopping units);
+* :mod:`~srm_driver.copier.unit`: one flow's copy loop;
+* :mod:`~srm_driver.copier.partition`: one upstream partition under one plan (what was
+  sent and acknowledged, offset syncs, counters, the latency histogram);
+* :mod:`~srm_driver.copier.plan`: a unit's plan, parsed from an answer;
+* :mod:`~srm_driver.copier.lease`: until when a unit may hand records to its producer;
+* :mod:`~srm_driver.copier.failures`: librdkafka's errors as the protocol's failure kinds;
+* :mod:`~srm_driver.copier.clients`: the unit's clients from the answer's settings;
+* :mod:`~srm_driver.copier.task`: the Spark task's entry point.
+"""

@@ -1,0 +1,272 @@
+"""One copy slot: it asks the driver what to copy and runs it.
+
+Every ``report_ms`` (and at once when a unit has news: a failure, a stopped partition, a
+reservation reached) the slot POSTs a report to the driver's control endpoint: per flow
+unit, per partition plan, what was acknowledged, the offset syncs since the last
+answered report, counters and errors. The answer is the whole desired state of the slot
+(level triggered: a lost answer is repaired by the next one) and, per flow unit, its
+lease: how many milliseconds the driver may still let records of that flow be written,
+counted here from when the request was sent. Each unit has its own
+:class:`~srm_driver.copier.lease.Lease`: a flow whose lease runs out stops while the
+others go on. A unit the answer leaves out is stopped and given nothing; a driver that
+does not answer lets every lease run out by itself. The answer also lists the flows
+whose part of the report the driver did not take in (``refused``): their syncs, stops
+and exits are kept and reported again. An answer 410 means the driver no longer knows
+this job: the slot revokes every lease, stops everything and ends. The protocol is
+:mod:`srm_driver.copying.protocol`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import ssl
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.unit import FlowUnit, PlanKey
+
+log = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT_S = 2.0
+_ANSWER_TIMEOUT_S = 5.0
+_UNIT_JOIN_S = 70.0
+
+
+@dataclass
+class _Snapshot:
+    body: dict[str, Any]
+    sync_counts: dict[str, dict[PlanKey, int]] = field(default_factory=dict)
+    stopped: dict[str, set[PlanKey]] = field(default_factory=dict)
+    exited: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Answer:
+    gone: bool = False
+    version: int = -1
+    lease_ms: int = 0
+    report_ms: int = 200
+    stop: bool = False
+    units: dict[str, Any] = field(default_factory=dict)
+    refused: set[str] = field(default_factory=set)
+
+
+class SlotRunner:
+    """See the module docstring; :meth:`run` returns when the slot has ended and none of
+    its units can write any more."""
+
+    def __init__(self, control_url: str, job_id: str, slot: int, secret: str) -> None:
+        url = urlsplit(control_url)
+        self._https = url.scheme == "https"
+        self._host, self._port = url.hostname or "127.0.0.1", url.port
+        self._path = f"{url.path.rstrip('/')}/internal/v1/copy/{job_id}/slots/{slot}"
+        self._authorization = f"Bearer {secret}"
+        self._job_id = job_id
+        self.slot = slot
+        self._units: dict[str, FlowUnit] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._signal = threading.Event()
+        self._connection: http.client.HTTPConnection | None = None
+        self._seq = 0
+        self._answered = -1
+
+    def run(self) -> None:
+        try:
+            self._control()
+        finally:
+            # However the control loop ended, no unit of this slot may write on: stop them
+            # and wait for them (their producers are gone), so "this slot ended" means it.
+            self._stop_units()
+            for thread in self._threads.values():
+                thread.join(_UNIT_JOIN_S)
+            if self._connection is not None:
+                self._connection.close()
+
+    def nudge(self) -> None:
+        self._signal.set()
+
+    def _control(self) -> None:
+        interval = 0.2
+        stopping = False
+        final_attempts = 0
+        while True:
+            exiting = stopping and all(unit.exited for unit in self._units.values())
+            snapshot = self._snapshot(exiting)
+            sent_at = time.monotonic_ns()
+            answer = self._exchange(snapshot)
+            if answer is not None and answer.gone:
+                for unit in self._units.values():
+                    unit.lease.revoke()
+                if not stopping:
+                    stopping = True
+                    self._stop_units()
+            elif answer is not None:
+                self._grant(answer, sent_at)
+                self._confirm(snapshot, answer.refused)
+                interval = max(0.02, answer.report_ms / 1000)
+                if answer.stop and not stopping:
+                    stopping = True
+                    self._stop_units()
+                if not stopping:
+                    self._apply(answer, sent_at)
+                    self._answered = answer.version
+            taken = answer is not None and not answer.refused
+            if exiting:
+                final_attempts += 1
+                if taken or final_attempts >= 3:
+                    return
+            self._signal.wait(0.05 if stopping else interval)
+            self._signal.clear()
+
+    def _snapshot(self, exiting: bool) -> _Snapshot:
+        snapshot = _Snapshot(body={})
+        reports = []
+        longest = 0
+        for flow, unit in self._units.items():
+            counts: dict[PlanKey, int] = {}
+            stopped: set[PlanKey] = set()
+            longest = max(longest, unit.lease.remaining_ms())
+            entry, exited = unit.report(counts, stopped)
+            reports.append(entry)
+            snapshot.sync_counts[flow] = counts
+            snapshot.stopped[flow] = stopped
+            if exited:
+                snapshot.exited.append(flow)
+        snapshot.body = {
+            "job": self._job_id,
+            "slot": self.slot,
+            "seq": self._seq,
+            "answered": self._answered,
+            "lease_ms": longest,
+            "exiting": exiting,
+            "units": reports,
+        }
+        self._seq += 1
+        return snapshot
+
+    def _exchange(self, snapshot: _Snapshot) -> _Answer | None:
+        """POST the report; the answer, or None when there is none to act on (the driver
+        is unreachable or refused it: the leases run out by themselves)."""
+        data = json.dumps(snapshot.body, separators=(",", ":")).encode()
+        try:
+            connection = self._connect()
+            connection.request(
+                "POST",
+                self._path,
+                body=data,
+                headers={"Content-Type": "application/json", "Authorization": self._authorization},
+            )
+            response = connection.getresponse()
+            payload = response.read()
+        except (OSError, http.client.HTTPException):
+            self._disconnect()
+            return None
+        if response.status == 410:
+            return _Answer(gone=True)
+        if response.status != 200:
+            log.warning(
+                "srm copy slot %d: the driver answered %d: %s",
+                self.slot,
+                response.status,
+                payload[:500].decode("utf-8", "replace"),
+            )
+            return None
+        try:
+            body = json.loads(payload)
+            return _Answer(
+                version=int(body["version"]),
+                lease_ms=int(body["lease_ms"]),
+                report_ms=int(body["report_ms"]),
+                stop=body.get("stop") is True,
+                units=dict(body["units"]),
+                refused={str(flow) for flow in body.get("refused") or ()},
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("srm copy slot %d: cannot read the driver's answer: %r", self.slot, exc)
+            return None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._connection is None:
+            if self._https:
+                self._connection = http.client.HTTPSConnection(
+                    self._host,
+                    self._port,
+                    timeout=_CONNECT_TIMEOUT_S,
+                    context=ssl.create_default_context(),
+                )
+            else:
+                self._connection = http.client.HTTPConnection(
+                    self._host, self._port, timeout=_CONNECT_TIMEOUT_S
+                )
+            self._connection.connect()
+            if self._connection.sock is not None:
+                self._connection.sock.settimeout(_ANSWER_TIMEOUT_S)
+        return self._connection
+
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _grant(self, answer: _Answer, sent_at: int) -> None:
+        """Give each unit the lease its entry in the answer carries (the slot-level one if
+        the entry has none), counted from ``sent_at``; a unit the answer leaves out gets
+        nothing (it is being stopped; its lease runs out by itself)."""
+        for flow, unit in self._units.items():
+            wanted = answer.units.get(flow)
+            if isinstance(wanted, dict):
+                unit.lease.grant(sent_at, _lease_of(wanted, answer.lease_ms))
+
+    def _confirm(self, snapshot: _Snapshot, refused: set[str]) -> None:
+        """The driver took the report in, but for the ``refused`` flows: those keep it all."""
+        for flow, counts in snapshot.sync_counts.items():
+            unit = self._units.get(flow)
+            if unit is not None and flow not in refused:
+                unit.confirm(counts, snapshot.stopped[flow])
+        for flow in snapshot.exited:
+            if flow in refused:
+                continue  # reported again, so that the driver sees it ended
+            self._units.pop(flow, None)
+            thread = self._threads.pop(flow, None)
+            if thread is not None:
+                thread.join(1)
+
+    def _apply(self, answer: _Answer, sent_at: int) -> None:
+        for flow, body in answer.units.items():
+            try:
+                plan = parse_plan(flow, answer.version, body)
+            except ValueError as exc:
+                log.error("srm copy slot %d: bad plan for %s: %s", self.slot, flow, exc)
+                continue
+            unit = self._units.get(flow)
+            if unit is None:
+                lease = Lease()
+                lease.grant(sent_at, _lease_of(body, answer.lease_ms))
+                unit = FlowUnit(plan, lease, self.nudge)
+                thread = threading.Thread(
+                    target=unit.run, name=f"srm-copy {flow} slot {self.slot}", daemon=True
+                )
+                self._units[flow] = unit
+                self._threads[flow] = thread
+                thread.start()
+            elif not unit.exited:
+                unit.update(plan)
+        for flow, unit in self._units.items():
+            if flow not in answer.units:
+                unit.request_stop()
+
+    def _stop_units(self) -> None:
+        for unit in self._units.values():
+            unit.request_stop()
+
+
+def _lease_of(unit: Any, slot_lease_ms: int) -> int:
+    value = unit.get("lease_ms") if isinstance(unit, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else slot_lease_ms

@@ -1,0 +1,65 @@
+"""librdkafka's errors as the control protocol's failure kinds.
+
+``poison``: the target refuses this record and would refuse it again (too large, a
+timestamp the topic refuses, a record it calls invalid, a malformed origin header): it
+counts a try against its offset, and after ``srm.poison.max.tries`` its partition halts.
+``transient``: anything else (a broker down, a timeout, authorization, a fenced or
+failed producer): retried with a backoff, never a halt. ``conflict`` (an acknowledged
+offset other than the planned one), ``lease`` and ``out_of_range`` are decided by the
+copy loop itself.
+
+A producer whose gap-less guarantee stopped it reports a fatal error whose code is
+``_GAPLESS_GUARANTEE`` and whose text names the broker's error
+(``ProduceRequest for t [0] with 1 message(s) failed: Broker: Message size too large``);
+:func:`fatal_kind` reads the kind from that text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+POISON_CODES = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,  # the broker's or our own message.max.bytes
+        KafkaError.INVALID_TIMESTAMP,  # message.timestamp.*.max.ms of the topic
+        KafkaError.INVALID_RECORD,  # the broker's record validation (e.g. compaction, no key)
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError._INVALID_ARG,  # produce() refused the record's fields
+    }
+)
+
+
+def kind_of(error: KafkaError) -> str:
+    """``poison`` or ``transient`` for a failed send."""
+    return "poison" if error.code() in POISON_CODES else "transient"
+
+
+def fatal_kind(error: KafkaError) -> str:
+    """The kind of a fatal producer error, from the broker error its text names."""
+    text = error.str()
+    for code in POISON_CODES:
+        if KafkaError(code).str() in text:
+            return "poison"
+    return "transient"
+
+
+def failure(
+    kind: str,
+    message: str,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    offset: int = -1,
+    error_class: str | None = None,
+) -> dict[str, Any]:
+    """A failure as the protocol reports it (``srm_driver.copying.protocol.Failure``)."""
+    return {
+        "kind": kind,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "message": message,
+        "class": error_class,
+    }

@@ -1,0 +1,237 @@
+"""One upstream partition under one plan: where sending stands, what was acknowledged,
+and what the next report tells the driver.
+
+A plan is the driver's decision after reconciling: start at upstream ``start``, the first
+copy lands at downstream ``down`` (checked on every acknowledgement unless the remote
+partition is shared), never send an upstream offset at or past ``reserve`` (the end
+recorded as in flight in the progress topic).
+
+Offset syncs come from acknowledgements, which arrive in send order per partition: the
+first record of the plan, both sides of every gap (upstream, or downstream when the
+partition is shared), and the last acknowledged record at every report (the rule of
+``srm_common.domain.progress.offset_syncs``, checked against the same golden cases).
+
+Not thread safe: every method is called with the unit's lock held (the copy loop thread,
+where librdkafka's delivery callbacks also run, and the control thread for reports).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from typing import Any
+
+from srm_common.metrics.raw import LATENCY_BOUNDS_MS
+
+SENDING = "sending"
+WAITING_RESERVATION = "waiting_reservation"
+STOPPING = "stopping"
+STOPPED = "stopped"
+
+Failure = dict[str, Any]
+"""A failure as the protocol reports it: kind, topic, partition, offset, message, class."""
+
+
+class PartitionCopy:
+    """See the module docstring. ``inflight`` holds, oldest first, one
+    ``(upstream offset, planned downstream offset, value bytes, timestamp)`` per record
+    handed to the producer and not yet settled."""
+
+    __slots__ = (
+        "topic",
+        "partition",
+        "plan",
+        "remote",
+        "start",
+        "shared",
+        "next_send",
+        "next_down",
+        "reserve",
+        "state",
+        "inflight",
+        "prev_up",
+        "prev_down",
+        "last_sync_up",
+        "syncs",
+        "records",
+        "bytes",
+        "dropped",
+        "latency_sum_ms",
+        "latency_max_ms",
+        "latency_min_ms",
+        "latency_hist",
+        "waiting_ts",
+        "source_end",
+        "error",
+        "uncertain",
+        "established",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        plan: int,
+        remote: str,
+        start: int,
+        down: int,
+        reserve: int,
+        shared: bool,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.plan = plan
+        self.remote = remote
+        self.start = start
+        self.shared = shared
+        self.next_send = start
+        self.next_down = down
+        self.reserve = reserve
+        self.state = SENDING
+        self.inflight: deque[tuple[int, int, int, int]] = deque()
+        self.prev_up = -1
+        self.prev_down = down - 1
+        self.last_sync_up = -1
+        self.syncs: list[tuple[int, int]] = []
+        self.records = 0
+        self.bytes = 0
+        self.dropped = 0
+        self.latency_sum_ms = 0
+        self.latency_max_ms = 0
+        self.latency_min_ms = -1
+        self.latency_hist = [0] * (len(LATENCY_BOUNDS_MS) + 1)
+        # The record the partition waits at for its reservation (-1: none or no timestamp).
+        self.waiting_ts = -1
+        # The source partition's end as the consumer last saw it; -1 unknown.
+        self.source_end = -1
+        self.error: Failure | None = None
+        # A send of this plan ended without an acknowledgement: it may still land.
+        self.uncertain = False
+        # The unit's current producer has had a copy acknowledged here (see the unit).
+        self.established = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.inflight)
+
+    def extend_reserve(self, value: int) -> None:
+        if value > self.reserve:
+            self.reserve = value
+
+    def await_reservation(self, timestamp: int = -1) -> None:
+        """Stop at ``next_send`` (a record of ``timestamp``) until the reservation moves."""
+        if self.state == SENDING:
+            self.state = WAITING_RESERVATION
+            self.waiting_ts = timestamp
+
+    def maybe_resume(self) -> bool:
+        """Back to sending once the reservation moved past the next offset to send."""
+        if self.state == WAITING_RESERVATION and self.reserve > self.next_send:
+            self.state = SENDING
+            self.waiting_ts = -1
+            return True
+        return False
+
+    def stop(self, why: Failure | None = None) -> None:
+        """Send nothing more; ``why`` is reported as this partition's error."""
+        if why is not None and self.error is None:
+            self.error = why
+        if self.state != STOPPED:
+            self.state = STOPPED if not self.inflight else STOPPING
+
+    @property
+    def stopped(self) -> bool:
+        return self.state == STOPPED
+
+    def sent(self, up: int, size: int, timestamp: int) -> None:
+        """Upstream ``up`` (``size`` value bytes, ``timestamp`` or -1) was handed to the
+        producer, planned at ``next_down``."""
+        self.inflight.append((up, self.next_down, size, timestamp))
+        self.next_send = up + 1
+        self.next_down += 1
+
+    def dropped_one(self, up: int) -> None:
+        """Upstream ``up`` is not copied (the origin rule dropped it)."""
+        self.dropped += 1
+        self.next_send = up + 1
+
+    def acked(self, up: int, down: int, size: int, latency_ms: int) -> None:
+        """The oldest record in flight (upstream ``up``) landed at downstream ``down``."""
+        self.inflight.popleft()
+        prev_up = self.prev_up
+        if prev_up < 0:
+            self.syncs.append((up, down))
+            self.last_sync_up = up
+        elif up != prev_up + 1 or (self.shared and down != self.prev_down + 1):
+            if self.last_sync_up != prev_up:
+                self.syncs.append((prev_up, self.prev_down))
+            self.syncs.append((up, down))
+            self.last_sync_up = up
+        self.prev_up = up
+        self.prev_down = down
+        self.records += 1
+        self.bytes += size
+        if latency_ms >= 0:
+            self.latency_sum_ms += latency_ms
+            if latency_ms > self.latency_max_ms:
+                self.latency_max_ms = latency_ms
+            if self.latency_min_ms < 0 or latency_ms < self.latency_min_ms:
+                self.latency_min_ms = latency_ms
+            self.latency_hist[bisect_left(LATENCY_BOUNDS_MS, latency_ms)] += 1
+        if self.state == STOPPING and not self.inflight:
+            self.state = STOPPED
+
+    def failed(self) -> None:
+        """The oldest record in flight did not land (or its fate is unknown): the plan is
+        over."""
+        if self.inflight:
+            self.inflight.popleft()
+        self.uncertain = True
+        if self.state == STOPPING and not self.inflight:
+            self.state = STOPPED
+
+    def abandon(self) -> None:
+        """Every record still in flight is of unknown fate (its producer is gone)."""
+        while self.inflight:
+            self.failed()
+
+    def report(self, boundary: bool) -> dict[str, Any]:
+        """The report entry; ``boundary`` adds a sync for the last acknowledged record."""
+        if boundary and self.prev_up >= 0 and self.last_sync_up != self.prev_up:
+            self.syncs.append((self.prev_up, self.prev_down))
+            self.last_sync_up = self.prev_up
+        acked_up = self.prev_up + 1 if self.prev_up >= 0 else self.start
+        if self.inflight:
+            pending_ts = self.inflight[0][3]
+        else:
+            pending_ts = self.waiting_ts if self.state == WAITING_RESERVATION else -1
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "plan": self.plan,
+            "state": self.state,
+            "acked_up": acked_up,
+            "acked_down": self.prev_down + 1,
+            "next_send": self.next_send,
+            "outstanding": len(self.inflight),
+            "records": self.records,
+            "bytes": self.bytes,
+            "dropped": self.dropped,
+            "latency_sum_ms": self.latency_sum_ms,
+            "latency_max_ms": self.latency_max_ms,
+            "latency_min_ms": self.latency_min_ms,
+            "latency_hist": list(self.latency_hist),
+            "source_end": self.source_end,
+            "pending_ts": pending_ts,
+            "syncs": [list(pair) for pair in self.syncs],
+            "error": self.error,
+            "uncertain": self.uncertain,
+        }
+
+    def confirm_syncs(self, count: int) -> None:
+        """The driver has the first ``count`` syncs (they were in a report it answered)."""
+        del self.syncs[:count]

@@ -1,0 +1,286 @@
+"""The Python copy slot's control side, with a fake driver and fake units: leases counted
+from the request, 410 and stop, refused flows, plans parsed; its lease, failure kinds and
+the slot locks that tell the driver no slot process runs (:mod:`srm_driver.copier`)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+from srm_driver.copier import control
+from srm_driver.copier.failures import fatal_kind, kind_of
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.task import running_slots, slot_lock
+
+SETTINGS = {
+    "consumer": {"bootstrap.servers": "a:1"},
+    "producer": {"bootstrap.servers": "b:1"},
+    "origin_header": None,
+    "copy_header": None,
+    "source": "primary",
+    "target": "backup",
+    "poll_ms": 100,
+}
+
+
+def _unit(epoch: int = 0, lease_ms: int | None = 4000, partitions: int = 1) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "epoch": epoch,
+        "settings": SETTINGS,
+        "partitions": [
+            {"topic": "t", "partition": n, "plan": 1, "remote": "primary.t", "start": 0,
+             "down": 0, "reserve": 100}
+            for n in range(partitions)
+        ],
+    }  # fmt: skip
+    if lease_ms is not None:
+        body["lease_ms"] = lease_ms
+    return body
+
+
+# -- lease, plan, failure kinds ---------------------------------------------------------
+
+
+def test_a_lease_counts_from_when_the_request_was_sent_and_never_moves_back() -> None:
+    lease = Lease()
+    assert not lease.valid() and lease.remaining_ms() == 0
+    sent = time.monotonic_ns() - 3_000_000_000  # asked 3 s ago
+    lease.grant(sent, 2000)
+    assert not lease.valid(), "2 s counted from the request, which left 3 s ago"
+    lease.grant(time.monotonic_ns(), 5000)
+    assert lease.valid() and 4000 < lease.remaining_ms() <= 5000
+    lease.grant(time.monotonic_ns(), 1000)
+    assert lease.remaining_ms() > 4000, "a shorter grant does not shorten it"
+    lease.grant(time.monotonic_ns(), 0)
+    assert not lease.valid(), "0 revokes"
+    lease.grant(time.monotonic_ns(), 1000)
+    lease.revoke()
+    assert not lease.valid()
+
+
+def test_a_plan_is_parsed_from_the_answer_and_a_bad_field_named() -> None:
+    plan = parse_plan("primary->backup", 7, _unit(epoch=2, partitions=2))
+    assert (plan.version, plan.epoch, plan.poll_ms, plan.shared) == (7, 2, 100, False)
+    assert plan.partitions[("t", 1)].remote == "primary.t"
+    assert plan.consumer == {"bootstrap.servers": "a:1"}
+    bad = _unit()
+    bad["partitions"][0]["start"] = "0"
+    with pytest.raises(ValueError, match="'start' is not a whole number"):
+        parse_plan("f", 1, bad)
+    with pytest.raises(ValueError, match="missing or bad field"):
+        parse_plan("f", 1, {"epoch": 0, "partitions": []})
+
+
+def test_a_record_the_target_refuses_is_poison_and_an_outage_transient() -> None:
+    assert kind_of(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)) == "poison"
+    assert kind_of(KafkaError(KafkaError.INVALID_TIMESTAMP)) == "poison"
+    assert kind_of(KafkaError(KafkaError._MSG_TIMED_OUT)) == "transient"
+    assert kind_of(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)) == "transient"
+    assert kind_of(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)) == "transient"
+    stopped = KafkaError(
+        KafkaError._GAPLESS_GUARANTEE,
+        "ProduceRequest for t [0] with 1 message(s) failed: Broker: Message size too large"
+        " (broker 1 PID{Id:3,Epoch:0}, base seq 1): unable to satisfy gap-less guarantee",
+        fatal=True,
+    )
+    assert fatal_kind(stopped) == "poison"
+    fenced = KafkaError(KafkaError._FATAL, "Producer fenced by newer instance", fatal=True)
+    assert fatal_kind(fenced) == "transient"
+
+
+# -- slot locks: no slot process can still write -----------------------------------------
+
+
+def _hold(folder: str, ready: Any) -> None:
+    with slot_lock(folder, "job1", 0):
+        ready.set()
+        time.sleep(60)
+
+
+def test_a_slot_lock_is_held_while_the_process_runs_and_released_when_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    assert running_slots(str(tmp_path)) == 0
+    ready = multiprocessing.get_context("fork").Event()
+    process = multiprocessing.get_context("fork").Process(target=_hold, args=(str(tmp_path), ready))
+    process.start()
+    try:
+        assert ready.wait(10)
+        assert running_slots(str(tmp_path)) == 1
+        process.kill()  # SIGKILL: no clean-up runs, the kernel releases the lock
+        process.join(10)
+        assert running_slots(str(tmp_path)) == 0
+    finally:
+        if process.is_alive():
+            process.kill()
+    with slot_lock(str(tmp_path / "absent"), "job1", 1):
+        pass  # no folder here (a cluster executor): nothing to hold
+
+
+# -- the control exchange, against a fake driver ------------------------------------------
+
+
+class FakeUnit:
+    """Stands in for a FlowUnit: what the slot does with it, no Kafka."""
+
+    made: list[FakeUnit] = []
+
+    def __init__(self, plan: Any, lease: Lease, nudge: Any) -> None:
+        self.flow, self.lease, self.plans = plan.flow, lease, [plan]
+        self.exited = False
+        self.stop_requested = False
+        self.confirmed: list[Any] = []
+        FakeUnit.made.append(self)
+
+    def run(self) -> None:
+        while not self.stop_requested:
+            time.sleep(0.01)
+        self.exited = True
+
+    def update(self, plan: Any) -> None:
+        self.plans.append(plan)
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+
+    def report(self, counts: dict[Any, int], stopped: set[Any]) -> tuple[dict[str, Any], bool]:
+        counts[("t", 0, 1)] = 1
+        entry = {"flow": self.flow, "epoch": 0, "exited": self.exited, "partitions": []}
+        return entry, self.exited
+
+    def confirm(self, counts: dict[Any, int], stopped: set[Any]) -> None:
+        self.confirmed.append(dict(counts))
+
+
+class FakeDriver:
+    """Answers reports with whatever ``answer(report)`` returns: (status, body)."""
+
+    def __init__(self) -> None:
+        self.reports: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
+        self.answer = lambda report: (200, {})
+        driver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                driver.reports.append(body)
+                driver.authorizations.append(self.headers["Authorization"])
+                status, answer = driver.answer(body)
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDriver]:
+    FakeUnit.made.clear()
+    monkeypatch.setattr(control, "FlowUnit", FakeUnit)
+    fake = FakeDriver()
+    yield fake
+    fake.server.shutdown()
+
+
+def _answer(version: int, units: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"version": version, "lease_ms": 4000, "report_ms": 20, "stop": False,
+            "refused": [], "units": units, **extra}  # fmt: skip
+
+
+def _run(slot: control.SlotRunner) -> threading.Thread:
+    thread = threading.Thread(target=slot.run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_slot_starts_the_planned_unit_with_its_flows_lease_and_ends_when_told_to_stop(
+    driver: FakeDriver,
+) -> None:
+    state = {"stop": False}
+    driver.answer = lambda report: (
+        200,
+        _answer(report["seq"], {"primary->backup": _unit(lease_ms=3000)}, stop=state["stop"]),
+    )
+    thread = _run(control.SlotRunner(driver.url, "job1", 3, "s3cret"))
+    _wait(lambda: FakeUnit.made and len(driver.reports) > 3, "the unit starts and reports go on")
+    unit = FakeUnit.made[0]
+    assert 2000 < unit.lease.remaining_ms() <= 3000, "the flow's own lease, from the answer"
+    assert driver.authorizations[0] == "Bearer s3cret"
+    first = driver.reports[0]
+    assert (first["job"], first["slot"], first["seq"], first["answered"]) == ("job1", 3, 0, -1)
+    assert driver.reports[-1]["answered"] >= 0 and driver.reports[-1]["units"]
+    assert unit.confirmed and unit.confirmed[0] == {("t", 0, 1): 1}
+    state["stop"] = True
+    thread.join(10)
+    assert not thread.is_alive() and unit.stop_requested and unit.exited
+    assert driver.reports[-1]["exiting"] is True, "its last report says it is exiting"
+
+
+def test_an_answer_410_revokes_every_lease_and_ends_the_slot(driver: FakeDriver) -> None:
+    answers = iter([(200, _answer(0, {"f": _unit()}))])
+    driver.answer = lambda report: next(answers, (410, {"error": "copy job job1 is over"}))
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    thread.join(10)
+    assert not thread.is_alive()
+    (unit,) = FakeUnit.made
+    assert not unit.lease.valid() and unit.stop_requested
+
+
+def test_a_flow_the_driver_refused_keeps_its_part_and_a_flow_left_out_is_stopped(
+    driver: FakeDriver,
+) -> None:
+    state = {"refused": ["f"], "units": {"f": _unit(), "g": _unit()}}
+    driver.answer = lambda report: (
+        200,
+        _answer(report["seq"], dict(state["units"]), refused=state["refused"]),
+    )
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    _wait(lambda: len(FakeUnit.made) == 2 and len(driver.reports) > 3, "both units run")
+    f, g = sorted(FakeUnit.made, key=lambda unit: unit.flow)
+    assert not f.confirmed, "a refused flow's syncs are reported again"
+    assert g.confirmed
+    state["units"] = {"f": _unit()}
+    _wait(lambda: g.stop_requested, "a unit the answer leaves out is stopped")
+    assert not f.stop_requested
+    driver.answer = lambda report: (410, {})
+    thread.join(10)
+
+
+def test_a_report_the_driver_cannot_take_changes_nothing_and_a_bad_plan_starts_nothing(
+    driver: FakeDriver,
+) -> None:
+    bad = _unit()
+    bad["epoch"] = "two"
+    answers = iter([(200, _answer(0, {"f": bad}))])
+    driver.answer = lambda report: next(answers, (503, {"error": "busy"}))
+    slot = control.SlotRunner(driver.url, "job1", 0, "s")
+    thread = _run(slot)
+    _wait(lambda: len(driver.reports) > 2, "the slot keeps reporting")
+    assert not FakeUnit.made, "a plan that cannot be read starts no unit"
+    driver.answer = lambda report: (410, {})
+    thread.join(10)
+    assert not thread.is_alive()

@@ -1,0 +1,271 @@
+"""One flow unit's copy rules with a fake consumer and producer (no Kafka): records in
+order under a valid lease, the planned offset on every acknowledgement, the first copy
+of a new producer acknowledged before more, a break at the first failure with whatever
+the producer still holds purged, reservations (:mod:`srm_driver.copier.unit`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Message
+from srm_driver.copier import unit as unit_module
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.plan import UnitPlan, Wanted
+
+REMOTE = "primary.t"
+
+
+class FakeProducer:
+    """Keeps what it was given; ``poll()`` delivers the acknowledgements scripted by
+    ``landing`` (upstream value -> offset, or a KafkaError), in send order."""
+
+    def __init__(self, delivered: Any) -> None:
+        self.delivered = delivered
+        self.sent: list[tuple[Any, ...]] = []
+        self.pending: list[tuple[Any, ...]] = []
+        self.next_offset: dict[int, int] = {}
+        self.landing: dict[bytes, Any] = {}
+        self.purged = False
+        self.fatal: KafkaError | None = None
+        # Reports of records the client already failed: purge() does not touch them.
+        self.done: list[tuple[Any, ...]] = []
+        self.polls = 0
+
+    def produce(self, topic: str, value: bytes, key: Any, partition: int, *rest: Any) -> None:
+        if self.purged:
+            raise KafkaException(KafkaError(KafkaError._FATAL))
+        self.sent.append((topic, value, key, partition, *rest))
+        self.pending.append((topic, value, partition))
+
+    def poll(self, timeout: float = 0) -> int:
+        self.polls += 1
+        if self.fatal is not None:
+            fatal, self.fatal = self.fatal, None
+            self.done = [m for m in self.pending if isinstance(self.landing.get(m[1]), KafkaError)]
+            self.pending = [m for m in self.pending if m not in self.done]
+            raise KafkaException(fatal)
+        served = 0
+        while self.done or self.pending:
+            topic, value, partition = (self.done or self.pending).pop(0)
+            landing = self.landing.get(value)
+            if isinstance(landing, KafkaError):
+                self.delivered(landing, Message(topic=topic, partition=partition, value=value))
+            else:
+                offset = landing if landing is not None else self.next_offset.get(partition, 0)
+                self.next_offset[partition] = offset + 1
+                self.delivered(None, Message(topic=topic, partition=partition, offset=offset,
+                                             value=value))  # fmt: skip
+            served += 1
+        return served
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True) -> None:
+        """As librdkafka: the purged records' reports are queued behind those already
+        there (reports come in send order per partition)."""
+        self.purged = True
+        for message in self.pending:
+            self.landing[message[1]] = KafkaError(KafkaError._PURGE_INFLIGHT)
+        self.done += self.pending
+        self.pending = []
+
+    def __len__(self) -> int:
+        return len(self.pending) + len(self.done)
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self.assigned: list[Any] = []
+        self.paused: list[Any] = []
+        self.resumed: list[Any] = []
+        self.sought: list[Any] = []
+
+    def assign(self, partitions: list[Any]) -> None:
+        self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    def pause(self, partitions: list[Any]) -> None:
+        self.paused += [(tp.topic, tp.partition) for tp in partitions]
+
+    def resume(self, partitions: list[Any]) -> None:
+        self.resumed += [(tp.topic, tp.partition) for tp in partitions]
+
+    def seek(self, tp: Any) -> None:
+        self.sought.append((tp.topic, tp.partition, tp.offset))
+
+    def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
+        return (0, 42)
+
+
+def _plan(epoch: int = 0, reserve: int = 1000, start: int = 0, version: int = 1) -> UnitPlan:
+    return UnitPlan(
+        "primary->backup", version, epoch, {}, {}, None, None, "primary", "backup", 100,
+        {("t", n): Wanted(1, REMOTE, start, 0, reserve) for n in (0, 1)},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
+    producers: list[FakeProducer] = []
+
+    def producer(settings: Any, delivered: Any) -> FakeProducer:
+        producers.append(FakeProducer(delivered))
+        return producers[-1]
+
+    monkeypatch.setattr(unit_module.clients, "producer", producer)
+    return producers
+
+
+def _unit(plan: UnitPlan, lease_ms: int = 60_000) -> unit_module.FlowUnit:
+    lease = Lease()
+    lease.grant(time.monotonic_ns(), lease_ms)
+    unit = unit_module.FlowUnit(plan, lease, lambda: None)
+    unit._consumer = FakeConsumer()  # type: ignore[assignment]
+    with unit.lock:
+        unit._apply(plan)
+    return unit
+
+
+def _records(partition: int, offsets: range, ts: int = 1_700_000_000_000) -> list[Message]:
+    return [
+        Message(topic="t", partition=partition, offset=o, value=f"{partition}-{o}".encode(),
+                key=b"k", headers=[("h", b"1")], timestamp=(1, ts))
+        for o in offsets
+    ]  # fmt: skip
+
+
+def _copy(unit: unit_module.FlowUnit, batch: list[Message]) -> None:
+    with unit.lock:
+        unit._copy(unit.desired, batch)
+        unit._serve()
+
+
+def _report(unit: unit_module.FlowUnit) -> dict[str, Any]:
+    entry, _ = unit.report({}, set())
+    return entry
+
+
+def test_records_are_copied_in_order_with_key_headers_and_timestamp_and_counted(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(5)) + _records(1, range(3)))
+    (producer,) = made
+    assert [(v, p) for _t, v, _k, p, *_ in producer.sent][:2] == [(b"0-0", 0), (b"0-1", 0)]
+    topic, value, key, partition, _cb, _cb2, ts, headers = producer.sent[0]
+    assert (topic, key, ts, headers) == (REMOTE, b"k", 1_700_000_000_000, [("h", b"1")])
+    report = _report(unit)
+    assert report["broken"] is None
+    parts = {p["partition"]: p for p in report["partitions"]}
+    assert parts[0]["records"] == 5 and parts[1]["records"] == 3
+    assert (parts[0]["acked_up"], parts[0]["acked_down"], parts[0]["next_send"]) == (5, 5, 5)
+    assert parts[0]["syncs"] == [[0, 0], [4, 4]]
+    assert parts[0]["source_end"] == -1  # seen at most every 100 ms, not here
+
+
+def test_the_first_copy_of_a_new_producer_is_acknowledged_before_more_is_sent(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    acked_when_second_sent = []
+    original = FakeProducer.produce
+
+    def produce(self: FakeProducer, topic: str, value: bytes, *rest: Any) -> None:
+        if value == b"0-1":
+            acked_when_second_sent.append(self.next_offset.get(0))
+        original(self, topic, value, *rest)
+
+    FakeProducer.produce = produce  # type: ignore[method-assign]
+    try:
+        _copy(unit, _records(0, range(3)))
+    finally:
+        FakeProducer.produce = original  # type: ignore[method-assign]
+    assert acked_when_second_sent == [1], "offset 0 had landed before offset 1 was sent"
+
+
+def test_an_acknowledgement_at_another_offset_breaks_the_unit_as_a_conflict(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(1)))
+    made[0].landing[b"0-2"] = 7  # something else wrote offsets 2..6
+    _copy(unit, _records(0, range(1, 5)))
+    report = _report(unit)
+    assert report["broken"]["kind"] == "conflict"
+    assert (
+        report["broken"]["offset"] == 2
+        and "where offset 2 was planned" in (report["broken"]["message"])
+    )
+    part = next(p for p in report["partitions"] if p["partition"] == 0)
+    assert part["state"] == "stopped" and part["uncertain"] is True
+    assert unit._producer is None and made[0].purged, "the producer is purged and let go"
+
+
+def test_a_record_the_target_refuses_breaks_the_unit_blaming_its_offset(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(1)))
+    made[0].landing[b"0-1"] = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    _copy(unit, _records(0, range(1, 4)))
+    broken = _report(unit)["broken"]
+    assert (broken["kind"], broken["offset"], broken["class"]) == (
+        "poison", 1, "MSG_SIZE_TOO_LARGE",
+    )  # fmt: skip
+    assert unit._producer is None
+
+
+def test_a_stopped_producer_is_purged_and_the_failed_records_report_names_the_cause(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(1)))
+    producer = made[0]
+    producer.fatal = KafkaError(
+        KafkaError._GAPLESS_GUARANTEE, "... failed: Broker: Message size too large", fatal=True
+    )
+    producer.landing[b"0-1"] = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    with unit.lock:
+        unit._copy(unit.desired, _records(0, range(1, 3)))
+        unit._serve()  # raises the fatal error: purge, and the records' own reports
+    broken = _report(unit)["broken"]
+    assert broken["kind"] == "poison" and broken["offset"] == 1, broken
+
+
+def test_nothing_is_sent_without_a_lease(made: list[FakeProducer]) -> None:
+    unit = _unit(_plan())
+    unit.lease.revoke()
+    _copy(unit, _records(0, range(3)))
+    assert not made[0].sent
+    assert _report(unit)["broken"]["kind"] == "lease"
+
+
+def test_a_partition_waits_at_its_reservation_and_goes_on_from_there_when_it_moves(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan(reserve=3))
+    consumer = unit._consumer
+    _copy(unit, _records(0, range(6)))
+    assert len(made[0].sent) == 3
+    part = next(p for p in _report(unit)["partitions"] if p["partition"] == 0)
+    assert (part["state"], part["next_send"]) == ("waiting_reservation", 3)
+    assert ("t", 0) in consumer.paused  # type: ignore[union-attr]
+    moved = _plan(reserve=10, version=2)
+    with unit.lock:
+        unit._apply(moved)
+    unit.update(moved)
+    assert ("t", 0, 3) in consumer.sought and ("t", 0) in consumer.resumed  # type: ignore[union-attr]
+    _copy(unit, _records(0, range(2, 6)))  # refetched from the seek (2 was sent already)
+    assert [v for _t, v, *_ in made[0].sent] == [f"0-{o}".encode() for o in range(6)]
+
+
+def test_a_broken_unit_waits_for_a_later_epoch_then_starts_a_new_producer(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    unit.lease.revoke()
+    _copy(unit, _records(0, range(1)))
+    unit.lease.grant(time.monotonic_ns(), 60_000)
+    with unit.lock:
+        assert not unit._recovered(_plan(epoch=0)), "the same epoch: still broken"
+        assert unit._recovered(_plan(epoch=1))
+    assert _report(unit)["broken"] is None and _report(unit)["epoch"] == 1
