@@ -5,7 +5,10 @@ written by :func:`shared_properties`: one flow ``primary->backup`` limited to th
 benchmark's topics, ``tasks.max`` = partitions, replication factor 1 for every topic
 they create, offsets flushed every 10 s, heartbeats and checkpoints on as by default.
 
-* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract);
+* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract), with the
+  JVM copy slot (``srm.copier = jvm``);
+* ``srm_python``: the same driver with the Python copy slot (``srm.copier = python``,
+  ``srm-python.properties``, ``srm-python.log``), while both slots exist (issue 20);
 * ``mirrormaker2``: Apache MirrorMaker 2 in dedicated mode,
   ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``, with the heap and GC
   options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use, and every client
@@ -31,10 +34,14 @@ from srm_local.tools import tool_command
 from srm_bench.stack import SOURCE, TARGET
 
 SRM = "srm"
+SRM_PYTHON = "srm_python"
 MM2 = "mirrormaker2"
 MM2_TUNED = "mirrormaker2_tuned"
-REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
-LABELS = {SRM: "SRM driver", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
+REPLICATORS = (SRM, SRM_PYTHON, MM2, MM2_TUNED)  # the table's column order
+SRM_DRIVERS = (SRM, SRM_PYTHON)
+LABELS = {SRM: "SRM driver", SRM_PYTHON: "SRM Python", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
+# Each SRM run's copy slot (srm.copier), written into its file.
+COPIERS = {SRM: "jvm", SRM_PYTHON: "python"}
 
 # MirrorMaker 2 tuned the way a careful operator would for this workload (1 KiB records,
 # 8 partitions, one broker per cluster, a catch-up then a 500 records/s latency phase),
@@ -151,9 +158,12 @@ def shared_properties(
 
 
 def replicator_properties(name: str, shared: Mapping[str, str]) -> dict[str, str]:
-    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned."""
+    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned
+    and the copy slot for SRM's driver."""
     if name == MM2_TUNED:
         return {**shared, **MM2_TUNED_PROPERTIES}
+    if name in COPIERS:
+        return {**shared, "srm.copier": COPIERS[name]}
     return dict(shared)
 
 
@@ -189,13 +199,15 @@ def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
     return Replicator(name, command, config, folder / f"{stem}.log")
 
 
-def srm_driver(folder: Path, spark_master: str | None) -> Replicator:
-    config = folder / "srm.properties"
+def srm_driver(folder: Path, spark_master: str | None, name: str = SRM) -> Replicator:
+    """SRM's driver as ``name`` (``srm``: the JVM copy slot; ``srm_python``: the Python one)."""
+    stem = "srm-python" if name == SRM_PYTHON else "srm"
+    config = folder / f"{stem}.properties"
     command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:
         command += ["--spark-master", spark_master]
     env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
-    return Replicator(SRM, command, config, folder / "srm.log", env)
+    return Replicator(name, command, config, folder / f"{stem}.log", env)
 
 
 def srm_driver_command() -> list[str]:
