@@ -1,0 +1,108 @@
+"""A Spark standalone cluster from the PySpark install: one master and N workers, local
+processes on loopback (tests and docs/scaling.md's "run it here").
+
+The workers launch executors for a driver that connects with ``--spark-master
+spark://127.0.0.1:<port>``; an executor's Python workers run the interpreter the driver
+names (``PYSPARK_PYTHON``, the driver's own), which exists here at the same path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srm_local.clusters import free_ports
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+@dataclass
+class SparkStandalone:
+    """``start()``, use ``master_url``, ``stop()``; logs and work dirs under ``folder``."""
+
+    folder: Path
+    workers: int = 2
+    cores: int = 1
+    memory: str = "1g"
+    master_url: str = ""
+    web_url: str = ""
+    _processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start(self, timeout: float = 120) -> SparkStandalone:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        port, web, *worker_webs = free_ports(2 + self.workers)
+        self.master_url = f"spark://127.0.0.1:{port}"
+        self.web_url = f"http://127.0.0.1:{web}"
+        self._spawn(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
+        )
+        for n, worker_web in enumerate(worker_webs):
+            work = self.folder / f"worker-{n}"
+            self._spawn(
+                f"worker-{n}",
+                "org.apache.spark.deploy.worker.Worker",
+                ["--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
+                 "--webui-port", str(worker_web), "--work-dir", str(work), self.master_url],
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while self.alive_workers() < self.workers:
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(
+                    f"the Spark master at {self.master_url} has {self.alive_workers()} of"
+                    f" {self.workers} workers after {timeout:.0f} s; see {self.folder}/*.log"
+                )
+            time.sleep(0.5)
+        return self
+
+    def alive_workers(self) -> int:
+        try:
+            with urllib.request.urlopen(f"{self.web_url}/json/", timeout=2) as answer:
+                state = json.loads(answer.read())
+        except OSError:
+            return 0
+        return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
+
+    def executor_logs(self) -> str:
+        """Every executor's stderr (the Python copy slots log there), concatenated."""
+        return "\n".join(
+            path.read_text(errors="replace") for path in sorted(self.folder.rglob("stderr"))
+        )
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self._processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        self._processes.clear()
+
+    def _spawn(self, name: str, main_class: str, args: list[str]) -> None:
+        log = (self.folder / f"{name}.log").open("ab")
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_home())}
+        env.pop("SPARK_CONF_DIR", None)
+        process = subprocess.Popen(
+            [str(spark_home() / "bin" / "spark-class"), main_class, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+        log.close()
+        self._processes.append(process)

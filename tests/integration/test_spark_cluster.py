@@ -1,0 +1,73 @@
+"""The copy on a Spark standalone cluster: a master and two workers started from the
+PySpark install, the driver a separate process with ``--spark-master spark://...``, so the
+copy slots run in the workers' executors, not in the driver. Full content comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from srm_local import testing
+from srm_local.spark_standalone import SparkStandalone
+from srm_local.testing import DriverProcess, Record, content
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+@pytest.fixture
+def spark_cluster(tmp_path: Path) -> Iterator[SparkStandalone]:
+    cluster = SparkStandalone(tmp_path / "spark", workers=2, cores=1).start()
+    yield cluster
+    cluster.stop()
+
+
+def test_the_copy_slots_run_on_the_workers_and_copy_every_record(
+    kafka, spark_cluster, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic(
+        "primary", unique_name("cluster"), partitions=4, config={"retention.ms": "-1"}
+    )
+    remote = f"primary.{topic}"
+    records = [
+        Record(f"k{i}".encode(), f"value {i}".encode() * 20, (("n", str(i).encode()),),
+               1_700_000_000_000 + i, i % 4)
+        for i in range(4000)
+    ]  # fmt: skip
+    testing.produce(kafka["primary"], topic, records)
+    config = testing.write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={"primary->backup": {"enabled": True, "topics": [topic]}},
+        replication={"srm.copier": "python"},
+    )
+    driver = DriverProcess(config, tmp_path / "driver.log", spark_master=spark_cluster.master_url)
+    driver.start()
+    try:
+        testing.wait_until(
+            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+            180,
+            "copied through the cluster's executors",
+            detail=lambda: driver.log_text()[-3000:],
+        )
+        # More records while it runs: the slots keep copying.
+        late = [Record(b"late", b"x", (), None, i % 4) for i in range(400)]
+        testing.produce(kafka["primary"], topic, late)
+        testing.wait_until(
+            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+            60,
+            "the late records copied",
+        )
+    finally:
+        assert driver.stop() == 0, driver.log_text()[-3000:]
+    source = testing.consume_all(kafka["primary"], topic)
+    target = testing.consume_all(kafka["backup"], remote)
+    for partition in range(4):
+        assert content(target[partition]) == content(source[partition])
+    assert sum(len(v) for v in target.values()) == len(records) + len(late)
+    executors = spark_cluster.executor_logs()
+    started = {line.split("copy slot ")[1].split()[0] for line in executors.splitlines()
+               if "copy slot" in line and "started" in line}  # fmt: skip
+    assert started == {"0", "1"}, "both slots ran in the workers' executors"
+    assert "copy slot 0 of job" not in driver.log_text(), "no slot ran in the driver's process"
+    print(f"\nstandalone cluster: {len(records) + len(late)} records copied, slots {started}")
