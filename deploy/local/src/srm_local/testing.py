@@ -669,8 +669,15 @@ class ControlGroup:
             return set()
 
     def settled(self, drivers: Iterable[str]) -> bool:
-        """Every task assigned to one of ``drivers``, and each runs exactly what it holds."""
-        current = self.state()
+        """Every task assigned to one of ``drivers``, and each runs exactly what it holds.
+        False while the event log cannot be read to its end (a coordinator just starting
+        has not created it yet): the caller's own timeout decides, not the read's 15 s."""
+        from srm_common.errors import ControlLogError
+
+        try:
+            current = self.state()
+        except ControlLogError:
+            return False
         tasks = set(current.all_task_ids())
         if not tasks or set(current.assignment) != tasks:
             return False
