@@ -47,11 +47,12 @@ def test_sasl_ssl_scram_loads_when_written_in_mm2_keys() -> None:
 @pytest.mark.parametrize(
     ("body", "key", "why"),
     [
-        ("primary.security.protocol = SASL_SSL\n", "primary.sasl.mechanism", "GSSAPI"),
+        # Unset is Kafka's default, GSSAPI, which then needs its Kerberos login.
+        ("primary.security.protocol = SASL_SSL\n", "primary.sasl.jaas.config", "GSSAPI needs"),
         (
             "primary.security.protocol = SASL_PLAINTEXT\nprimary.sasl.mechanism = GSSAPI\n",
-            "primary.sasl.mechanism",
-            "GSSAPI",
+            "primary.sasl.jaas.config",
+            "Krb5LoginModule required useKeyTab=true",
         ),
         (
             "primary.security.protocol = SASL_SSL\nprimary.sasl.mechanism = OAUTHBEARER\n",
@@ -66,7 +67,7 @@ def test_sasl_ssl_scram_loads_when_written_in_mm2_keys() -> None:
         (
             "primary.security.protocol = SASL_SSL\nprimary.sasl.mechanism = PLAIN\n",
             "primary.sasl.jaas.config",
-            "needs the user's login",
+            "PLAIN needs the login",
         ),
         (
             "primary.security.protocol = SASL_SSL\nprimary.sasl.mechanism = PLAIN\n"

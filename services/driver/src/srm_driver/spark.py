@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from srm_common.adapters import kerberos
 from srm_common.errors import ConfigError, SrmError
 
 if TYPE_CHECKING:
@@ -124,14 +125,17 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     check_spark_settings(master, conf or {})
+    # The copier's Kerberos logins (Krb5LoginModule) read the krb5.conf the Python
+    # clients read (KRB5_CONFIG), which Java ignores unless told.
+    java_options = " ".join([LATENCY_JVM_OPTIONS, *kerberos.jvm_options()])
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", LATENCY_JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", LATENCY_JVM_OPTIONS)
+        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.executor.extraJavaOptions", java_options)
     )
     if jars:
         builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))

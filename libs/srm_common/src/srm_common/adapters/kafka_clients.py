@@ -7,6 +7,9 @@ librdkafka, aiokafka and Faust get the same security settings translated::
     security.protocol                          security.protocol
     sasl.mechanism                             sasl.mechanisms
     sasl.jaas.config  (username=, password=)   sasl.username, sasl.password
+    sasl.jaas.config  (Krb5LoginModule         sasl.kerberos.principal, .keytab, and the
+        keyTab=, principal=) and                   process's login (adapters.kerberos);
+        sasl.kerberos.service.name                 sasl.kerberos.service.name
     ssl.truststore.* (JKS, PKCS12, PEM)        ssl.ca.location (a PEM file)
     ssl.keystore.*, ssl.key.password           ssl.certificate.location, ssl.key.location,
                                                ssl.key.password (key re-encrypted)
@@ -41,6 +44,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from srm_common.adapters import kerberos
 from srm_common.adapters.key_stores import KeyFiles, key_files, trust_file
 from srm_common.config.security import Security, read_security
 from srm_common.errors import ConfigError
@@ -62,6 +66,8 @@ def librdkafka_config(keys: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in keys.items()
         if k != "security.protocol" and not k.startswith(_SECURITY_PREFIXES)
     }
+    if security.kerberos is not None:
+        kerberos.log_in(security.kerberos)
     ca = trust_file(security.truststore) if security.truststore else None
     own = key_files(security.keystore) if security.keystore else None
     config.update(librdkafka_security(security, ca=ca, own=own))
@@ -122,7 +128,10 @@ def librdkafka_security(
 ) -> dict[str, str]:
     """librdkafka's keys for ``security`` with its stores already written (``ca``, ``own``)."""
     out = {"security.protocol": security.protocol}
-    if security.uses_sasl:
+    if security.kerberos is not None:
+        out["sasl.mechanisms"] = "GSSAPI"
+        out.update(kerberos.librdkafka_keys(security.kerberos))
+    elif security.uses_sasl:
         assert security.mechanism and security.username and security.password is not None
         out["sasl.mechanisms"] = security.mechanism
         out["sasl.username"] = security.username
@@ -192,7 +201,12 @@ def aiokafka_security(keys: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments for an aiokafka client: protocol, SASL login, TLS context."""
     security = read_security(keys)
     out: dict[str, Any] = {"security_protocol": security.protocol}
-    if security.uses_sasl:
+    if security.kerberos is not None:
+        kerberos.log_in(security.kerberos)
+        out.update(
+            sasl_mechanism="GSSAPI", sasl_kerberos_service_name=security.kerberos.service_name
+        )
+    elif security.uses_sasl:
         out.update(
             sasl_mechanism=security.mechanism,
             sasl_plain_username=security.username,
