@@ -12,6 +12,12 @@ DRIVER_VENV := .cache/venv-driver
 SRM_LOCAL := $(VENV)/bin/srm-local
 # Debian's docker-compose (1.29) if installed, else the `docker compose` plugin.
 COMPOSE := $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
+# After `make kerberos` (optional): the `kerberos` extra (python-gssapi) and confluent-kafka
+# built from its sdist against the GSSAPI-capable librdkafka, on every later sync too.
+comma := ,
+KERBEROS_PREFIX := $(CURDIR)/.cache/kerberos/librdkafka-2.15.1
+SYNC_KERBEROS := $(if $(wildcard $(KERBEROS_PREFIX)/lib/librdkafka.so.1),CFLAGS=-I$(KERBEROS_PREFIX)/include LDFLAGS="-L$(KERBEROS_PREFIX)/lib -Wl$(comma)-rpath$(comma)$(KERBEROS_PREFIX)/lib",)
+SYNC_KERBEROS_ARGS := $(if $(SYNC_KERBEROS),--extra kerberos --no-binary-package confluent-kafka,)
 # Never let uv download its own Python: the machine's python3 is the one we use.
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
@@ -19,7 +25,7 @@ export UV_PYTHON := $(PYTHON)
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
         test-integration test-driver-alone bench lint format clean images compose-up compose-down \
-        test-containers
+        test-containers kerberos
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -36,7 +42,7 @@ $(UV):
 
 $(VENV)/.synced: $(UV) uv.lock pyproject.toml */*/pyproject.toml deploy/local/pyproject.toml
 	@echo "installing the Python environment into $(VENV) (uv sync --frozen)..."
-	@$(UV) sync --frozen --all-packages
+	@$(SYNC_KERBEROS) $(UV) sync --frozen --all-packages $(SYNC_KERBEROS_ARGS)
 	@touch $@
 
 install: $(VENV)/.synced ## create .venv with every package (first run: a few minutes)
@@ -82,6 +88,9 @@ images: jars ## build the container images (kafka, postgres and one per service)
 
 test-containers: jars ## the compose stack end to end: 1 -> 3 -> 1 drivers under load, content compared (TEST_CONTAINERS_ARGS=)
 	@UV=$(UV) SRM_COMPOSE="$(COMPOSE)" deploy/images/test-containers.sh $(TEST_CONTAINERS_ARGS)
+
+kerberos: install ## optional, as root: GSSAPI for the Python clients (librdkafka 2.15.1 + cyrus-sasl, python-gssapi, Debian's MIT Kerberos)
+	@UV=$(UV) deploy/kerberos/build.sh
 
 compose-up: ## docker-compose up -d: the stack of docker-compose.yml (after make images)
 	@deploy/images/engine.sh
