@@ -108,6 +108,8 @@ class ClusterSpec:
     security: ClusterSecurity | None = None
     # An older Kafka (3.x, KRaft) for compatibility tests; None: the pom's (4.1).
     version: str | None = None
+    # More JVM options for the broker (srm_local.kerberized: -Djava.security.krb5.conf).
+    jvm_options: tuple[str, ...] = ()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -191,6 +193,7 @@ class LocalKafkaCluster:
                 "-Djava.awt.headless=true",
                 f"-Dkafka.logs.dir={self.folder / 'logs'}",
                 *self._log_options(),
+                *self.spec.jvm_options,
                 "-cp",
                 kafka_classpath(self.spec.version),
                 "kafka.Kafka",
