@@ -16,7 +16,7 @@ COMPOSE := $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 # built from its sdist against the GSSAPI-capable librdkafka, on every later sync too.
 comma := ,
 KERBEROS_PREFIX := $(CURDIR)/.cache/kerberos/librdkafka-2.15.1
-SYNC_KERBEROS := $(if $(wildcard $(KERBEROS_PREFIX)/lib/librdkafka.so.1),CFLAGS=-I$(KERBEROS_PREFIX)/include LDFLAGS="-L$(KERBEROS_PREFIX)/lib -Wl$(comma)-rpath$(comma)$(KERBEROS_PREFIX)/lib",)
+SYNC_KERBEROS := $(if $(wildcard $(CURDIR)/.cache/kerberos/ready),CFLAGS=-I$(KERBEROS_PREFIX)/include LDFLAGS="-L$(KERBEROS_PREFIX)/lib -Wl$(comma)-rpath$(comma)$(KERBEROS_PREFIX)/lib",)
 SYNC_KERBEROS_ARGS := $(if $(SYNC_KERBEROS),--extra kerberos --no-binary-package confluent-kafka,)
 # Never let uv download its own Python: the machine's python3 is the one we use.
 export UV_PYTHON_DOWNLOADS := never

@@ -18,7 +18,7 @@
 #   5. a check that the installed client accepts GSSAPI
 #
 # A plain `make install` afterwards keeps this build (the Makefile adds the extra and
-# the flags while .cache/kerberos/librdkafka-2.15.1 exists); `make clean` removes it.
+# the flags while .cache/kerberos/ready, written last, exists); `make clean` removes it.
 set -euo pipefail
 
 uv=${UV:-.cache/bootstrap/bin/uv}
@@ -52,6 +52,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 mkdir -p "$root"
+rm -f "$root/ready"
 if [ ! -e "$prefix/lib/librdkafka.so.1" ]; then
     step "2/5 librdkafka $version sources ($npm_package, deps/librdkafka)"
     command -v npm >/dev/null || fail "npm is needed to fetch librdkafka's sources ($npm_package)"
@@ -95,4 +96,5 @@ if problem:
 print(f"confluent-kafka {version('confluent-kafka')} with librdkafka"
       f" {confluent_kafka.libversion()[0]}: GSSAPI available, python-gssapi installed")
 EOF
+touch "$root/ready"
 echo "make kerberos: done in $((SECONDS - started)) s"
