@@ -51,3 +51,26 @@ def test_a_tls_error_names_the_trust_store_keys() -> None:
 def test_only_authentication_and_tls_errors_refuse() -> None:
     down = [KafkaError(KafkaError._TRANSPORT, "refused"), KafkaError(KafkaError._ALL_BROKERS_DOWN)]
     assert _security_error(down) is None
+
+
+def test_a_refused_kerberos_login_names_the_principal_and_the_service() -> None:
+    keys = {
+        "bootstrap.servers": "kafka-p1:9092",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required"
+        ' useKeyTab=true keyTab="/k/srm.keytab" principal="srm@EX.COM";',
+    }
+    error = KafkaError(
+        KafkaError._AUTHENTICATION,
+        "sasl_plaintext://kafka-p1:9092/bootstrap: SASL authentication error:"
+        " Authentication failed (after 20ms in state AUTH_REQ)",
+    )
+    line = _explain("primary", keys, error)
+    assert line == (
+        "cluster 'primary' (kafka-p1:9092): authentication failed: SASL authentication error:"
+        " Authentication failed; check principal= in primary.sasl.jaas.config and"
+        " primary.sasl.kerberos.service.name (GSSAPI login as 'srm@EX.COM' to the brokers'"
+        " service 'kafka')"
+    )

@@ -103,6 +103,14 @@ def _explain(alias: str, keys: Mapping[str, str], error: KafkaError) -> str:
     reason = redact_text(reason)
     servers = keys.get("bootstrap.servers", "")
     security = read_security(keys)
+    if error.code() == KafkaError._AUTHENTICATION and security.kerberos is not None:
+        login = security.kerberos
+        hint = (
+            f"check principal= in {alias}.sasl.jaas.config and"
+            f" {alias}.sasl.kerberos.service.name (GSSAPI login as {login.principal!r} to"
+            f" the brokers' service {login.service_name!r})"
+        )
+        return f"cluster {alias!r} ({servers}): authentication failed: {reason}; {hint}"
     if error.code() == KafkaError._AUTHENTICATION:
         hint = (
             f"check the user and password in {alias}.sasl.jaas.config"
