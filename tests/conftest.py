@@ -21,8 +21,10 @@ docstring lists what each cluster offers), started the first time a test asks.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -76,7 +78,23 @@ def _choose(asked: str) -> Backend:
     return Backend("processes", found.reason, ClusterPool())
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Clusters stop after the run's summary is printed, so the summary is the run's last
+    word: a client some code left open logs every failed reconnect to stderr from
+    librdkafka's own threads once its cluster is gone, and thousands of such lines used to
+    follow the summary and push it out of CI's tail. Producers held only by reference
+    cycles are destroyed first, while their brokers still answer; what the rest print
+    from here on goes to a file in the run folder."""
+    if _BACKEND is None and _SECURED is None:
+        return
+    gc.collect()
+    exit_log = config.rootpath / ".run" / f"pytest-exit-{os.getpid()}.log"
+    exit_log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with exit_log.open("ab") as sink:
+        os.dup2(sink.fileno(), 2)
+    print(f"clusters stopping; clients still open log to {exit_log}", flush=True)
     if _BACKEND is not None and _BACKEND.pool is not None:
         _BACKEND.pool.stop_all()
     if _SECURED is not None:
