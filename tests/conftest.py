@@ -21,6 +21,7 @@ docstring lists what each cluster offers), started the first time a test asks.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import re
@@ -92,8 +93,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     exit_log.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    with exit_log.open("ab") as sink:
-        os.dup2(sink.fileno(), 2)
+    sink = os.open(exit_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(sink, 2)
+    # pytest's capture puts the terminal back on fd 2 after the last hook: again at exit.
+    atexit.register(os.dup2, sink, 2)
     print(f"clusters stopping; clients still open log to {exit_log}", flush=True)
     if _BACKEND is not None and _BACKEND.pool is not None:
         _BACKEND.pool.stop_all()
