@@ -40,7 +40,7 @@ from srm_common.domain.acls import AclBinding, missing_acls, plan_acl_copy
 from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.acl_probe import describe_acls_error
-from srm_driver.kafka_admin import TIMEOUT_S
+from srm_driver.kafka_admin import TIMEOUT_S, RecordBudget
 from srm_driver.task_thread import TaskThread
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,7 @@ class AclSync:
         self._source_admin = source_admin
         self._target_admin = target_admin
         self._timeout = timeout
+        self._budget = RecordBudget(flow.admin_max_records)
 
     def run_once(self) -> AclRound:
         """Copy what is missing; :class:`AclSyncProblem` if a cluster refuses or is away."""
@@ -182,7 +183,15 @@ class AclSync:
             return
         target = self.flow.target
         try:
-            futures = self._target_admin.create_acls(requests, request_timeout=self._timeout)
+            # One ACL record each: thousands of bindings go in requests under the limit.
+            futures = self._budget.send(
+                f"flow {self.flow.name}: create ACLs on {target!r}",
+                requests,
+                lambda _binding: 1,
+                lambda binding: binding,
+                lambda chunk: self._target_admin.create_acls(chunk, request_timeout=self._timeout),
+                timeout=self._timeout + 5,
+            )
         except KafkaException as exc:
             raise self._problem(target, "create ACLs on", exc, "ALTER") from exc
         failures: list[str] = []

@@ -8,9 +8,14 @@ futures are pending, so callers keep the client for as long as they use its resu
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
+from typing import TypeVar
 
 from confluent_kafka import (
     IsolationLevel,
@@ -22,9 +27,15 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from srm_common.adapters import kafka_clients
 from srm_common.adapters.topic_ids import checked_topic_id
+from srm_common.domain.metadata_batches import chunks, halves, is_too_large
 from srm_common.errors import SrmError
 
+log = logging.getLogger(__name__)
+
 TIMEOUT_S = 30.0
+_I = TypeVar("_I")
+_K = TypeVar("_K", bound=Hashable)
+_T = TypeVar("_T")
 
 
 class KafkaAdminError(SrmError):
@@ -210,15 +221,24 @@ def _list_offsets(
 
 def wait_for_leaders(admin: AdminClient, names: Iterable[str], *, timeout: float = 15.0) -> bool:
     """Wait until every partition of ``names`` has a leader (a new topic or partition
-    answers NOT_LEADER_FOR_PARTITION for a moment); False if some still had none."""
+    answers NOT_LEADER_FOR_PARTITION for a moment); False if some still had none.
+
+    A few topics are asked for by name; many (a thousand topics created in one round)
+    with one metadata request for the whole cluster per look, not one per topic."""
     pending = set(names)
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
+        try:
+            if len(pending) <= _BY_NAME:
+                found = {}
+                for name in pending:
+                    found.update(admin.list_topics(name, timeout=5).topics)
+            else:
+                found = admin.list_topics(timeout=5).topics
+        except KafkaException:
+            found = {}
         for name in list(pending):
-            try:
-                topic = admin.list_topics(name, timeout=5).topics.get(name)
-            except KafkaException:
-                continue
+            topic = found.get(name)
             if (
                 topic is not None
                 and topic.error is None
@@ -229,3 +249,78 @@ def wait_for_leaders(admin: AdminClient, names: Iterable[str], *, timeout: float
         if pending:
             time.sleep(0.1)
     return not pending
+
+
+# Up to this many topics are waited for by name; more with one listing of the cluster.
+_BY_NAME = 10
+
+
+class RecordBudget:
+    """How many metadata records one admin request to a cluster may generate, and the
+    sending of many changes under it (:mod:`srm_common.domain.metadata_batches`).
+
+    ``limit`` starts at the configured ``srm.admin.max.records``; when the cluster still
+    refuses a request as too large, the request is split in halves and sent again, and
+    ``limit`` drops to half of what was refused for every later request (a cluster with
+    a lower cap than KRaft's default is learned once, not at every round)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def send(
+        self,
+        what: str,
+        items: Sequence[_I],
+        cost: Callable[[_I], int],
+        key: Callable[[_I], _K],
+        send: Callable[[list[_I]], Mapping[_K, Future[_T]]],
+        *,
+        timeout: float,
+    ) -> dict[_K, Future[_T]]:
+        """``send`` each chunk of ``items`` (``cost``: its records) one request after
+        the other, each waited for up to ``timeout``; returns every item's finished
+        future by ``key`` (a change refused alone keeps its refusal: the caller reports
+        it, and the next round, under the lowered limit, makes it in steps)."""
+        settled: dict[_K, Future[_T]] = {}
+        queue = deque(chunks(items, cost, self.limit))
+        while queue:
+            chunk = queue.popleft()
+            answers = {k: _settle(f, timeout) for k, f in send(chunk).items()}
+            refused = [item for item in chunk if _too_large(answers.get(key(item)))]
+            refused_keys = {key(item) for item in refused}
+            settled.update((k, answer) for k, answer in answers.items() if k not in refused_keys)
+            if not refused:
+                continue
+            records = sum(max(1, cost(item)) for item in refused)
+            self.limit = max(1, min(self.limit, records // 2))
+            log.info(
+                "%s: a request of %d records was refused as too large; at most %d records"
+                " per request from now on",
+                what,
+                records,
+                self.limit,
+            )
+            if len(refused) == 1:
+                settled[key(refused[0])] = answers[key(refused[0])]
+                continue
+            first, second = halves(refused)
+            queue.extendleft([second, first])
+        return settled
+
+
+def _settle(future: Future[_T], timeout: float) -> Future[_T]:
+    """``future`` waited for: a finished future with its result or its error."""
+    done: Future[_T] = Future()
+    try:
+        done.set_result(future.result(timeout))
+    except (FutureTimeoutError, KafkaException) as exc:
+        done.set_exception(exc)
+    return done
+
+
+def _too_large(future: Future[object] | None) -> bool:
+    """The request was refused for the controller's cap on records per operation."""
+    if future is None:
+        return False
+    error = future.exception()
+    return isinstance(error, KafkaException) and is_too_large(str(error))

@@ -13,7 +13,7 @@ carrying the changes that did go through.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import TypeVar
@@ -30,6 +30,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from srm_common.config.model import FlowConfig
+from srm_common.domain.metadata_batches import (
+    growth_steps,
+    new_topic_records,
+    partitions_at_creation,
+)
 from srm_common.domain.topic_configs import (
     UNKNOWN_CONFIG,
     ConfigChanges,
@@ -39,9 +44,17 @@ from srm_common.domain.topic_configs import (
 )
 from srm_common.replication_plan import reason_not_replicated
 
-from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, topic_partitions, wait_for_leaders
+from srm_driver.kafka_admin import (
+    TIMEOUT_S,
+    KafkaAdminError,
+    RecordBudget,
+    topic_partitions,
+    wait_for_leaders,
+)
 
 _T = TypeVar("_T")
+_I = TypeVar("_I")
+_K = TypeVar("_K", bound=Hashable)
 _MAX_LISTED_FAILURES = 5
 
 
@@ -78,6 +91,8 @@ class TopicSync:
         # The broker gets ``timeout`` to finish an operation; the request a little longer,
         # so a slow broker's answer arrives instead of a client-side timeout.
         self._request_timeout = timeout + 5
+        # Records one admin request may generate on the target (lowered when refused).
+        self.budget = RecordBudget(flow.admin_max_records)
 
     def remote_topic(self, topic: str) -> str:
         """Name on the target of source ``topic`` (``orders`` -> ``primary.orders``)."""
@@ -122,7 +137,7 @@ class TopicSync:
                 t: select_configs_to_copy(source_configs.entries[t], self._config_filter)
                 for t in to_create
             }
-            self._create(to_create, configs, changes, failures)
+            smaller.update(self._create(to_create, configs, changes, failures))
         if smaller:
             self._grow(smaller, changes, failures)
         if self._touched:
@@ -197,22 +212,33 @@ class TopicSync:
         configs: Mapping[str, dict[str, str]],
         changes: list[str],
         failures: list[str],
-    ) -> None:
+    ) -> dict[str, tuple[int, int]]:
+        """Create ``topics`` in requests under the records limit; returns the remote
+        topics created with fewer partitions than wanted (one request could not hold
+        them), to be grown: remote -> (partitions now, wanted)."""
         if not topics:
-            return
+            return {}
         rf = self._flow.replication_factor
-        new_topics = [
-            NewTopic(self.remote_topic(t), n, replication_factor=rf, config=configs[t])
+        by_remote = {self.remote_topic(t): t for t in topics}
+        at_creation = {
+            t: partitions_at_creation(n, len(configs[t]), self.budget.limit)
             for t, n in topics.items()
+        }
+        new_topics = [
+            NewTopic(self.remote_topic(t), at_creation[t], replication_factor=rf, config=configs[t])
+            for t in topics
         ]
-        futures = self._submit(
+        futures = self._chunked(
             self._flow.target,
             "create topics",
-            lambda: self._target_admin.create_topics(
-                new_topics, operation_timeout=self._timeout, request_timeout=self._request_timeout
+            new_topics,
+            lambda topic: new_topic_records(topic.num_partitions, len(topic.config)),
+            lambda topic: topic.topic,
+            lambda chunk: self._target_admin.create_topics(
+                chunk, operation_timeout=self._timeout, request_timeout=self._request_timeout
             ),
         )
-        by_remote = {self.remote_topic(t): t for t in topics}
+        to_grow: dict[str, tuple[int, int]] = {}
         for remote, future in futures.items():
             topic = by_remote[remote]
             if self._result(self._flow.target, remote, "create", future, failures) in _NOTHING:
@@ -220,28 +246,50 @@ class TopicSync:
             count = len(configs[topic])
             self._touched.append(remote)
             changes.append(
-                f"created {self._flow.target}:{remote} ({topics[topic]} partitions,"
+                f"created {self._flow.target}:{remote} ({at_creation[topic]} partitions,"
                 f" {count} config{'s' if count != 1 else ''})"
             )
+            if at_creation[topic] < topics[topic]:
+                to_grow[remote] = (at_creation[topic], topics[topic])
+        return to_grow
 
     def _grow(
         self, topics: Mapping[str, tuple[int, int]], changes: list[str], failures: list[str]
     ) -> None:
-        requests = [NewPartitions(remote, new) for remote, (_, new) in topics.items()]
-        futures = self._submit(
-            self._flow.target,
-            "add partitions",
-            lambda: self._target_admin.create_partitions(
-                requests, operation_timeout=self._timeout, request_timeout=self._request_timeout
-            ),
-        )
-        for remote, future in futures.items():
-            old, new = topics[remote]
-            action = f"grow to {new} partitions"
-            if self._result(self._flow.target, remote, action, future, failures) in _NOTHING:
-                continue
-            self._touched.append(remote)
-            changes.append(f"grew {self._flow.target}:{remote} from {old} to {new} partitions")
+        """Grow each remote topic from its count to the wanted one, in requests under the
+        records limit (a growth larger than the limit takes several steps)."""
+        steps = {
+            remote: growth_steps(old, new, self.budget.limit)
+            for remote, (old, new) in topics.items()
+        }
+        reached = {remote: old for remote, (old, _new) in topics.items()}
+        while steps:
+            requests = [NewPartitions(remote, counts[0]) for remote, counts in steps.items()]
+            futures = self._chunked(
+                self._flow.target,
+                "add partitions",
+                requests,
+                lambda request: request.new_total_count - reached[request.topic],
+                lambda request: request.topic,
+                lambda chunk: self._target_admin.create_partitions(
+                    chunk, operation_timeout=self._timeout, request_timeout=self._request_timeout
+                ),
+            )
+            for remote, future in futures.items():
+                counts = steps[remote]
+                action = f"grow to {counts[0]} partitions"
+                if self._result(self._flow.target, remote, action, future, failures) is _FAILED:
+                    del steps[remote]  # failed (counted): tried again next round
+                    continue
+                reached[remote] = counts.pop(0)
+                if not counts:
+                    del steps[remote]
+        for remote, (old, _wanted) in topics.items():
+            if reached[remote] > old:
+                self._touched.append(remote)
+                changes.append(
+                    f"grew {self._flow.target}:{remote} from {old} to {reached[remote]} partitions"
+                )
 
     def _alter(
         self, planned: Mapping[str, ConfigChanges], changes: list[str], failures: list[str]
@@ -252,11 +300,14 @@ class TopicSync:
             ConfigResource(ResourceType.TOPIC, remote, incremental_configs=_ops(change))
             for remote, change in planned.items()
         ]
-        futures = self._submit(
+        futures = self._chunked(
             self._flow.target,
             "alter topic configs",
-            lambda: self._target_admin.incremental_alter_configs(
-                resources, request_timeout=self._request_timeout
+            resources,
+            lambda resource: len(resource.incremental_configs),
+            lambda resource: resource,
+            lambda chunk: self._target_admin.incremental_alter_configs(
+                chunk, request_timeout=self._request_timeout
             ),
         )
         for resource, future in futures.items():
@@ -268,6 +319,26 @@ class TopicSync:
                 f"synced configs of {self._flow.target}:{remote}: "
                 + _describe_changes(planned[remote])
             )
+
+    def _chunked(
+        self,
+        alias: str,
+        what: str,
+        items: Sequence[_I],
+        cost: Callable[[_I], int],
+        key: Callable[[_I], _K],
+        send: Callable[[list[_I]], Mapping[_K, Future[_T]]],
+    ) -> dict[_K, Future[_T]]:
+        """``items`` sent in requests under the target's records limit (see
+        :class:`RecordBudget`), every request's refusal before sending made one error."""
+        return self.budget.send(
+            f"flow {self._flow.name}: {what} on {alias!r}",
+            items,
+            cost,
+            key,
+            lambda chunk: self._submit(alias, what, lambda: send(chunk)),
+            timeout=self._request_timeout + 5,
+        )
 
     def _submit(self, alias: str, what: str, call: Callable[[], _T]) -> _T:
         """Send a request; a refusal before anything is sent is one error for the batch."""

@@ -147,6 +147,7 @@ def build_flow(
         sync_topic_acls_interval_seconds=v.number("sync.topic.acls.interval.seconds"),
         offset_lag_max=v.number("offset.lag.max"),
         batch_max_records=v.number("srm.batch.max.records"),
+        admin_max_records=v.number("srm.admin.max.records"),
         idle_wait_ms=v.number("srm.idle.wait.ms"),
         commit_interval_ms=v.number("srm.commit.interval.ms"),
         poison_max_tries=v.number("srm.poison.max.tries"),

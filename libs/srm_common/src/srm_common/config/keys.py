@@ -203,6 +203,16 @@ _SPECS: list[KeySpec] = [
         minimum=1,
     ),
     KeySpec(
+        "srm.admin.max.records",
+        Kind.INT,
+        "10000",
+        "Most metadata records one request creating, growing or reconfiguring remote topics"
+        " (or creating ACLs) may generate on the target; larger changes are sent in chunks"
+        " (KRaft refuses more than 10,000 per operation).",
+        "admin_max_records",
+        minimum=1,
+    ),
+    KeySpec(
         "srm.idle.wait.ms",
         Kind.LONG,
         "100",

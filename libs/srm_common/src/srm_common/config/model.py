@@ -109,6 +109,7 @@ class FlowConfig:
     sync_topic_acls_interval_seconds: int
     offset_lag_max: int
     batch_max_records: int
+    admin_max_records: int
     idle_wait_ms: int
     commit_interval_ms: int
     poison_max_tries: int

@@ -1,0 +1,229 @@
+"""Remote topics created, grown and reconfigured in requests a KRaft controller accepts:
+cut under ``srm.admin.max.records``, and a request the controller refuses as too large
+split and sent again (a fake controller with KRaft's rule; the same against real
+brokers at 3,000 partitions is tests/integration/test_scale.py)."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+from srm_common.config import parse_yaml_text
+from srm_driver.topic_sync import TopicSync
+
+# Kafka 4.1.1's two refusals (POLICY_VIOLATION): too many records, too many partitions.
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def flow(extra: str = ""):  # noqa: ANN201 - a FlowConfig
+    config = parse_yaml_text(
+        "clusters:\n  primary: {bootstrap.servers: 'p:9'}\n  backup: {bootstrap.servers: 'b:9'}\n"
+        f"flows:\n  primary->backup: {{enabled: true, topics: 'scale.*'{extra}}}\n"
+    )
+    return config.flow("primary", "backup")
+
+
+@dataclass
+class _Partition:
+    leader: int = 1
+    error: object = None
+
+
+@dataclass
+class _Topic:
+    partitions: dict[int, _Partition]
+    error: object = None
+
+
+@dataclass
+class _Metadata:
+    topics: dict[str, _Topic]
+
+
+@dataclass
+class FakeController:
+    """A cluster whose controller refuses, whole, any request generating more than
+    ``cap`` metadata records (one per topic, partition and config, as KRaft counts)."""
+
+    cap: int = 10_000
+    refusal: str = TOO_MANY_RECORDS
+    topics: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    requests: list[tuple[str, int, int]] = field(default_factory=list)  # (what, items, records)
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> _Metadata:
+        names = [topic] if topic is not None else list(self.topics)
+        return _Metadata(
+            {
+                name: _Topic({p: _Partition() for p in range(self.topics[name])})
+                for name in names
+                if name in self.topics
+            }
+        )
+
+    def describe_configs(
+        self, resources: list[ConfigResource], request_timeout: float = 0
+    ) -> dict[ConfigResource, Future[dict[str, object]]]:
+        return {resource: _done({}) for resource in resources}
+
+    def create_topics(
+        self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float = 0
+    ) -> dict[str, Future[None]]:
+        records = sum(1 + t.num_partitions + len(t.config) for t in new_topics)
+        if self._refused("create", len(new_topics), records):
+            return {t.topic: _refused(self.refusal) for t in new_topics}
+        for topic in new_topics:
+            self.topics[topic.topic] = topic.num_partitions
+            self.configs[topic.topic] = dict(topic.config)
+        return {t.topic: _done(None) for t in new_topics}
+
+    def create_partitions(
+        self,
+        requests: list[NewPartitions],
+        operation_timeout: float = 0,
+        request_timeout: float = 0,
+    ) -> dict[str, Future[None]]:
+        records = sum(r.new_total_count - self.topics[r.topic] for r in requests)
+        if self._refused("grow", len(requests), records):
+            return {r.topic: _refused(self.refusal) for r in requests}
+        for request in requests:
+            self.topics[request.topic] = request.new_total_count
+        return {r.topic: _done(None) for r in requests}
+
+    def incremental_alter_configs(
+        self, resources: list[ConfigResource], request_timeout: float = 0
+    ) -> dict[ConfigResource, Future[None]]:
+        records = sum(len(r.incremental_configs) for r in resources)
+        if self._refused("alter", len(resources), records):
+            return {r: _refused(self.refusal) for r in resources}
+        return {r: _done(None) for r in resources}
+
+    def _refused(self, what: str, items: int, records: int) -> bool:
+        self.requests.append((what, items, records))
+        return records > self.cap
+
+
+def _done(value: object) -> Future[object]:
+    future: Future[object] = Future()
+    future.set_result(value)
+    return future
+
+
+def _refused(message: str) -> Future[object]:
+    future: Future[object] = Future()
+    future.set_exception(KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, message)))
+    return future
+
+
+def source_with(topics: int, partitions: int) -> FakeController:
+    source = FakeController()
+    source.topics = {f"scale.t{i:04d}": partitions for i in range(topics)}
+    return source
+
+
+def test_a_thousand_topics_of_ten_partitions_go_in_requests_under_the_limit() -> None:
+    source, target = source_with(1000, 10), FakeController()
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    changes = sync.ensure_remote_topics(source.topics)
+
+    assert len(changes) == 1000
+    assert target.topics == {f"primary.{t}": 10 for t in source.topics}
+    assert [records for _what, _items, records in target.requests] == [9999, 1001]
+    assert all(records <= 10_000 for _what, _items, records in target.requests)
+
+
+@pytest.mark.parametrize("refusal", [TOO_MANY_RECORDS, TOO_MANY_PARTITIONS])
+def test_a_create_topics_the_broker_refuses_as_too_large_is_split_and_sent_again(
+    refusal: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The controller caps at 2,500 records while the configuration says 10,000 (a broker
+    # with a lower cap, or records counted otherwise): the request is refused whole.
+    source, target = source_with(300, 10), FakeController(cap=2500, refusal=refusal)
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    with caplog.at_level(logging.INFO):
+        changes = sync.ensure_remote_topics(source.topics)
+
+    assert len(changes) == 300, "every topic is created, none is reported failed"
+    assert target.topics == {f"primary.{t}": 10 for t in source.topics}
+    sent = [records for _what, _items, records in target.requests]
+    assert sent[0] == 3300, "first all in one request (under the configured limit)"
+    assert sent[1:3] == [1650, 1650] and max(sent[1:]) <= 2500, "then its halves, accepted"
+    assert "refused as too large" in caplog.text
+    assert sync.budget.limit == 1650, "later requests stay under what was refused"
+
+
+def test_halves_are_split_again_until_the_controller_takes_them() -> None:
+    source, target = source_with(64, 10), FakeController(cap=100)
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    changes = sync.ensure_remote_topics(source.topics)
+
+    assert len(changes) == 64
+    accepted = [r for r in target.requests if r[2] <= 100]
+    assert sum(items for _what, items, _records in accepted) == 64, "each topic created once"
+
+
+def test_a_topic_larger_than_one_request_is_created_then_grown_in_steps() -> None:
+    source, target = FakeController(), FakeController()
+    source.topics = {"scale.huge": 25_000}
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    changes = sync.ensure_remote_topics(source.topics)
+
+    assert target.topics == {"primary.scale.huge": 25_000}
+    assert [(what, records) for what, _items, records in target.requests] == [
+        ("create", 10_000),
+        ("grow", 10_000),
+        ("grow", 5_001),
+    ]
+    assert changes == [
+        "created backup:primary.scale.huge (9999 partitions, 0 configs)",
+        "grew backup:primary.scale.huge from 9999 to 25000 partitions",
+    ]
+
+
+def test_growing_many_topics_is_chunked_by_the_partitions_added() -> None:
+    source, target = source_with(3000, 10), FakeController()
+    target.topics = {f"primary.{t}": 4 for t in source.topics}
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    changes = sync.ensure_remote_topics(source.topics)
+
+    assert len(changes) == 3000 and set(target.topics.values()) == {10}
+    assert [records for _what, _items, records in target.requests] == [9996, 8004]
+
+
+def test_a_lower_configured_limit_cuts_smaller_requests() -> None:
+    source, target = source_with(300, 10), FakeController()
+    sync = TopicSync(flow(", srm.admin.max.records: 1000"), source, target)  # type: ignore[arg-type]
+
+    sync.ensure_remote_topics(source.topics)
+
+    assert len(target.requests) == 4 and all(r[2] <= 1000 for r in target.requests)
+    assert len(target.topics) == 300
+
+
+def test_a_topic_policy_refusing_one_topic_is_not_split_but_reported() -> None:
+    source, target = source_with(20, 2), FakeController()
+    original = target.create_topics
+
+    def create_topics(new_topics: list[NewTopic], **kwargs: float) -> dict[str, Future[None]]:
+        kept = [t for t in new_topics if t.topic != "primary.scale.t0007"]
+        futures = original(kept, **kwargs)
+        futures["primary.scale.t0007"] = _refused("Topic name is not allowed by policy")  # type: ignore[assignment]
+        return futures
+
+    target.create_topics = create_topics  # type: ignore[method-assign]
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+
+    with pytest.raises(Exception, match="t0007: Topic name is not allowed by policy"):
+        sync.ensure_remote_topics(source.topics)
+    assert len(target.requests) == 1 and len(target.topics) == 19
+    assert sync.budget.limit == 10_000
