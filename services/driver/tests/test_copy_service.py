@@ -38,6 +38,7 @@ class Journal:
 
     def __init__(self) -> None:
         self.entries: list[tuple[str, object]] = []
+        self.writes = 0  # progress writes (each one may hold many partitions)
 
     def progress(self) -> list[tuple[tuple[str, int], Progress]]:
         return [e for kind, e in self.entries if kind == "progress"]  # type: ignore[misc]
@@ -49,6 +50,7 @@ class FakeStore:
         self.loaded = dict(loaded)
 
     def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+        self.journal.writes += 1
         for update in updates:
             self.journal.entries.append(("progress", update))
 
@@ -72,11 +74,14 @@ class FakeFacts:
         self.facts = PartitionFacts("S1", 0, 1000, "T1", 0)
         self.surplus = Surplus(0, 0)
         self.pairs: list[tuple[int, int]] = []
+        # Partitions whose offsets cannot be read, with why.
+        self.unreadable: dict[tuple[str, int], str] = {}
 
     def gather(
         self, routes: Mapping[tuple[str, int], str]
-    ) -> dict[tuple[str, int], PartitionFacts]:
-        return dict.fromkeys(routes, self.facts)
+    ) -> tuple[dict[tuple[str, int], PartitionFacts], dict[tuple[str, int], str]]:
+        failed = {tp: why for tp, why in self.unreadable.items() if tp in routes}
+        return {tp: self.facts for tp in routes if tp not in failed}, failed
 
     def identities(
         self, routes: Mapping[tuple[str, int], str]
@@ -205,9 +210,12 @@ class Harness:
         return self.service.on_report("job-1", slot, body)
 
     def tick(self) -> None:
-        """The runtime's pass, with slot 0 alive (slots report every 200 ms)."""
+        """The runtime's pass and each flow's, with slot 0 alive (slots report every
+        200 ms)."""
         self.report()
         self.service.tick()
+        for name in self.journals:
+            self.service.work(name)
 
     def plan(self, slot: int = 0) -> dict | None:  # type: ignore[type-arg]
         _status, answer = self.report(slot=slot)
@@ -726,3 +734,61 @@ def test_metrics_count_each_acknowledged_copy_once_across_plans_and_releases(
     plan3 = started(h)["plan"]
     h.report(part(plan3, 41, 41, records=1))
     assert counted(h) == 1
+
+
+def test_a_thousand_new_partitions_are_claimed_in_one_write_and_planned_on_both_slots(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    h.report(slot=1)  # both slots answer
+    owned = {("orders", p): REMOTE for p in range(1000)}
+    h.service.set_owned(FLOW, owned)
+    h.tick()
+    progress_writes = [e for kind, e in h.journal.entries if kind == "progress"]
+    assert len(progress_writes) == 1000
+    assert h.journal.writes == 1, "one progress write for the batch, not one per partition"
+    per_slot = [len(h.report(slot=slot)[1]["units"][FLOW]["partitions"]) for slot in (0, 1)]
+    assert per_slot == [500, 500]
+
+
+def test_a_partition_whose_offsets_cannot_be_read_waits_alone(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    h.facts.unreadable[("orders", 7)] = "Broker: Not leader for partition"
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(10)})
+    h.tick()
+    planned = {p["partition"] for p in h.report()[1]["units"][FLOW]["partitions"]}
+    assert planned == set(range(10)) - {7}
+    assert "Not leader" in " ".join(h.service.status(FLOW)["errors"])
+    del h.facts.unreadable[("orders", 7)]
+    h.clock.now += 2  # its retry is due
+    h.tick()
+    assert len(h.report()[1]["units"][FLOW]["partitions"]) == 10
+
+
+def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_plans_of_the_others(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    """Each flow is planned on its own thread: OTHER's facts do not answer, FLOW's
+    partitions are planned meanwhile."""
+    h = Harness(flow, others=[other])
+    release, entered = threading.Event(), threading.Event()
+
+    class HangingFacts(FakeFacts):
+        def gather(self, routes):  # type: ignore[no-untyped-def]
+            entered.set()
+            release.wait(10)
+            return super().gather(routes)
+
+    h.service._flow_adapters(OTHER).facts = HangingFacts()  # type: ignore[misc]
+    h.report()
+    h.service.set_owned(OTHER, {TP: f"{OTHER.split('->')[0]}.orders"})
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    hung = threading.Thread(target=h.service.work, args=(OTHER,), daemon=True)
+    hung.start()
+    try:
+        assert entered.wait(5)
+        h.service.work(FLOW)
+        assert h.plan() is not None, "FLOW is planned while OTHER's cluster hangs"
+    finally:
+        release.set()
+        hung.join(10)

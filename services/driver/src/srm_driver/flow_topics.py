@@ -38,24 +38,43 @@ class FlowTopics:
         self._retry_at = 0.0
         self._next_config_sync = time.monotonic() + flow.sync_topic_configs_interval_seconds
         self._next_refresh = 0.0
+        # The last answer of :meth:`ready`, for which owned set; stale once the remote
+        # topics' counts changed.
+        self._owned: frozenset[TopicPartition] = frozenset()
+        self._missing = False
+        self._result: Mapping[TopicPartition, str] = {}
+        self._result_for: frozenset[TopicPartition] | None = None
+        self._stale = True
 
     def remote_topic(self, topic: str) -> str:
         return self._sync.remote_topic(topic)
 
-    def ready(self, owned: frozenset[TopicPartition]) -> dict[TopicPartition, str]:
+    def ready(self, owned: frozenset[TopicPartition]) -> Mapping[TopicPartition, str]:
         """The owned partitions whose remote partition exists, upstream -> remote topic.
 
         Creates or grows remote topics for owned partitions that have none yet, at most
-        every few seconds while that fails."""
+        every few seconds while that fails. The same mapping object is returned as long
+        as ``owned`` (the same object) and the remote topics did not change, so a caller
+        can tell a change by identity, and a pass over 10,000 partitions that changed
+        nothing costs nothing."""
         now = time.monotonic()
-        missing = {tp for tp in owned if self._ready.get(tp[0], 0) <= tp[1]}
+        if owned is not self._owned or self._stale:
+            self._owned = owned
+            self._missing = any(self._ready.get(topic, 0) <= p for topic, p in owned)
         refresh = now >= self._next_refresh
-        if (missing or refresh) and now >= self._retry_at:
+        if (self._missing or refresh) and now >= self._retry_at:
             self._ensure({topic for topic, _ in owned})
             interval = self.flow.refresh_topics_interval_seconds
             self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
+            self._missing = any(self._ready.get(topic, 0) <= p for topic, p in owned)
         self._maybe_sync_configs(now)
-        return {tp: self.remote_topic(tp[0]) for tp in owned if self._ready.get(tp[0], 0) > tp[1]}
+        if self._stale or self._result_for is not owned:
+            self._result = {
+                tp: self.remote_topic(tp[0]) for tp in owned if self._ready.get(tp[0], 0) > tp[1]
+            }
+            self._result_for = owned
+            self._stale = False
+        return self._result
 
     def _ensure(self, topics: set[str]) -> None:
         try:
@@ -77,7 +96,10 @@ class FlowTopics:
         except KafkaAdminError as exc:
             log.error("%s: %s", self.flow.name, exc)
             return
-        self._ready = {topic: remote.get(self.remote_topic(topic), 0) for topic in topics}
+        ready = {topic: remote.get(self.remote_topic(topic), 0) for topic in topics}
+        if ready != self._ready:
+            self._ready = ready
+            self._stale = True
 
     def _maybe_sync_configs(self, now: float) -> None:
         if not self.flow.sync_topic_configs_enabled or now < self._next_config_sync:

@@ -161,13 +161,32 @@ def partition_offsets(
     timeout: float = TIMEOUT_S,
 ) -> dict[tuple[str, int], PartitionOffsets]:
     """Log start and end offsets of many partitions in two round trips."""
+    found, failed = read_partition_offsets(
+        admin, partitions, read_committed=read_committed, timeout=timeout
+    )
+    _raise_first(failed)
+    return found
+
+
+def read_partition_offsets(
+    admin: AdminClient,
+    partitions: Iterable[tuple[str, int]],
+    *,
+    read_committed: bool = True,
+    timeout: float = TIMEOUT_S,
+) -> tuple[dict[tuple[str, int], PartitionOffsets], dict[tuple[str, int], str]]:
+    """Like :func:`partition_offsets`, but a partition that cannot be read (a topic just
+    created, whose leader is not known yet) is returned among the failures, with why,
+    instead of failing the thousands of others."""
     wanted = list(partitions)
     if not wanted:
-        return {}
+        return {}, {}
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    starts = _list_offsets(admin, wanted, OffsetSpec.earliest(), isolation, timeout)
-    ends = _list_offsets(admin, wanted, OffsetSpec.latest(), isolation, timeout)
-    return {tp: PartitionOffsets(log_start=starts[tp], end=ends[tp]) for tp in wanted}
+    starts, failed = _list_offsets(admin, wanted, OffsetSpec.earliest(), isolation, timeout)
+    ready = [tp for tp in wanted if tp in starts]
+    ends, failed_ends = _list_offsets(admin, ready, OffsetSpec.latest(), isolation, timeout)
+    found = {tp: PartitionOffsets(starts[tp], ends[tp]) for tp in ready if tp in ends}
+    return found, {**failed, **failed_ends}
 
 
 def end_offsets(
@@ -178,11 +197,33 @@ def end_offsets(
     timeout: float = TIMEOUT_S,
 ) -> dict[tuple[str, int], int]:
     """End offsets only, in one round trip (the source task's every cycle)."""
+    found, failed = read_end_offsets(
+        admin, partitions, read_committed=read_committed, timeout=timeout
+    )
+    _raise_first(failed)
+    return found
+
+
+def read_end_offsets(
+    admin: AdminClient,
+    partitions: Iterable[tuple[str, int]],
+    *,
+    read_committed: bool = True,
+    timeout: float = TIMEOUT_S,
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
+    """End offsets, and the partitions that could not be read with why."""
     wanted = list(partitions)
     if not wanted:
-        return {}
+        return {}, {}
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     return _list_offsets(admin, wanted, OffsetSpec.latest(), isolation, timeout)
+
+
+def _raise_first(failed: Mapping[tuple[str, int], str]) -> None:
+    if failed:
+        (topic, partition), reason = next(iter(failed.items()))
+        more = f" (and {len(failed) - 1} more partitions)" if len(failed) > 1 else ""
+        raise KafkaAdminError(f"cannot read offsets of {topic}-{partition}: {reason}{more}")
 
 
 def _list_offsets(
@@ -191,32 +232,44 @@ def _list_offsets(
     spec: OffsetSpec,
     isolation: IsolationLevel,
     timeout: float,
-) -> dict[tuple[str, int], int]:
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
+    """One ListOffsets for all ``partitions`` (librdkafka sends one request per leader);
+    those that failed are asked once more after a metadata refresh. Returns what was
+    read and, per partition that was not, why."""
     found: dict[tuple[str, int], int] = {}
-    failed: dict[tuple[str, int], KafkaException] = {}
+    failed: dict[tuple[str, int], str] = {}
     for attempt in range(2):
         wanted = [tp for tp in partitions if tp not in found]
+        if not wanted:
+            break
         request = {TopicPartition(topic, partition): spec for topic, partition in wanted}
-        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+        try:
+            futures = admin.list_offsets(
+                request, isolation_level=isolation, request_timeout=timeout
+            )
+        except KafkaException as exc:
+            raise KafkaAdminError(f"cannot read offsets: {exc}; is the cluster reachable?") from exc
         failed = {}
         for tp, future in futures.items():
             try:
                 found[(tp.topic, tp.partition)] = future.result(timeout).offset
             except KafkaException as exc:
-                failed[(tp.topic, tp.partition)] = exc
+                failed[(tp.topic, tp.partition)] = str(exc)
         if not failed or attempt:
             break
         # librdkafka answers from metadata cached for minutes; partitions added since
-        # look leaderless until the topics' metadata is fetched again.
-        for topic in {topic for topic, _ in failed}:
-            try:
-                admin.list_topics(topic, timeout=timeout)
-            except KafkaException:
-                pass
-    if failed:
-        (topic, partition), exc = next(iter(failed.items()))
-        raise KafkaAdminError(f"cannot read offsets of {topic}-{partition}: {exc}") from exc
-    return found
+        # look leaderless until the topics' metadata is fetched again: by name for a
+        # few topics, with one listing of the cluster for many.
+        topics = {topic for topic, _ in failed}
+        try:
+            if len(topics) <= _BY_NAME:
+                for topic in topics:
+                    admin.list_topics(topic, timeout=timeout)
+            else:
+                admin.list_topics(timeout=timeout)
+        except KafkaException:
+            pass
+    return found, failed
 
 
 def wait_for_leaders(admin: AdminClient, names: Iterable[str], *, timeout: float = 15.0) -> bool:

@@ -3,8 +3,10 @@
 One runtime whatever the source (:mod:`srm_driver.tasks`): each pass it takes the
 current assignment and
 
-* gives the copy service the upstream partitions of its source tasks whose remote topic
-  is ready (:class:`FlowTopics` creates, grows and config-syncs remote topics);
+* gives each flow's worker (:class:`FlowWorker`, a thread per flow) the upstream
+  partitions of its source tasks; the worker keeps their remote topics in step and hands
+  those whose remote topic is ready to the copy service, which it lets reconcile and plan
+  them (so a slow cluster holds up only its own flows, never this loop);
 * runs a heartbeat emitter per flow whose heartbeat task is here;
 * runs a checkpoint runner per checkpoint task here (group offsets translated to the
   target, and group offset sync: :mod:`srm_driver.checkpoints`);
@@ -27,12 +29,13 @@ from typing import Any
 
 from srm_common.config.model import FlowConfig
 from srm_common.control.state import heartbeat_task_id
-from srm_common.domain.tasks import CheckpointTask
+from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.acl_sync import AclSyncJob, runs_acl_sync
 from srm_driver.checkpoints import CheckpointRunner
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
+from srm_driver.flow_worker import FlowWorker
 from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.raw_metrics import FlowView, RawMetrics
 from srm_driver.task_thread import TaskThread
@@ -64,10 +67,13 @@ class DriverRuntime:
         self.stop = threading.Event()
         self._flow_topics = flow_topics
         self._heartbeat = heartbeat
-        self._topics: dict[str, FlowTopics] = {}
+        self._workers: dict[str, FlowWorker] = {}
+        # Per flow: the source tasks last applied, the partitions they own, and which
+        # task each owned (or still held) partition belongs to.
+        self._applied: dict[str, tuple[object, frozenset[TopicPartition]]] = {}
         self._emitters: dict[str, HeartbeatEmitter] = {}
         self._halted: list[TaskThread] = []  # taken away, maybe still in a slow call
-        self._task_of: dict[tuple[str, TopicPartition], str] = {}
+        self._task_of: dict[str, dict[TopicPartition, str]] = {}
         self._checkpoint = checkpoints
         self.checkpoint_runners: dict[str, tuple[CheckpointTask, CheckpointRunner]] = {}
         self.held_since: dict[str, float] = {}
@@ -88,8 +94,9 @@ class DriverRuntime:
         running |= set(self.checkpoint_runners)
         task_of = dict(self._task_of)
         for name in self.flows:
+            tasks = task_of.get(name, {})
             for key in self.copy.held(name):
-                task = task_of.get((name, key))
+                task = tasks.get(key)
                 if task is not None:
                     running.add(task)
         return generation, frozenset(running)
@@ -123,25 +130,16 @@ class DriverRuntime:
 
     def _apply(self, assignment: Assignment) -> None:
         self.flows = assignment.flows
-        for name in sorted(set(assignment.source) | set(self._topics)):
+        for name in sorted(set(assignment.source) | set(self._workers)):
             tasks = assignment.source.get(name, ())
-            owned = frozenset(tp for task in tasks for tp in task.partitions)
-            for task in tasks:
-                for tp in task.partitions:
-                    self._task_of[(name, tp)] = task.name
-            if not owned and name not in self._topics:
-                continue
-            flow = assignment.flows[name]
-            topics = self._topics.get(name)
-            if topics is None:
-                topics = self._topics[name] = self._flow_topics(flow)
-            self.copy.set_owned(name, topics.ready(owned) if owned else {})
-            held = self.copy.held(name)
-            self._task_of = {
-                k: t
-                for k, t in self._task_of.items()
-                if k[0] != name or k[1] in owned or k[1] in held
-            }
+            worker = self._workers.get(name)
+            if worker is None:
+                if not tasks:
+                    continue
+                topics = self._flow_topics(assignment.flows[name])
+                worker = self._workers[name] = FlowWorker(name, topics, self.copy, self.stop)
+                worker.start()
+            worker.want(self._owned(name, tasks))
         self._set_heartbeats(assignment)
         self._set_checkpoints(assignment)
         self._set_acl_syncs(assignment)
@@ -153,6 +151,24 @@ class DriverRuntime:
             self.copy.request_resume(flow, (topic, partition), request)
         self.assignment = assignment
         self.generation = assignment.generation
+
+    def _owned(self, name: str, tasks: tuple[SourceTask, ...]) -> frozenset[TopicPartition]:
+        """The partitions ``tasks`` own: the same object while the tasks are the same
+        (worked out again only when they changed, not at every pass)."""
+        applied = self._applied.get(name)
+        if applied is not None and applied[0] == tasks:
+            return applied[1]
+        owner = {tp: task.name for task in tasks for tp in task.partitions}
+        owned = frozenset(owner)
+        # A released partition still copying stays under its old task until it stops.
+        before = self._task_of.get(name, {})
+        held = self.copy.held(name)
+        self._task_of[name] = {
+            **{tp: task for tp, task in before.items() if tp in held},
+            **owner,
+        }
+        self._applied[name] = (tasks, owned)
+        return owned
 
     def _set_heartbeats(self, assignment: Assignment) -> None:
         wanted = assignment.heartbeats
@@ -234,7 +250,7 @@ class DriverRuntime:
         if now - self._last_status < STATUS_SECONDS:
             return
         self._last_status = now
-        for name in sorted(self._topics):
+        for name in sorted(self._workers):
             status = self.copy.status(name)
             if status["partitions"]:
                 log.info("%s", status_line(name, status))
@@ -242,6 +258,11 @@ class DriverRuntime:
     def shutdown(self, timeout: float = 90.0) -> None:
         """Let the copy slots finish and record what they sent, stop the heartbeats."""
         self.stop.set()
+        for worker in self._workers.values():
+            worker.wake()
+        workers_done = time.monotonic() + 5.0  # one in a slow call is left behind
+        for worker in self._workers.values():
+            worker.join(max(0.0, workers_done - time.monotonic()))
         self.copy.stop(timeout)
         # One deadline for all (at most 10 s): some may hang on a write.
         deadline = time.monotonic() + min(10.0, timeout)

@@ -11,7 +11,7 @@ from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Surplus
 
-from srm_driver.kafka_admin import end_offsets, partition_offsets, topic_ids
+from srm_driver.kafka_admin import read_end_offsets, read_partition_offsets, topic_ids
 from srm_driver.shared_target import last_copied_offset
 
 TopicPartition = tuple[str, int]
@@ -25,17 +25,35 @@ class FlowFacts:
         self._source_admin = source_admin
         self._target_admin = target_admin
 
-    def gather(self, routes: Mapping[TopicPartition, str]) -> dict[TopicPartition, PartitionFacts]:
+    def gather(
+        self, routes: Mapping[TopicPartition, str]
+    ) -> tuple[dict[TopicPartition, PartitionFacts], dict[TopicPartition, str]]:
         """Facts of each upstream partition in ``routes`` (upstream -> remote topic), in
-        a few round trips for all of them."""
+        a few round trips for all of them, and the partitions whose offsets could not be
+        read, with why (they wait; the others go on)."""
         source_ids = topic_ids(self._source_admin, {topic for topic, _ in routes})
         target_ids = topic_ids(self._target_admin, set(routes.values()))
         upstream = [tp for tp in routes if source_ids.get(tp[0]) is not None]
         remote = {tp: (routes[tp], tp[1]) for tp in routes if target_ids.get(routes[tp])}
-        sources = partition_offsets(self._source_admin, upstream, read_committed=False)
-        targets = end_offsets(self._target_admin, remote.values(), read_committed=False)
+        sources, failed = read_partition_offsets(self._source_admin, upstream, read_committed=False)
+        targets, failed_targets = read_end_offsets(
+            self._target_admin, remote.values(), read_committed=False
+        )
+        unreadable = {
+            tp: f"cannot read the offsets of {self._flow.source}:{tp[0]}-{tp[1]}: {failed[tp]}"
+            for tp in routes
+            if tp in failed
+        }
+        for tp, where in remote.items():
+            if where in failed_targets and tp not in unreadable:
+                unreadable[tp] = (
+                    f"cannot read the offsets of {self._flow.target}:{where[0]}-{where[1]}:"
+                    f" {failed_targets[where]}"
+                )
         facts = {}
         for tp, remote_topic in routes.items():
+            if tp in unreadable:
+                continue
             source = sources.get(tp)
             facts[tp] = PartitionFacts(
                 source_topic_id=source_ids.get(tp[0]) if source else None,
@@ -44,7 +62,7 @@ class FlowFacts:
                 target_topic_id=target_ids.get(remote_topic) if tp in remote else None,
                 target_end=targets.get(remote[tp], 0) if tp in remote else 0,
             )
-        return facts
+        return facts, unreadable
 
     def identities(
         self, routes: Mapping[TopicPartition, str]

@@ -11,6 +11,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import Halt
 
 from srm_driver.copying.meter import Meter, PartitionMetrics, lag_of
+from srm_driver.copying.parts import Parts
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.protocol import Failure
 from srm_driver.copying.state import Counters, PartitionState
@@ -35,7 +36,7 @@ class Ledger:
     ) -> None:
         self.lock = threading.RLock()
         self.flows = dict(flows)
-        self.parts: dict[tuple[str, TopicPartition], PartitionState] = {}
+        self.parts = Parts()
         # (slot, flow) -> the epoch of that unit's plans; raised after it broke.
         self.epochs: dict[tuple[int, str], int] = {}
         self.unit_errors: dict[str, str] = {}
@@ -53,17 +54,11 @@ class Ledger:
         self.meter = Meter()
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
-        return (state for (name, _key), state in self.parts.items() if name == flow)
+        return self.parts.of_flow(flow)
 
     def new_plan_id(self) -> int:
         plan, self._next_plan = self._next_plan, self._next_plan + 1
         return plan
-
-    def least_loaded_slot(self, slots: int) -> int:
-        load = dict.fromkeys(range(slots), 0)
-        for state in self.parts.values():
-            load[state.slot % slots] = load.get(state.slot % slots, 0) + 1
-        return min(load, key=lambda slot: (load[slot], slot))
 
     def settle(self, state: PartitionState, now: float) -> None:
         """A pending partition whose last plan had a send of unknown fate waits until

@@ -1,8 +1,12 @@
-"""Plans (the runtime thread): pending partitions reconciled from Kafka and given a plan,
-or halted; running partitions whose topics were deleted or recreated sent back.
+"""Plans (each flow on its own thread): pending partitions reconciled from Kafka and
+given a plan, or halted; running partitions whose topics were deleted or recreated sent
+back.
 
-Reads happen outside the ledger's lock; a claim (progress with the reservation, and the
-syncs of verified records) is written before the plan is handed out.
+Work follows the batch, not the partition: the facts of up to :data:`PLAN_BATCH`
+partitions are read in a few requests (one ListOffsets per cluster and side, a partition
+that cannot be read waits alone), and their claims (progress with the reservation, and
+the syncs of verified records) are written in one write before their plans are handed
+out. Reads happen outside the ledger's lock.
 
 Leases are held per flow: a flow this driver holds no lease for now is neither reconciled
 nor checked; its pending partitions wait (saying why) while other flows go on."""
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
@@ -20,7 +25,7 @@ from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import position, sync_records
 from srm_driver.copying.protocol import PartitionPlan
 from srm_driver.copying.restart import decide_restart, identity_changed
-from srm_driver.copying.state import PartitionState, ResumeRequest
+from srm_driver.copying.state import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,9 @@ TopicPartition = tuple[str, int]
 IDENTITY_CHECK_S = 2.0
 # A slot that has not reported for this long is not given new plans.
 SLOT_SILENT_S = 5.0
+# Partitions reconciled from one reading of their facts and claimed in one write: the
+# first plans of a cold start go out after one batch, not after all 10,000 partitions.
+PLAN_BATCH = 2000
 NO_LEASE = (
     "no lease for this flow: this driver cannot confirm now that it may write into the"
     " target cluster (its control is unreachable, or this driver is not a member there yet)"
@@ -52,20 +60,22 @@ class Planner:
         self._clock = clock
         self._identity_due: dict[str, float] = {}
 
-    def plan_due(self, now: float) -> None:
-        """Reconcile every pending partition whose last plan stopped and whose retry is due."""
-        due: dict[str, list[PartitionState]] = {}
+    def plan_due(self, now: float, flow: str) -> None:
+        """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
+        retry is due, :data:`PLAN_BATCH` at a time."""
+        due: list[PartitionState] = []
         # Asked before taking the ledger's lock: a task source may take locks of its own.
-        leased = {flow: self._lease_ms(flow) > 0 for flow in self._ledger.flows}
+        leased = self._lease_ms(flow) > 0
+        parts = self._ledger.parts
         with self._ledger.lock:
             live = [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
-            for (flow, key), state in list(self._ledger.parts.items()):
+            for state in parts.of_flow(flow):
                 if state.status == "releasing" and state.stopped and not state.clean:
-                    del self._ledger.parts[(flow, key)]
+                    parts.remove(state)
                     continue
                 if state.status != "pending" or not state.stopped or now < state.retry_at:
                     continue
-                if not leased.get(flow, False):
+                if not leased:
                     state.error = NO_LEASE
                     continue
                 if state.slot not in live:
@@ -74,43 +84,75 @@ class Planner:
                     if not live:
                         state.error = "waiting for a copy slot to report"
                         continue
-                    state.slot = min(live, key=lambda slot: self._load(slot))
-                due.setdefault(flow, []).append(state)
-        for flow, states in due.items():
-            self._plan_flow(flow, states, now)
+                    parts.move(state, min(live, key=lambda slot: (parts.load(slot), slot)))
+                due.append(state)
+        recorded: dict[TopicPartition, Progress] | None = None
+        for start in range(0, len(due), PLAN_BATCH):
+            recorded = self._plan_batch(flow, due[start : start + PLAN_BATCH], now, recorded)
 
-    def _load(self, slot: int) -> int:
-        return sum(1 for state in self._ledger.parts.values() if state.slot == slot)
-
-    def _plan_flow(self, flow: str, states: list[PartitionState], now: float) -> None:
+    def _plan_batch(
+        self,
+        flow: str,
+        states: list[PartitionState],
+        now: float,
+        recorded: dict[TopicPartition, Progress] | None,
+    ) -> dict[TopicPartition, Progress] | None:
+        """Reconcile ``states`` from one reading of their facts, then record every claim
+        in one write (syncs, then progress) and hand the plans out. Returns the progress
+        loaded from Kafka (read once per pass, if any partition needed it)."""
         try:
             adapters = self._adapters(flow)
-            facts = adapters.facts.gather({s.key: s.remote for s in states})
-            recorded = adapters.store.load() if any(s.progress is None for s in states) else {}
+            facts, unreadable = adapters.facts.gather({s.key: s.remote for s in states})
+            if recorded is None and any(s.progress is None for s in states):
+                recorded = adapters.store.load()
         except SrmError as exc:
             with self._ledger.lock:
                 for state in states:
                     state.retry_later(now, str(exc))
             log.warning("%s: cannot reconcile %d partitions yet: %s", flow, len(states), exc)
-            return
+            return recorded
+        if unreadable:
+            with self._ledger.lock:
+                for state in states:
+                    if state.key in unreadable:
+                        state.retry_later(now, unreadable[state.key])
+            first = next(iter(unreadable.values()))
+            log.warning(
+                "%s: %d partitions wait for their offsets (retrying): %s",
+                flow,
+                len(unreadable),
+                first,
+            )
+        claims: list[Claim] = []
+        loaded = recorded or {}
         for state in states:
+            if state.key not in facts:
+                continue
             try:
-                self._plan(adapters, state, facts[state.key], recorded.get(state.key))
+                claim = self._decide(adapters, state, facts[state.key], loaded.get(state.key))
             except SrmError as exc:
                 with self._ledger.lock:
                     state.retry_later(self._clock(), str(exc))
                 log.warning("%s: %s (retrying in %.0f s)", state.where, exc, state.backoff)
+                continue
+            if claim is not None:
+                claims.append(claim)
+        if claims:
+            self._claim(adapters, flow, claims)
+        return recorded
 
-    def _plan(
+    def _decide(
         self,
         adapters: FlowAdapters,
         state: PartitionState,
         facts: PartitionFacts,
         loaded: Progress | None,
-    ) -> None:
+    ) -> Claim | None:
+        """Where ``state`` restarts (reads what it must compare), or its halt (recorded);
+        None when it is halted or no longer pending."""
         with self._ledger.lock:
             if state.status != "pending":
-                return
+                return None
             if state.progress is None:
                 state.progress = loaded
             progress = position(state) if state.progress is not None else None
@@ -121,32 +163,41 @@ class Planner:
         if isinstance(restart.decision, Halt):
             with self._ledger.lock:
                 self._ledger.halt(state, restart.decision)
-            return
-        self._claim(adapters, state, restart.decision, facts, request, restart.syncs)
-
-    def _claim(
-        self,
-        adapters: FlowAdapters,
-        state: PartitionState,
-        resume: Resume,
-        facts: PartitionFacts,
-        request: ResumeRequest | None,
-        syncs: tuple[tuple[int, int], ...],
-    ) -> None:
-        """Record the reservation (and the syncs of verified records), then hand the plan
-        out: nothing past the recorded position is sent before the claim is durable."""
-        window = adapters.flow.batch_max_records
+            return None
+        resume = restart.decision
         if request is not None:
             resume_id: str | None = request.request_id
         else:
             resume_id = state.progress.resume_id if state.progress else None
-        progress = resume.progress(facts, resume_id).reserved(resume.start + window)
-        records = sync_records(state.key[0], state.key[1], syncs)
-        if self._lease_ms(state.flow) <= 0:
-            raise SrmError(NO_LEASE)
-        if records:
-            adapters.syncs.write(records)
-        adapters.store.write([(state.key, progress)])
+        window = adapters.flow.batch_max_records
+        claimed = resume.progress(facts, resume_id).reserved(resume.start + window)
+        records = sync_records(state.key[0], state.key[1], restart.syncs)
+        return Claim(state, resume, claimed, records)
+
+    def _claim(self, adapters: FlowAdapters, flow: str, claims: list[Claim]) -> None:
+        """Record every reservation (and the syncs of verified records) in one write,
+        then hand the plans out: nothing past a recorded position is sent before its
+        claim is durable."""
+        now = self._clock()
+        try:
+            if self._lease_ms(flow) <= 0:
+                raise SrmError(NO_LEASE)
+            syncs = [record for claim in claims for record in claim.syncs]
+            if syncs:
+                adapters.syncs.write(syncs)
+            adapters.store.write([(claim.state.key, claim.progress) for claim in claims])
+        except SrmError as exc:
+            with self._ledger.lock:
+                for claim in claims:
+                    claim.state.retry_later(now, str(exc))
+            log.warning("%s: cannot record %d claims yet: %s", flow, len(claims), exc)
+            return
+        with self._ledger.lock:
+            for claim in claims:
+                self._hand_out(claim, now)
+
+    def _hand_out(self, claim: Claim, now: float) -> None:
+        state, resume = claim.state, claim.resume
         if resume.verified:
             log.info(
                 "%s: %d records past the recorded position are verified copies; continuing"
@@ -154,49 +205,62 @@ class Planner:
                 state.where,
                 resume.verified,
             )
-        with self._ledger.lock:
-            if resume.lost:
-                self._ledger.lost(state, resume.start - resume.lost, resume.start)
-            if state.status != "pending":
-                return
-            plan = PartitionPlan(
-                state.key[0],
-                state.key[1],
-                self._ledger.new_plan_id(),
-                state.remote,
-                resume.start,
-                resume.downstream,
-                progress.inflight_end or resume.start,
-            )
-            state.resume = None
-            state.running(plan, progress)
-            state.last_commit = self._clock()
+        if resume.lost:
+            self._ledger.lost(state, resume.start - resume.lost, resume.start)
+        if state.status != "pending":
+            return
+        plan = PartitionPlan(
+            state.key[0],
+            state.key[1],
+            self._ledger.new_plan_id(),
+            state.remote,
+            resume.start,
+            resume.downstream,
+            claim.progress.inflight_end or resume.start,
+        )
+        state.resume = None
+        state.running(plan, claim.progress)
+        state.last_commit = now
 
-    def check_identities(self, now: float) -> None:
-        """Send back running partitions whose source or remote topic was deleted or
-        recreated: the reconcile that follows halts them with the reason."""
-        running: dict[str, dict[TopicPartition, PartitionState]] = {}
+    def check_identities(self, now: float, flow: str) -> None:
+        """Send back ``flow``'s running partitions whose source or remote topic was
+        deleted or recreated: the reconcile that follows halts them with the reason."""
+        if now < self._identity_due.get(flow, 0.0) or self._lease_ms(flow) <= 0:
+            return
         with self._ledger.lock:
-            for (flow, key), state in self._ledger.parts.items():
-                if state.status == "running" and state.progress is not None:
-                    running.setdefault(flow, {})[key] = state
-        for flow, states in running.items():
-            if now < self._identity_due.get(flow, 0.0) or self._lease_ms(flow) <= 0:
-                continue
-            self._identity_due[flow] = now + IDENTITY_CHECK_S
-            try:
-                found = self._adapters(flow).facts.identities(
-                    {key: state.remote for key, state in states.items()}
-                )
-            except SrmError as exc:
-                log.warning("%s: cannot check the topics of its partitions: %s", flow, exc)
-                continue
-            with self._ledger.lock:
-                for key, state in states.items():
-                    progress = state.progress
-                    if state.status != "running" or progress is None or key not in found:
-                        continue
-                    if identity_changed(progress, *found[key]):
-                        log.error("%s: a topic was deleted or recreated; stopping it", state.where)
-                        state.retry_later(now, "a topic was deleted or recreated")
-                        state.backoff = 0.0
+            states = {
+                state.key: state
+                for state in self._ledger.parts.of_flow(flow)
+                if state.status == "running" and state.progress is not None
+            }
+        if not states:
+            return
+        self._identity_due[flow] = now + IDENTITY_CHECK_S
+        try:
+            found = self._adapters(flow).facts.identities(
+                {key: state.remote for key, state in states.items()}
+            )
+        except SrmError as exc:
+            log.warning("%s: cannot check the topics of its partitions: %s", flow, exc)
+            return
+        with self._ledger.lock:
+            for key, state in states.items():
+                progress = state.progress
+                if state.status != "running" or progress is None or key not in found:
+                    continue
+                if identity_changed(progress, *found[key]):
+                    log.error("%s: a topic was deleted or recreated; stopping it", state.where)
+                    state.retry_later(now, "a topic was deleted or recreated")
+                    state.backoff = 0.0
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A partition's restart, decided and not yet recorded: the progress to write (with
+    its reservation) and the offset-sync records of the verified copies it continues
+    after."""
+
+    state: PartitionState
+    resume: Resume
+    progress: Progress
+    syncs: list[tuple[bytes, bytes]]

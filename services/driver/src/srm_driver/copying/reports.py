@@ -173,7 +173,7 @@ class ReportDesk:
             window = adapters.flow.batch_max_records
             interval = adapters.flow.commit_interval_ms / 1000
             for part in unit.partitions:
-                state = self._ledger.parts.get((unit.flow, part.key))
+                state = self._ledger.parts.get(unit.flow, part.key)
                 if state is None or part.plan != state.last_plan:
                     continue
                 records = sync_records(part.topic, part.partition, part.syncs)
@@ -232,7 +232,7 @@ class ReportDesk:
             else:
                 ledger.unit_errors.pop(unit.flow, None)
             for part in unit.partitions:
-                state = ledger.parts.get((unit.flow, part.key))
+                state = ledger.parts.get(unit.flow, part.key)
                 if state is None or part.plan != state.last_plan:
                     continue
                 counters = Counters.of(part)
@@ -246,18 +246,18 @@ class ReportDesk:
                     stops.append((state, part, unit))
         self._written(progress, now)
         for state, part, unit in stops:
-            if ledger.parts.get((state.flow, state.key)) is state:
+            if ledger.parts.get(state.flow, state.key) is state:
                 self._stopped(state, part, unit, now)
         for unit in units:
             if unit.flow in self._adapters:
                 self._broken(report.slot, unit, now)
         self._never_ran(report, refused)
-        for (flow, key), state in list(ledger.parts.items()):
-            if state.status == "releasing" and state.stopped and flow not in refused:
+        for state in ledger.parts.of_slot(report.slot):
+            if state.status == "releasing" and state.stopped and state.flow not in refused:
                 # Released with nothing final recorded: the next holder reconciles (and
                 # verifies) from the last record.
-                if not state.clean or state.progress is None or flow not in written:
-                    del ledger.parts[(flow, key)]
+                if not state.clean or state.progress is None or state.flow not in written:
+                    ledger.parts.remove(state)
 
     def _stopped(
         self, state: PartitionState, part: PartitionReport, unit: UnitReport, now: float
@@ -281,7 +281,7 @@ class ReportDesk:
         failure). A plan it never applied stopped too: it never will."""
         ledger = self._ledger
         failure = unit.broken
-        mine = [s for s in ledger.of_flow(unit.flow) if s.slot == slot]
+        mine = ledger.parts.of_slot(slot, unit.flow)
         if unit.exited and failure is None and not self._stopping() and mine:
             failure = Failure("transient", "the copy loop of this flow ended unexpectedly")
         epoch = ledger.epochs.get((slot, unit.flow), 0)
@@ -310,9 +310,9 @@ class ReportDesk:
         and not in this report, is not running: either it never started (it was withdrawn
         before the unit applied it) or the driver saw it stopped already."""
         units = {unit.flow: unit for unit in report.units}
-        for state in self._ledger.parts.values():
+        for state in self._ledger.parts.of_slot(report.slot):
             since = state.omitted_since
-            if state.slot != report.slot or state.stopped or since is None:
+            if state.stopped or since is None:
                 continue
             if state.flow in refused:
                 continue
@@ -333,11 +333,11 @@ class ReportDesk:
         for flow, updates in progress.items():
             ledger.unit_errors.pop(flow, None)
             for key, written in updates:
-                state = ledger.parts.get((flow, key))
+                state = ledger.parts.get(flow, key)
                 if state is None:
                     continue
                 if written.inflight_end is None:  # a release's final progress
-                    del ledger.parts[(flow, key)]
+                    ledger.parts.remove(state)
                     log.info("%s: released %s-%d at %d", flow, *key, written.next_upstream)
                     continue
                 if state.status != "running" or state.plan is None:
@@ -353,7 +353,7 @@ class ReportDesk:
         slot's the longest of them (see :mod:`srm_driver.copying.protocol`)."""
         units: dict[str, dict[str, object]] = {}
         for flow, adapters in self._adapters.items():
-            mine = [s for s in self._ledger.of_flow(flow) if s.slot == slot]
+            mine = self._ledger.parts.of_slot(slot, flow)
             plans = []
             for state in mine:
                 if state.status == "running" and state.plan is not None:

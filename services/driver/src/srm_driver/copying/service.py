@@ -1,9 +1,11 @@
 """The driver's side of copying: which slot copies which partition from where, and the
 copy job's life. The parts work on one :class:`Ledger` under its lock:
 
-* the runtime thread calls :meth:`CopyService.set_owned` with the partitions the task
-  source gives this driver, and :meth:`CopyService.tick`, which keeps the copy job
-  running and lets the :class:`Planner` reconcile and plan what is pending;
+* the runtime thread calls :meth:`CopyService.tick`, which keeps the copy job running;
+* each flow's thread (:class:`srm_driver.flow_worker.FlowWorker`) calls
+  :meth:`CopyService.set_owned` with the partitions of that flow the task source gives
+  this driver (once their remote topics exist), and :meth:`CopyService.work`, which lets
+  the :class:`Planner` reconcile and plan what is pending of that flow;
 * HTTP threads call :meth:`CopyService.on_report` for each slot report, answered by the
   :class:`ReportDesk`.
 
@@ -68,30 +70,49 @@ class CopyService:
     # -- the runtime thread -------------------------------------------------------------
 
     def set_owned(self, flow: str, owned: Mapping[TopicPartition, str]) -> None:
-        """Copy exactly these upstream partitions of ``flow`` (to these remote topics)."""
+        """Copy exactly these upstream partitions of ``flow`` (to these remote topics).
+        Costs what changed: partitions added or released, not the ones kept."""
         ledger = self._ledger
+        released = 0
         with ledger.lock:
-            for (name, key), state in list(ledger.parts.items()):
-                if name != flow or key in owned:
-                    continue
+            held = ledger.parts.keys_of_flow(flow)
+            for key in held - owned.keys():
+                state = ledger.parts.get(flow, key)
+                assert state is not None
                 if state.status == "running" or not state.stopped:
                     state.status = "releasing"
                 else:
-                    del ledger.parts[(name, key)]
-                    log.info("%s: released %s-%d", flow, *key)
-            for key, remote in owned.items():
-                if (flow, key) not in ledger.parts:
-                    slot = ledger.least_loaded_slot(self._job.slots)
-                    ledger.parts[(flow, key)] = PartitionState(flow, key, remote, slot)
+                    ledger.parts.remove(state)
+                    released += 1
+            for key in owned.keys() - held:
+                slot = ledger.parts.least_loaded(self._job.slots)
+                ledger.parts.add(PartitionState(flow, key, owned[key], slot))
+        if released:
+            log.info("%s: released %d partitions that were not copying", flow, released)
 
     def tick(self) -> None:
-        """Keep the job running, reconcile what is due, give out plans."""
+        """Keep the copy job running (the runtime thread)."""
+        self._maintain_job(self._clock())
+
+    def prepare(self, flow: str) -> None:
+        """Build ``flow``'s adapters now (its internal topics are created then), before
+        its remote topics: thousands of new partitions keep a controller busy for a
+        while, and the progress topic must not wait behind them. A failure is tried
+        again later (the planner says why)."""
+        try:
+            self._flow_adapters(flow)
+        except SrmError:
+            pass
+
+    def work(self, flow: str) -> None:
+        """Reconcile and plan ``flow``'s pending partitions that are due, and check the
+        topics of its running ones (the flow's own thread: a cluster that does not
+        answer holds up only the flows that use it)."""
         now = self._clock()
-        self._maintain_job(now)
         if self._job_id is None or self._stopping:
             return
-        self._planner.plan_due(now)
-        self._planner.check_identities(now)
+        self._planner.plan_due(now, flow)
+        self._planner.check_identities(now, flow)
 
     def held(self, flow: str) -> frozenset[TopicPartition]:
         """Partitions of ``flow`` this driver still holds (a plan may run): not halted.
@@ -105,7 +126,7 @@ class CopyService:
     def request_resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> bool:
         """Resume a halted partition as the operator chose; False if it is not halted here."""
         with self._ledger.lock:
-            state = self._ledger.parts.get((flow, key))
+            state = self._ledger.parts.get(flow, key)
             if state is None or state.status != "halted":
                 return False
             if state.progress is not None and state.progress.resume_id == request.request_id:
