@@ -13,11 +13,11 @@ from srm_common.control.events import (
     Envelope,
     Event,
     FlowEnabled,
-    TaskConfigsGenerated,
     TopicsAllowed,
     TopicsDenied,
 )
 from srm_common.control.state import replay
+from srm_common.control.task_configs import task_configs
 from srm_coordinator.audit import format_time, parse_time, render_history, render_state
 
 T0 = int(datetime(2026, 11, 20, 9, 30, tzinfo=UTC).timestamp() * 1000)
@@ -32,7 +32,7 @@ LOG = envelopes(
     (T0 + 1, FlowEnabled("a->b")),
     (T0 + 2, TopicsAllowed("a->b", ("orders",))),
     (T0 + 3, TopicsAllowed("b->a", ("billing",))),
-    (T0 + 4, TaskConfigsGenerated("a->b", 1, ((("orders", 0), ("orders", 1)),), (), True)),
+    (T0 + 4, task_configs("a->b", 1, ((("orders", 0), ("orders", 1)),), (), True)),
     (T0 + 5, DriverJoined("d1", "http://d1:1", "h1")),
     (
         T0 + 6,

@@ -22,7 +22,7 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
     TopicsAllowed,
 )
-from srm_common.control.state import ControlState, apply
+from srm_common.control.state import ControlState, FlowTasks, apply
 from srm_common.domain.tasks import TopicPartition
 from srm_common.testing import Clock, FakeDiscovery
 from srm_coordinator.leader import Leader, Round
@@ -160,6 +160,12 @@ def test_take_over_keeps_srm_control_changes_when_the_file_is_unchanged(
     assert round_.state.flow(FLOW).topics == ("orders", "payments", "refunds")
 
 
+def tasks_of(event: TaskConfigsGenerated) -> FlowTasks:
+    tasks = FlowTasks.from_events(event)
+    assert tasks is not None, "small flows fit in one event"
+    return tasks
+
+
 def test_first_round_generates_task_configs_for_enabled_flows_and_heartbeats_for_every_pair(
     config: SrmConfig,
 ) -> None:
@@ -167,13 +173,13 @@ def test_first_round_generates_task_configs_for_enabled_flows_and_heartbeats_for
     leader = make_leader(config, discovery, Clock(1_000))
     state = commit(ControlState(), leader.take_over(ControlState()))
     round_ = leader.round(state)
-    generated = {e.flow: e for e in events_of(round_, TaskConfigsGenerated)}
+    generated = {e.flow: tasks_of(e) for e in events_of(round_, TaskConfigsGenerated)}
     assert set(generated) == {FLOW, REVERSE}
     forward = generated[FLOW]
     assert forward.generation == 1
-    assert sorted(tp for task in forward.source for tp in task) == sorted(PARTITIONS[FLOW])
+    assert sorted(tp for t in forward.source for tp in t.partitions) == sorted(PARTITIONS[FLOW])
     assert len(forward.source) == 2  # tasks.max
-    assert sorted(g for task in forward.checkpoint for g in task) == ["g1", "g2", "g3"]
+    assert sorted(g for task in forward.checkpoint for g in task.groups) == ["g1", "g2", "g3"]
     assert forward.heartbeat
     reverse = generated[REVERSE]
     assert reverse.source == () and reverse.checkpoint == () and reverse.heartbeat
@@ -277,8 +283,8 @@ def test_partitions_moving_between_tasks_revoke_the_gaining_tasks_in_the_same_ro
     owner = {tp: task.index for task in before.source for tp in task.partitions}
     gaining = {
         f"{FLOW}|MirrorSourceConnector-{i}"
-        for i, parts in enumerate(generated.source)
-        if any(owner.get(tp, i) != i for tp in parts)
+        for i, task in enumerate(tasks_of(generated).source)
+        if any(owner.get(tp, i) != i for tp in task.partitions)
     }
     assert gaining == {f"{FLOW}|MirrorSourceConnector-1"}
     assert gaining <= set(change.revoked)
@@ -455,7 +461,7 @@ def test_no_heartbeat_task_is_planned_where_heartbeats_are_switched_off() -> Non
     config = config_with("emit.heartbeats.enabled: false")
     leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), Clock(1_000))
     state = commit(ControlState(), leader.take_over(ControlState()))
-    generated = {e.flow: e for e in events_of(leader.round(state), TaskConfigsGenerated)}
+    generated = {e.flow: tasks_of(e) for e in events_of(leader.round(state), TaskConfigsGenerated)}
     assert not generated[FLOW].heartbeat and generated[FLOW].source
     assert REVERSE not in generated or not generated[REVERSE].heartbeat
 

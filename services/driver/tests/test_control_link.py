@@ -18,9 +18,9 @@ from srm_common.control.events import (
     Event,
     LogStarted,
     PartitionResumeRequested,
-    TaskConfigsGenerated,
 )
 from srm_common.control.fences import Fence, FenceHistory
+from srm_common.control.task_configs import task_configs
 from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
 from srm_common.tracecontext import TraceContext
 from srm_driver.control import ControlLink, LinkPorts
@@ -71,7 +71,7 @@ def running_log(topic: InMemoryEventLog, link: ControlLink) -> None:
         topic,
         LogStarted("L1", None, ""),
         DriverJoined("d1", "http://d1:1", "h", link.instance),
-        TaskConfigsGenerated(FLOW, 1, ((("orders", 0),),), (), False),
+        task_configs(FLOW, 1, ((("orders", 0),),), (), False),
         AssignmentChanged(1, {TASK: "d1"}, ()),
     )
 
@@ -195,7 +195,7 @@ def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partiti
     follow(link)
     caplog.set_level(logging.INFO, logger="srm_driver.control")
     # The command's events: new task configs (the task revoked), then the task back.
-    planned = TaskConfigsGenerated(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
+    planned = task_configs(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
     topic.append(
         Envelope(planned, 2, "coordinator c1", trace=TRACE),
         Envelope(AssignmentChanged(2, {}, (TASK,)), 2, "coordinator c1", trace=TRACE),
@@ -252,7 +252,7 @@ def test_partitions_new_to_a_flow_are_applied_from_its_traced_task_configs(
     follow(link)
     caplog.set_level(logging.INFO, logger="srm_driver.control")
     # A topic new to the flow joins the running task: no revocation, no new assignment.
-    planned = TaskConfigsGenerated(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
+    planned = task_configs(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
     topic.append(Envelope(planned, 2, "coordinator c1", trace=TRACE))
     follow(link)
     lines = [r.getMessage() for r in caplog.records if "trace_id=" in r.getMessage()]

@@ -87,7 +87,7 @@ def watching(
     partitions, groups = discovery.discover(config.flows[("primary", "backup")], 0)
     tasks = plan_flow_tasks(FLOW, None, partitions, groups, 2, heartbeat=True)
     state = ControlState()
-    for event in (FlowEnabled(FLOW), tasks.to_event()):
+    for event in (FlowEnabled(FLOW), *tasks.to_events()):
         state = apply(state, Envelope(event, 0, "test", offset=state.offset + 1))
     return source, state, notices
 

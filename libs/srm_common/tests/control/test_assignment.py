@@ -13,9 +13,9 @@ from srm_common.control.events import (
     DriverLeft,
     Envelope,
     Event,
-    TaskConfigsGenerated,
 )
 from srm_common.control.state import ControlState, apply, source_task_id
+from srm_common.control.task_configs import task_configs
 
 AB, BA = "primary->backup", "backup->primary"
 
@@ -23,7 +23,7 @@ AB, BA = "primary->backup", "backup->primary"
 def configs(flow: str, sources: int, *, checkpoint: int = 0, heartbeat: bool = False) -> Event:
     source = tuple(((f"t{i}", 0),) for i in range(sources))
     groups = tuple((f"g{i}",) for i in range(checkpoint))
-    return TaskConfigsGenerated(flow, 1, source, groups, heartbeat)
+    return task_configs(flow, 1, source, groups, heartbeat)
 
 
 def then(state: ControlState, *events: Event) -> ControlState:

@@ -31,6 +31,7 @@ from srm_common.control.events import (
     PartitionResumeRequested,
     RecordsLost,
     TaskConfigsGenerated,
+    TaskConfigsPart,
     TopicsAllowed,
     TopicsDenyRemoved,
     decode,
@@ -38,6 +39,7 @@ from srm_common.control.events import (
     encode,
     event_key,
 )
+from srm_common.control.task_configs import task_configs
 from srm_common.errors import SrmError
 from srm_common.tracecontext import TraceContext
 
@@ -49,7 +51,11 @@ patterns = st.lists(names, max_size=4).map(tuple)
 flows = st.sampled_from(["primary->backup", "backup->primary", "a->b"])
 ints = st.integers(-(2**53), 2**53)
 baselines = st.builds(FlowBaseline, st.booleans(), patterns, patterns, patterns, patterns)
-partitions = st.tuples(names, st.integers(0, 10_000))
+topic_entries = st.lists(
+    st.tuples(names, st.integers(0, 10_000), st.lists(st.integers(0, 99), max_size=6).map(tuple)),
+    max_size=3,
+).map(tuple)
+group_entries = st.lists(st.tuples(st.integers(0, 99), patterns), max_size=3).map(tuple)
 
 EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
     LogStarted: st.builds(LogStarted, names, st.none() | names, names),
@@ -62,9 +68,16 @@ EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
         TaskConfigsGenerated,
         flows,
         ints,
-        st.lists(st.lists(partitions, max_size=4).map(tuple), max_size=3).map(tuple),
-        st.lists(patterns, max_size=3).map(tuple),
+        st.integers(0, 100),
+        st.integers(0, 100),
         st.booleans(),
+        st.integers(0, 2**31),
+        topic_entries,
+        group_entries,
+        st.integers(0, 10),
+    ),
+    TaskConfigsPart: st.builds(
+        TaskConfigsPart, flows, ints, st.integers(0, 10), topic_entries, group_entries
     ),
     DriverJoined: st.builds(DriverJoined, names, names, names, names),
     PartitionHalted: st.builds(
@@ -192,7 +205,15 @@ def _record(type_: str, version: int, data: object, **extra: object) -> bytes:
                     "heartbeat": True,
                 },
             ),
-            "field 'source[0][0]' must be a list of 2, not a list",
+            "field 'source' must be a list of source tasks, each a list of [topic, partition]",
+        ),
+        (
+            _record(
+                "task_configs.part",
+                1,
+                {"flow": "f", "generation": 1, "part": 0, "topics": [["t", 0, "01"]], "groups": []},
+            ),
+            "field 'topics[0][2]' must be a list, not a string",
         ),
         (
             _record("config.applied", 1, {"path": "p", "flows": {"a->b": {"enabled": 1}}}),
@@ -246,7 +267,8 @@ def test_events_are_immutable_and_copy_what_they_are_given() -> None:
 
 def test_record_key_is_the_flow_the_driver_or_cluster() -> None:
     assert event_key(TopicsDenyRemoved("a->b", ("x",))) == b"a->b"
-    assert event_key(TaskConfigsGenerated("a->b", 1, (), (), False)) == b"a->b"
+    assert event_key(task_configs("a->b", 1, (), (), False)) == b"a->b"
+    assert event_key(TaskConfigsPart("a->b", 1, 0, (), ())) == b"a->b"
     assert event_key(FlowDisabled("a->b")) == b"a->b"
     assert event_key(DriverLeft("d2", "stopped")) == b"d2"
     assert event_key(DriverJoined("d2", "u", "h")) == b"d2"
@@ -272,7 +294,7 @@ def test_record_key_is_the_flow_the_driver_or_cluster() -> None:
             "assignment generation 5: 3 assigned, 1 revoked",
         ),
         (
-            TaskConfigsGenerated(
+            task_configs(
                 "primary->backup",
                 2,
                 tuple(tuple(("t", p) for p in range(i, 12, 4)) for i in range(4)),
@@ -283,9 +305,18 @@ def test_record_key_is_the_flow_the_driver_or_cluster() -> None:
             " 1 checkpoint task, heartbeat",
         ),
         (
-            TaskConfigsGenerated("a->b", 1, ((("t", 0),),), (), False),
+            task_configs("a->b", 1, ((("t", 0),),), (), False),
             "task configs of a->b (generation 1): 1 source task over 1 partition,"
             " 0 checkpoint tasks, no heartbeat",
+        ),
+        (
+            TaskConfigsGenerated("a->b", 3, 4, 0, False, 100_000, (), (), 3),
+            "task configs of a->b (generation 3): 4 source tasks over 100000 partitions,"
+            " 0 checkpoint tasks, no heartbeat, in 4 events",
+        ),
+        (
+            TaskConfigsPart("a->b", 3, 0, (("t", 0, (0, 1, 0)), ("u", 0, (1,))), ((0, ("g",)),)),
+            "task configs of a->b (generation 3), part 1: 4 partitions, 1 group",
         ),
         (FlowEnabled("a->b"), "flow a->b enabled"),
         (

@@ -17,7 +17,6 @@ from srm_common.control.events import (
     FlowDisabled,
     FlowEnabled,
     GroupsDenied,
-    TaskConfigsGenerated,
     TopicsAllowed,
     TopicsAllowRemoved,
     TopicsDenied,
@@ -35,6 +34,7 @@ from srm_common.control.state import (
     replay,
     source_task_id,
 )
+from srm_common.control.task_configs import task_configs
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 AB = "primary->backup"
@@ -49,7 +49,7 @@ def fold(*events: Event) -> ControlState:
     return replay(log(*events))
 
 
-TASKS = TaskConfigsGenerated(
+TASKS = task_configs(
     AB, 1, ((("orders", 0), ("orders", 2)), (("orders", 1),)), (("billing",),), True
 )
 
@@ -115,7 +115,7 @@ def test_task_configs_are_folded_into_source_and_checkpoint_tasks() -> None:
         (CheckpointTask(AB, 0, ("billing",)),),
         True,
     )
-    assert tasks.to_event() == TASKS
+    assert tasks.to_events() == [TASKS]
     assert state.all_task_ids() == (
         source_task_id(AB, 0),
         source_task_id(AB, 1),
@@ -136,7 +136,7 @@ def test_new_task_configs_drop_assignments_of_tasks_that_are_gone() -> None:
         TASKS,
         AssignmentChanged(1, {source_task_id(AB, 1): "d1", source_task_id(AB, 0): "d2"}, ()),
         AssignmentChanged(2, {other: "d1"}, ()),
-        TaskConfigsGenerated(AB, 2, ((("orders", 0),),), (), False),
+        task_configs(AB, 2, ((("orders", 0),),), (), False),
     )
     assert state.assignment == {source_task_id(AB, 0): "d2", other: "d1"}
     assert state.generation == 2, "task configs do not change the assignment generation"

@@ -21,9 +21,9 @@ from srm_common.control.events import (
     FlowEnabled,
     LogStarted,
     PartitionHalted,
-    TaskConfigsGenerated,
     TopicsAllowed,
 )
+from srm_common.control.task_configs import task_configs
 from srm_common.log_follower import LogFollower
 from srm_common.testing import InMemoryEventLog
 
@@ -51,9 +51,7 @@ def history() -> list[Envelope]:
         LogStarted("L1", None, ""),
         FlowEnabled(FLOW),
         TopicsAllowed(FLOW, ("orders", "payments")),
-        TaskConfigsGenerated(
-            FLOW, 1, ((("orders", 0), ("orders", 1)), (("payments", 0),)), (), True
-        ),
+        task_configs(FLOW, 1, ((("orders", 0), ("orders", 1)), (("payments", 0),)), (), True),
         DriverJoined("d1", "http://d1:1", "host-1", "a1"),
         AssignmentChanged(
             1,

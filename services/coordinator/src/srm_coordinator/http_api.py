@@ -170,6 +170,8 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
             "config_drift": coordinator.config_drift(),
             # Leading: the members fence on each target cluster (position, write errors).
             "fences": coordinator.fences(),
+            # Rounds that appended events: count, last and longest (decide and commit), ms.
+            "rounds": dict(coordinator.round_times),
         }
 
     @app.get("/v1/state")

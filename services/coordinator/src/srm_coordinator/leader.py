@@ -282,8 +282,8 @@ class Leader:
             waiting=self._waiting_now() | set(round_.freed) | self._held(round_.state),
         )
         if change:
-            event = change.to_event(round_.state)
-            round_.add([event], trace=self._assignment_trace(round_.state, event))
+            for event in change.to_events(round_.state):
+                round_.add([event], trace=self._assignment_trace(round_.state, event))
         self._settle_traces(round_.state)
         return round_
 
@@ -334,7 +334,7 @@ class Leader:
         if previous is not None and planned.generation == previous.generation:
             return set()
         traced = self.traces.get(name)
-        round_.add([planned.to_event()], trace=traced[0] if traced else None)
+        round_.add(planned.to_events(), trace=traced[0] if traced else None)
         if traced:
             self._traced_plans.add(name)
         log.info(

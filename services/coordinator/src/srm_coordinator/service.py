@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import uuid
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -110,6 +111,9 @@ class Coordinator:
         self._membership: Membership | None = None
         # The event log, folded; stepped by the loop (a coordinator folds before it decides).
         self.follower: LogFollower | None = None
+        # Rounds that appended events: how long the last and the longest took to decide
+        # and commit, in ms (GET /v1/leader; make bench --scale reads them).
+        self.round_times: dict[str, float | int] = {"rounds": 0, "last_ms": 0.0, "max_ms": 0.0}
 
     @property
     def state(self) -> ControlState:
@@ -368,7 +372,14 @@ class Coordinator:
         while not self._notices.empty():
             flows.add(self._notices.get_nowait())
         self._leader.refresh(flows)
-        self._commit(self._leader.round(self.state))
+        started = time.monotonic()
+        round_ = self._leader.round(self.state)
+        if self._commit(round_) and round_.envelopes:
+            took = (time.monotonic() - started) * 1000
+            times = self.round_times
+            times["rounds"] = int(times["rounds"]) + 1
+            times["last_ms"] = round(took, 1)
+            times["max_ms"] = round(max(float(times["max_ms"]), took), 1)
 
     def _run_commands(self) -> None:
         assert self._leader is not None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from srm_common.control.schema import AssignmentChanged
 from srm_common.control.state import ControlState
+from srm_common.control.task_configs import PART_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +56,36 @@ class Rebalance:
         return len(self.assigned)
 
     def to_event(self, state: ControlState) -> AssignmentChanged:
-        """The event recording this round as assignment generation ``state.generation + 1``."""
+        """The event recording this round as assignment generation ``state.generation + 1``
+        (a round small enough for one event; :meth:`to_events` for any round)."""
         return AssignmentChanged(state.generation + 1, self.assigned, self.revoked)
+
+    def to_events(self, state: ControlState, budget: int = PART_BYTES) -> list[AssignmentChanged]:
+        """The events recording this round, each of at most ``budget`` bytes of task ids
+        and drivers: one in practice (tasks, not partitions, are assigned: a flow has at
+        most ``tasks.max`` source tasks), several consecutive generations for a round of
+        thousands of tasks. Revocations come first; a round never assigns a task it
+        revokes, so the cut changes nothing of what the round decided."""
+        entries = [(task, None) for task in self.revoked] + list(self.assigned.items())
+        events: list[AssignmentChanged] = []
+        chunk: list[tuple[str, str | None]] = []
+        used = 0
+        for task, driver in entries:
+            size = len(task) + len(driver or "") + 8
+            if chunk and used + size > budget:
+                events.append(_assignment(state.generation + len(events) + 1, chunk))
+                chunk, used = [], 0
+            chunk.append((task, driver))
+            used += size
+        if chunk or not events:
+            events.append(_assignment(state.generation + len(events) + 1, chunk))
+        return events
+
+
+def _assignment(generation: int, chunk: list[tuple[str, str | None]]) -> AssignmentChanged:
+    assigned = {task: driver for task, driver in chunk if driver is not None}
+    revoked = tuple(task for task, driver in chunk if driver is None)
+    return AssignmentChanged(generation, assigned, revoked)
 
 
 def rebalance(

@@ -15,12 +15,14 @@ from srm_common.control.events import (
     DriverLeft,
     Envelope,
     TaskConfigsGenerated,
+    TaskConfigsPart,
     describe,
 )
 
 # Compared by TYPE, the wire name such as "driver.joined", not the class name.
 OPERATIONAL = frozenset(
-    cls.TYPE for cls in (DriverJoined, DriverLeft, AssignmentChanged, TaskConfigsGenerated)
+    cls.TYPE
+    for cls in (DriverJoined, DriverLeft, AssignmentChanged, TaskConfigsGenerated, TaskConfigsPart)
 )
 
 

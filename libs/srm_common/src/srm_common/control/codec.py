@@ -52,6 +52,7 @@ from srm_common.control.schema import (
     PatternEvent,
     RecordsLost,
     TaskConfigsGenerated,
+    TaskConfigsPart,
 )
 from srm_common.tracecontext import parse_trace
 
@@ -75,13 +76,16 @@ def encode(envelope: Envelope) -> bytes:
 
 
 def _to_json(value: object) -> object:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        items = cast(tuple[object, ...], value)
+        if set(map(type, items)) <= _PLAIN:
+            return list(items)  # the fast way for long lists of partitions' tasks
+        return [_to_json(item) for item in items]
     if isinstance(value, dict):
         entries = cast(dict[str, object], value)
         return {key: _to_json(item) for key, item in entries.items()}
-    if isinstance(value, tuple):
-        return [_to_json(item) for item in cast(tuple[object, ...], value)]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value)}
     return value
 
 
@@ -154,13 +158,12 @@ def _read_dataclass(cls: type, data: dict[str, object], where: str, path: str) -
 def _read(value: object, hint: object, where: str, path: str) -> object:
     """``value`` (parsed JSON) as the Python type ``hint``, or EventDecodeError."""
     declared, raw = hint, value
-    origin: object = get_origin(hint)
-    args: tuple[object, ...] = get_args(hint)
+    origin, args = _shape(hint)
     if origin is UnionType and NoneType in args:  # X | None
         if value is None:
             return None
         hint = args[0]
-        origin, args = get_origin(hint), get_args(hint)
+        origin, args = _shape(hint)
     if hint is bool and isinstance(value, bool):
         return value
     if hint is int and isinstance(value, int) and not isinstance(value, bool):
@@ -172,6 +175,9 @@ def _read(value: object, hint: object, where: str, path: str) -> object:
     if origin is tuple and isinstance(value, list):
         items = cast(list[object], value)
         if len(args) == 2 and args[1] is Ellipsis:
+            kind = args[0]
+            if (kind is int or kind is str) and set(map(type, items)) <= {kind}:
+                return tuple(items)  # the fast way for long lists of partitions' tasks
             args = (args[0],) * len(items)
         if len(items) == len(args):
             parts = zip(items, args, strict=True)
@@ -184,6 +190,18 @@ def _read(value: object, hint: object, where: str, path: str) -> object:
         return _read_dataclass(target, cast(dict[str, object], value), where, path)
     expected, actual = _expected(declared), _actual(raw)
     raise EventDecodeError(f"{where}: field {path!r} must be {expected}, not {actual}")
+
+
+_PLAIN = frozenset({int, str})
+_SHAPES: dict[object, tuple[object, tuple[object, ...]]] = {}
+
+
+def _shape(hint: object) -> tuple[object, tuple[object, ...]]:
+    """``get_origin`` and ``get_args`` of a type hint, worked out once per hint."""
+    shape = _SHAPES.get(hint)
+    if shape is None:
+        shape = _SHAPES[hint] = (get_origin(hint), get_args(hint))
+    return shape
 
 
 def _expected(hint: object) -> str:
@@ -214,6 +232,7 @@ def event_key(event: Event) -> bytes:
         | FlowDisabled
         | PatternEvent
         | TaskConfigsGenerated
+        | TaskConfigsPart
         | PartitionHalted
         | PartitionResumeRequested
         | RecordsLost,
@@ -244,13 +263,20 @@ def describe(envelope: Envelope) -> str:
         sign = "+" if event.ADDS else "-"
         return f"{event.list_name()} of {event.flow}: {sign} {', '.join(event.patterns)}"
     if isinstance(event, TaskConfigsGenerated):
-        partitions = sum(len(task) for task in event.source)
+        parts = f", in {event.parts + 1} events" if event.parts else ""
         return (
             f"task configs of {event.flow} (generation {event.generation}):"
-            f" {_count(len(event.source), 'source task')}"
-            f" over {_count(partitions, 'partition')},"
-            f" {_count(len(event.checkpoint), 'checkpoint task')},"
-            f" {'heartbeat' if event.heartbeat else 'no heartbeat'}"
+            f" {_count(event.source_tasks, 'source task')}"
+            f" over {_count(event.partitions, 'partition')},"
+            f" {_count(event.checkpoint_tasks, 'checkpoint task')},"
+            f" {'heartbeat' if event.heartbeat else 'no heartbeat'}{parts}"
+        )
+    if isinstance(event, TaskConfigsPart):
+        partitions = sum(len(owners) for _topic, _first, owners in event.topics)
+        groups = sum(len(names) for _index, names in event.groups)
+        return (
+            f"task configs of {event.flow} (generation {event.generation}), part"
+            f" {event.part + 1}: {_count(partitions, 'partition')}, {_count(groups, 'group')}"
         )
     if isinstance(event, DriverJoined):
         instance = f", instance {event.instance}" if event.instance else ""

@@ -36,6 +36,7 @@ from srm_common.control.schema import (
     PatternList,
     RecordsLost,
     TaskConfigsGenerated,
+    TaskConfigsPart,
     TopicsAllowed,
     TopicsAllowRemoved,
     TopicsDenied,
@@ -43,6 +44,7 @@ from srm_common.control.schema import (
     pattern_event_class,
     upcast_driver_joined_v1_to_v2,
     upcast_driver_joined_v2_to_v3,
+    upcast_task_configs_v1_to_v2,
 )
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "PatternList",
     "RecordsLost",
     "TaskConfigsGenerated",
+    "TaskConfigsPart",
     "TopicsAllowRemoved",
     "TopicsAllowed",
     "TopicsDenied",
@@ -85,4 +88,5 @@ __all__ = [
     "pattern_event_class",
     "upcast_driver_joined_v1_to_v2",
     "upcast_driver_joined_v2_to_v3",
+    "upcast_task_configs_v1_to_v2",
 ]

@@ -71,28 +71,38 @@ def _sticky_source_tasks(
 ) -> tuple[SourceTask, ...]:
     if tasks_max < 1:
         raise ValueError(f"tasks.max must be at least 1, got {tasks_max}")
-    present = sorted(set(partitions))
-    count = min(tasks_max, len(present))
-    alive = set(present)
+    alive = set(partitions)
+    count = min(tasks_max, len(alive))
     kept: list[list[TopicPartition]] = [[] for _ in range(count)]
     placed: set[TopicPartition] = set()
     for task in previous:
         if task.index < count:
-            stay = [tp for tp in sorted(task.partitions) if tp in alive and tp not in placed]
+            # Planned partitions are sorted; a set read from an older log may not be.
+            stay = [tp for tp in task.partitions if tp in alive]
+            if any(a > b for a, b in zip(stay, stay[1:], strict=False)):
+                stay.sort()
+            if not placed.isdisjoint(stay):  # a partition in two tasks: the first keeps it
+                stay = [tp for tp in stay if tp not in placed]
             kept[task.index] = stay
             placed.update(stay)
-    # Balanced shares: len(present) % count tasks hold one more. The tasks that kept the
+    # Balanced shares: len(alive) % count tasks hold one more. The tasks that kept the
     # most get the larger shares, so the fewest partitions have to move.
-    base, extra = divmod(len(present), count) if count else (0, 0)
+    base, extra = divmod(len(alive), count) if count else (0, 0)
     by_size = sorted(range(count), key=lambda i: (-len(kept[i]), i))
     shares = {index: base + (1 if rank < extra else 0) for rank, index in enumerate(by_size)}
     for index in range(count):
-        kept[index] = kept[index][: shares[index]]  # the excess: last in sorted order
-    placed = {tp for task in kept for tp in task}
-    for tp in (tp for tp in present if tp not in placed):
+        if len(kept[index]) > shares[index]:
+            placed.difference_update(kept[index][shares[index] :])
+            kept[index] = kept[index][: shares[index]]  # the excess: last in sorted order
+    gained: set[int] = set()
+    for tp in sorted(alive - placed):
         target = min(range(count), key=lambda i: (len(kept[i]), i))
         kept[target].append(tp)
-    return tuple(SourceTask(flow, i, tuple(sorted(parts))) for i, parts in enumerate(kept))
+        gained.add(target)
+    return tuple(
+        SourceTask(flow, i, tuple(sorted(parts) if i in gained else parts))
+        for i, parts in enumerate(kept)
+    )
 
 
 def tasks_gaining_partitions(previous: FlowTasks | None, new: FlowTasks) -> frozenset[str]:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from srm_common.domain.tasks import TopicPartition
 from srm_common.errors import SrmError
 from srm_common.tracecontext import TraceContext
 
@@ -196,23 +195,69 @@ def pattern_event_class(kind: PatternKind, list_: PatternList, adds: bool) -> ty
     raise ValueError(f"no pattern event for {kind} {list_} adds={adds}")
 
 
-@dataclass(frozen=True, slots=True)
-class TaskConfigsGenerated(Event):
-    """The whole task config set of one flow: ``source[i]`` are the partitions of source
-    task i, ``checkpoint[i]`` the groups of checkpoint task i; ``heartbeat`` when the flow
-    has a heartbeat task. ``generation`` counts the flow's task config changes."""
+# One topic's partitions and the source task of each: ``("orders", 0, (0, 1, 2, 0))``
+# says partitions 0..3 of orders belong to source tasks 0, 1, 2, 0. A topic may be split
+# over several entries (by ``first``), so that no entry outgrows an event.
+TopicOwners = tuple[str, int, tuple[int, ...]]
+# Groups of one checkpoint task: ``(1, ("billing", "shipping"))``.
+GroupOwners = tuple[int, tuple[str, ...]]
 
-    TYPE = "task_configs.generated"
+
+def _topic_entries(entries: object) -> tuple[TopicOwners, ...]:
+    return tuple((str(t), int(f), tuple(o)) for t, f, o in entries)  # type: ignore[attr-defined]
+
+
+def _group_entries(entries: object) -> tuple[GroupOwners, ...]:
+    return tuple((int(i), tuple(g)) for i, g in entries)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskConfigsPart(Event):
+    """Part ``part`` (from 0) of task config generation ``generation`` of a flow, too
+    large for one event: more of its ``topics`` and ``groups`` entries (see
+    :class:`TaskConfigsGenerated`, which follows the parts and completes them)."""
+
+    TYPE = "task_configs.part"
     flow: str
     generation: int
-    source: tuple[tuple[TopicPartition, ...], ...]
-    checkpoint: tuple[tuple[str, ...], ...]
-    heartbeat: bool
+    part: int
+    topics: tuple[TopicOwners, ...]
+    groups: tuple[GroupOwners, ...]
 
     def __post_init__(self) -> None:
-        source = tuple(tuple((topic, part) for topic, part in task) for task in self.source)
-        object.__setattr__(self, "source", source)
-        object.__setattr__(self, "checkpoint", tuple(tuple(task) for task in self.checkpoint))
+        object.__setattr__(self, "topics", _topic_entries(self.topics))
+        object.__setattr__(self, "groups", _group_entries(self.groups))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskConfigsGenerated(Event):
+    """The task config set of one flow, generation ``generation`` (counting the flow's
+    task config changes): ``source_tasks`` source tasks over ``partitions`` partitions,
+    ``checkpoint_tasks`` checkpoint tasks, a heartbeat task if ``heartbeat``.
+
+    Which task holds what is given per topic (``topics``: each partition's source task)
+    and per checkpoint task (``groups``), here and in the ``parts``
+    :class:`TaskConfigsPart` events of the same flow and generation that precede this
+    one in the log (0 when everything fits in this event). Every event stays under
+    :data:`srm_common.control.task_configs.EVENT_BYTES_MAX` whatever the partition count
+    (docs/design.md, section 8). v1 listed every partition of every task in one event
+    (about 25 bytes each, past 1 MB at 40,000 partitions); it is upcast to v2."""
+
+    TYPE = "task_configs.generated"
+    VERSION = 2
+    flow: str
+    generation: int
+    source_tasks: int
+    checkpoint_tasks: int
+    heartbeat: bool
+    partitions: int
+    topics: tuple[TopicOwners, ...]
+    groups: tuple[GroupOwners, ...]
+    parts: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topics", _topic_entries(self.topics))
+        object.__setattr__(self, "groups", _group_entries(self.groups))
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +360,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         FlowEnabled,
         FlowDisabled,
         *PATTERN_EVENTS,
+        TaskConfigsPart,
         TaskConfigsGenerated,
         DriverJoined,
         DriverLeft,
@@ -338,7 +384,49 @@ def upcast_driver_joined_v2_to_v3(data: Data) -> Data:
     return {**data, "instance": ""}
 
 
+def upcast_task_configs_v1_to_v2(data: Data) -> Data:
+    """v1 listed each source task's partitions and each checkpoint task's groups; v2
+    gives each topic's partitions their task, all inline (``parts`` 0)."""
+    try:
+        source = [[(str(t), int(p)) for t, p in task] for task in data["source"]]  # type: ignore[attr-defined]
+        checkpoint = [list(groups) for groups in data["checkpoint"]]  # type: ignore[attr-defined]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EventDecodeError(
+            "task_configs.generated v1: field 'source' must be a list of source tasks, each"
+            " a list of [topic, partition], and 'checkpoint' a list of lists of groups"
+        ) from exc
+    owner: dict[str, dict[int, int]] = {}
+    for index, task in enumerate(source):
+        for topic, partition in task:
+            owner.setdefault(topic, {})[partition] = index
+    topics: list[list[object]] = []
+    for topic in sorted(owner):
+        run: list[int] = []
+        first = previous = -2
+        for partition in sorted(owner[topic]):
+            if partition != previous + 1 and run:
+                topics.append([topic, first, run])
+                run = []
+            if not run:
+                first = partition
+            run.append(owner[topic][partition])
+            previous = partition
+        if run:
+            topics.append([topic, first, run])
+    rest = {k: v for k, v in data.items() if k not in ("source", "checkpoint")}
+    return {
+        **rest,
+        "source_tasks": len(source),
+        "checkpoint_tasks": len(checkpoint),
+        "partitions": sum(len(partitions) for partitions in owner.values()),
+        "topics": topics,
+        "groups": [[index, groups] for index, groups in enumerate(checkpoint)],
+        "parts": 0,
+    }
+
+
 UPCASTERS: Mapping[tuple[str, int], Callable[[Data], Data]] = {
     ("driver.joined", 1): upcast_driver_joined_v1_to_v2,
     ("driver.joined", 2): upcast_driver_joined_v2_to_v3,
+    ("task_configs.generated", 1): upcast_task_configs_v1_to_v2,
 }

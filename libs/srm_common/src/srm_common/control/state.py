@@ -29,7 +29,9 @@ from srm_common.control.schema import (
     PatternEvent,
     RecordsLost,
     TaskConfigsGenerated,
+    TaskConfigsPart,
 )
+from srm_common.control.task_configs import assemble, task_config_events
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 _KINDS = {
@@ -95,9 +97,10 @@ class FlowTasks:
         ids += [checkpoint_task_id(self.flow, task.index) for task in self.checkpoint]
         return (*ids, heartbeat_task_id(self.flow)) if self.heartbeat else tuple(ids)
 
-    def to_event(self) -> TaskConfigsGenerated:
-        """The event that records these task configs."""
-        return TaskConfigsGenerated(
+    def to_events(self) -> list[TaskConfigsPart | TaskConfigsGenerated]:
+        """The events that record these task configs (parts, then the last one), each of
+        bounded size (:mod:`srm_common.control.task_configs`)."""
+        return task_config_events(
             self.flow,
             self.generation,
             tuple(task.partitions for task in self.source),
@@ -105,14 +108,32 @@ class FlowTasks:
             self.heartbeat,
         )
 
+    def to_json(self) -> dict[str, object]:
+        """Plain JSON values: every task's partitions and groups (for ``audit --at`` and
+        the digest, in the shape v1 events had, so digests did not change)."""
+        return {
+            "flow": self.flow,
+            "generation": self.generation,
+            "source": [[list(tp) for tp in task.partitions] for task in self.source],
+            "checkpoint": [list(task.groups) for task in self.checkpoint],
+            "heartbeat": self.heartbeat,
+        }
+
     @classmethod
-    def from_event(cls, event: TaskConfigsGenerated) -> FlowTasks:
+    def from_events(
+        cls, event: TaskConfigsGenerated, parts: tuple[TaskConfigsPart, ...] = ()
+    ) -> FlowTasks | None:
+        """The task configs ``event`` completes with ``parts``; None if parts are missing."""
+        assembled = assemble(event, parts)
+        if assembled is None:
+            return None
+        source, checkpoint = assembled
         flow = event.flow
         return cls(
             flow,
             event.generation,
-            tuple(SourceTask(flow, i, parts) for i, parts in enumerate(event.source)),
-            tuple(CheckpointTask(flow, i, groups) for i, groups in enumerate(event.checkpoint)),
+            tuple(SourceTask(flow, i, owned) for i, owned in enumerate(source)),
+            tuple(CheckpointTask(flow, i, groups) for i, groups in enumerate(checkpoint)),
             event.heartbeat,
         )
 
@@ -201,6 +222,10 @@ class ControlState:
     baseline: Mapping[str, FlowBaseline] = field(default_factory=dict[str, FlowBaseline])
     flows: Mapping[str, FlowState] = field(default_factory=dict[str, FlowState])
     tasks: Mapping[str, FlowTasks] = field(default_factory=dict[str, FlowTasks])
+    # Parts of a flow's task config set folded, until the event that completes it.
+    task_parts: Mapping[str, tuple[TaskConfigsPart, ...]] = field(
+        default_factory=dict[str, tuple[TaskConfigsPart, ...]]
+    )
     drivers: Mapping[str, DriverInfo] = field(default_factory=dict[str, DriverInfo])
     assignment: Mapping[str, str] = field(default_factory=dict[str, str])
     generation: int = 0
@@ -267,7 +292,7 @@ class ControlState:
             "config_path": self.config_path,
             "baseline": {name: _plain(flow) for name, flow in sorted(self.baseline.items())},
             "flows": {name: _plain(flow) for name, flow in sorted(self.flows.items())},
-            "tasks": {name: _plain(t.to_event()) for name, t in sorted(self.tasks.items())},
+            "tasks": {name: t.to_json() for name, t in sorted(self.tasks.items())},
             "drivers": {name: _plain(d) for name, d in sorted(self.drivers.items())},
             "assignment": dict(sorted(self.assignment.items())),
             "generation": self.generation,
@@ -277,6 +302,18 @@ class ControlState:
                 key: [list(r) for r in ranges] for key, ranges in sorted(self.losses.items())
             },
             "commands": {key: _plain(c) for key, c in sorted(self.commands.items())},
+        } | self._parts_content()
+
+    def _parts_content(self) -> dict[str, object]:
+        """Parts of task config sets not completed yet, when there are any (so states
+        without any digest as before)."""
+        if not self.task_parts:
+            return {}
+        return {
+            "task_parts": {
+                flow: [[p.generation, p.part, len(p.topics), len(p.groups)] for p in parts]
+                for flow, parts in sorted(self.task_parts.items())
+            }
         }
 
 
@@ -332,15 +369,28 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
         else:
             edited = tuple(p for p in current if p not in event.patterns)
         return _with_flow(state, event.flow, replace(flow, **{event.list_field(): edited}))
+    if isinstance(event, TaskConfigsPart):
+        pending = state.task_parts.get(event.flow, ())
+        if pending and pending[0].generation != event.generation:
+            pending = ()  # an earlier set never completed: its parts are history
+        return replace(state, task_parts={**state.task_parts, event.flow: (*pending, event)})
     if isinstance(event, TaskConfigsGenerated):
-        tasks = FlowTasks.from_event(event)
+        parts = {k: v for k, v in state.task_parts.items() if k != event.flow}
+        tasks = FlowTasks.from_events(event, state.task_parts.get(event.flow, ()))
+        if tasks is None:  # parts missing: the flow keeps its task configs
+            return replace(state, task_parts=parts)
         alive = set(tasks.task_ids())
         assignment = {
             task: owner
             for task, owner in state.assignment.items()
             if task in alive or task.rpartition("|")[0] != event.flow
         }
-        return replace(state, tasks={**state.tasks, event.flow: tasks}, assignment=assignment)
+        return replace(
+            state,
+            tasks={**state.tasks, event.flow: tasks},
+            task_parts=parts,
+            assignment=assignment,
+        )
     if isinstance(event, DriverJoined):
         info = DriverInfo(event.driver, event.url, event.host, envelope.at_ms, event.instance)
         return replace(state, drivers={**state.drivers, event.driver: info})
