@@ -6,13 +6,13 @@ Each partition is written once, as the source task that holds it, grouped by top
     source task 1: a-1 b-1                    ("b", 0, (0, 1))       b-0 -> 0, b-1 -> 1
 
 so a partition costs two or three bytes besides its topic's name, once per topic (v1 of
-the event listed ``["topic",partition]`` per partition, about 25 bytes: one event
-passed Kafka's 1 MB default near 40,000 partitions). Whatever does not fit in
+the event listed ``["topic",partition]`` per partition, about 19 bytes: one event
+passed Kafka's 1 MB default near 50,000 partitions). Whatever does not fit in
 :data:`PART_BYTES` goes into :class:`TaskConfigsPart` events written before the
 :class:`TaskConfigsGenerated` that completes them, all in the leader's one transaction::
 
-    10,000 partitions, 1,000 topics:   1 event,   about 40 KB
-    100,000 partitions, 10,000 topics: 3 parts + 1, each under 128 KB of entries
+    10,000 partitions, 1,000 topics:   1 event of 41 KB        (v1: 190 KB)
+    100,000 partitions, 10,000 topics: 3 parts of 131 KB + 1   (v1: one of 1.9 MB)
 
 Readers fold the parts and apply the set at the last event (``state.apply``); a set
 whose parts are not all there (a log cut in the middle, never written so by a leader)
