@@ -24,7 +24,7 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone bench lint format clean images compose-up compose-down \
+        test-integration test-driver-alone bench bench-scale lint format clean images compose-up compose-down \
         test-containers kerberos
 
 help: ## list the targets
@@ -82,6 +82,9 @@ test-integration: jars ## integration tests only
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
+
+bench-scale: jars ## thousands of topics cold-started: SRM vs MirrorMaker 2 (BENCH_ARGS="--topics 200", "--scale-points 1000,5000,10000,30000")
+	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench --scale $(BENCH_ARGS)
 
 images: jars ## build the container images (kafka, postgres and one per service); starts dockerd if needed
 	@UV=$(UV) deploy/images/build.sh

@@ -55,6 +55,16 @@ class BenchOptions:
     catchup_timeout: float | None = None
     results_dir: Path = field(default_factory=lambda: project_root() / "bench" / "results")
     keep_data: bool = False
+    # --scale: many topics of a few partitions, cold starts (bench/srm_bench/scale.py).
+    scale: bool = False
+    topics: int = 1000
+    topic_partitions: int = 10
+    records_per_partition: int = 20
+    tasks_max: int = 4
+    scale_points: tuple[int, ...] = ()
+    refresh_seconds: int = 10
+    stall_seconds: float = 120.0
+    skip_coordinator: bool = False
 
     def dataset(self) -> Dataset:
         records = max(1, self.size_mb * MIB // self.record_size)
@@ -118,6 +128,49 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--catchup-timeout", type=float, help="seconds per replicator (180 + size in MiB)")
     add("--results-dir", type=Path, help="where the JSON goes (bench/results)")
     add("--keep-data", action="store_true", help="keep the clusters' data folders afterwards")
+    scale = parser.add_argument_group(
+        "scale (--scale)",
+        "many topics cold-started instead of one topic's throughput: docs/benchmark.md, Scale",
+    )
+    scale.add_argument(
+        "--scale", action="store_true", help="run the scale benchmark instead (make bench-scale)"
+    )
+    scale.add_argument("--topics", type=_positive_int, default=1000, help="topics (1000)")
+    scale.add_argument(
+        "--topic-partitions", type=_positive_int, default=10, help="partitions a topic (10)"
+    )
+    scale.add_argument(
+        "--records-per-partition", type=_positive_int, default=20, help="records each (20)"
+    )
+    scale.add_argument(
+        "--tasks-max", type=_positive_int, default=4, help="tasks.max of every replicator (4)"
+    )
+    scale.add_argument(
+        "--scale-points",
+        type=_partition_counts,
+        default=(),
+        metavar="N,N,...",
+        help="run the data set at these total partition counts (topics = N / partitions a"
+        " topic), one after the other on fresh clusters, and plot catch-up against them"
+        " (e.g. 1000,5000,10000,30000)",
+    )
+    scale.add_argument(
+        "--refresh-seconds",
+        type=_positive_int,
+        default=10,
+        help="refresh.topics.interval.seconds of every replicator (10)",
+    )
+    scale.add_argument(
+        "--stall-seconds",
+        type=float,
+        default=120.0,
+        help="no progress for this long, with a repeated fatal error in the log: never (120)",
+    )
+    scale.add_argument(
+        "--skip-coordinator",
+        action="store_true",
+        help="leave out the run under a coordinator with two drivers",
+    )
     args = parser.parse_args(argv)
     for item in (*args.srm_set, *args.mm2_set):
         if "=" not in item:
@@ -144,8 +197,27 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         mm2_heap=args.mm2_heap,
         catchup_timeout=args.catchup_timeout,
         keep_data=args.keep_data,
+        scale=args.scale,
+        topics=args.topics,
+        topic_partitions=args.topic_partitions,
+        records_per_partition=args.records_per_partition,
+        tasks_max=args.tasks_max,
+        scale_points=tuple(args.scale_points),
+        refresh_seconds=args.refresh_seconds,
+        stall_seconds=args.stall_seconds,
+        skip_coordinator=args.skip_coordinator,
         **extra,
     )
+
+
+def _partition_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(item) for item in text.split(",") if item.strip())
+    except ValueError:
+        counts = ()
+    if not counts or any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"expected partition counts like 1000,5000, got {text}")
+    return counts
 
 
 def _positive_int(text: str) -> int:

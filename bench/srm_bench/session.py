@@ -75,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         versions=describe_versions(),
     )
     signal.signal(signal.SIGTERM, _interrupt)
+    if options.scale:
+        from srm_bench.scale import run_scale
+
+        return run_scale(options, folder, started_at)
     stack = BenchStack(folder)
     try:
         _run(options, report, stack, folder)

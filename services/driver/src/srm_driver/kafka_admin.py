@@ -319,6 +319,7 @@ class RecordBudget:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        self.requests = 0  # requests sent, refused ones included
 
     def send(
         self,
@@ -338,6 +339,7 @@ class RecordBudget:
         queue = deque(chunks(items, cost, self.limit))
         while queue:
             chunk = queue.popleft()
+            self.requests += 1
             answers = {k: _settle(f, timeout) for k, f in send(chunk).items()}
             refused = [item for item in chunk if _too_large(answers.get(key(item)))]
             refused_keys = {key(item) for item in refused}

@@ -13,6 +13,7 @@ carrying the changes that did go through.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
@@ -51,6 +52,8 @@ from srm_driver.kafka_admin import (
     topic_partitions,
     wait_for_leaders,
 )
+
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _I = TypeVar("_I")
@@ -228,6 +231,7 @@ class TopicSync:
             NewTopic(self.remote_topic(t), at_creation[t], replication_factor=rf, config=configs[t])
             for t in topics
         ]
+        sent = self.budget.requests
         futures = self._chunked(
             self._flow.target,
             "create topics",
@@ -239,6 +243,7 @@ class TopicSync:
             ),
         )
         to_grow: dict[str, tuple[int, int]] = {}
+        created = len(changes)
         for remote, future in futures.items():
             topic = by_remote[remote]
             if self._result(self._flow.target, remote, "create", future, failures) in _NOTHING:
@@ -251,6 +256,14 @@ class TopicSync:
             )
             if at_creation[topic] < topics[topic]:
                 to_grow[remote] = (at_creation[topic], topics[topic])
+        log.info(
+            "flow %s: created %d of %d remote topics on %r in %d requests",
+            self._flow.name,
+            len(changes) - created,
+            len(topics),
+            self._flow.target,
+            self.budget.requests - sent,
+        )
         return to_grow
 
     def _grow(
