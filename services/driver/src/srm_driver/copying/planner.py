@@ -115,7 +115,12 @@ class Planner:
             with self._ledger.lock:
                 for state in states:
                     if state.key in unreadable:
+                        # A partition just created answers NOT_LEADER until its broker
+                        # has loaded it (a minute for thousands on a busy broker): that
+                        # is the broker catching up, not a failure, so it is asked again
+                        # every second instead of after a growing backoff.
                         state.retry_later(now, unreadable[state.key])
+                        state.backoff = 0.0
             first = next(iter(unreadable.values()))
             log.warning(
                 "%s: %d partitions wait for their offsets (retrying): %s",
