@@ -79,7 +79,7 @@ def big_history(topics: int, per_topic: int, halted: int = 0) -> list[Envelope]:
         LogStarted("L1", None, ""),
         FlowEnabled(FLOW),
         TopicsAllowed(FLOW, ("t.*",)),
-        TaskConfigsGenerated(FLOW, 1, (tuple(partitions[0::2]), tuple(partitions[1::2])), (), True),
+        task_configs(FLOW, 1, (tuple(partitions[0::2]), tuple(partitions[1::2])), (), True),
         DriverJoined("d1", "http://d1:1", "host-1", "a1"),
         AssignmentChanged(
             1,
