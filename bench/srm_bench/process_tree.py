@@ -23,6 +23,7 @@ class TreeSample:
     rss_bytes: int
     cpu_seconds: float
     members: tuple[tuple[str, int], ...] = ()  # (command name, RSS bytes) per process
+    cpu_members: tuple[tuple[str, float], ...] = ()  # (command name, CPU seconds) per process
 
     @property
     def processes(self) -> int:
@@ -51,6 +52,7 @@ def sample_tree(root: int) -> TreeSample:
     rss = 0
     cpu_ticks = 0
     members = []
+    cpu_members = []
     for pid in descendants(root):
         stat = _read_stat(pid)
         if stat is None:
@@ -58,11 +60,13 @@ def sample_tree(root: int) -> TreeSample:
         name, fields = stat
         # Fields after the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13)
         # cstime(14) ... rss(21), in pages.
-        cpu_ticks += sum(int(value) for value in fields[11:15])
+        ticks = sum(int(value) for value in fields[11:15])
+        cpu_ticks += ticks
+        cpu_members.append((name, ticks / _TICKS))
         member_rss = int(fields[21]) * _PAGE
         rss += member_rss
         members.append((name, member_rss))
-    return TreeSample(rss, cpu_ticks / _TICKS, tuple(members))
+    return TreeSample(rss, cpu_ticks / _TICKS, tuple(members), tuple(cpu_members))
 
 
 class TreeMonitor:

@@ -271,6 +271,7 @@ def _run_coordinated(
         for index, port in enumerate(driver_ports, start=1)
     ]
     catchup, new_topic = _deadlines(options, dataset)
+    catchup += 120  # three services to start, not one
     runners = [RunningReplicator(p) for p in (coordinator, *drivers)]
     for runner in runners:
         runner.__enter__()

@@ -44,6 +44,7 @@ class ScaleResult:
     new_topic_note: str | None
     peak_rss_mb: float
     cpu_seconds: float
+    cpu_by_process: dict[str, float]
 
     def describe(self) -> dict[str, object]:
         return {k: round(v, 2) if isinstance(v, float) else v for k, v in asdict(self).items()}
@@ -126,6 +127,7 @@ def measure(
         new_topic_note=new_note,
         peak_rss_mb=max(peak_rss, running.monitor.peak_rss_bytes / 2**20),
         cpu_seconds=sample.cpu_seconds,
+        cpu_by_process=_by_name(sample.cpu_members),
     )
 
 
@@ -154,6 +156,14 @@ def _new_topic(
         if waited > deadline:
             return None, f"not copied within {deadline:.0f} s"
         time.sleep(0.25)
+
+
+def _by_name(members: tuple[tuple[str, float], ...]) -> dict[str, float]:
+    """CPU seconds per command name (a Spark driver's java, its python...)."""
+    totals: dict[str, float] = {}
+    for name, seconds in members:
+        totals[name] = round(totals.get(name, 0.0) + seconds, 1)
+    return totals
 
 
 def _rank(values: list[float], population: int, share: float) -> float | None:
