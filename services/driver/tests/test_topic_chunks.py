@@ -1,7 +1,7 @@
 """Remote topics created, grown and reconfigured in requests a KRaft controller accepts:
 cut under ``srm.admin.max.records``, and a request the controller refuses as too large
-split and sent again (a fake controller with KRaft's rule; the same against real
-brokers at 3,000 partitions is tests/integration/test_scale.py)."""
+split and sent again (a fake controller with KRaft's rule; against real brokers,
+thousands of topics at once: ``make bench-scale``, docs/benchmark.md)."""
 
 from __future__ import annotations
 
