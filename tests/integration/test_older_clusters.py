@@ -1,5 +1,6 @@
-"""Replication with an older Kafka cluster (3.9 and 3.6, KRaft, from the official jars) as
-the source into the session's 4.1 cluster, and as the target of it: every record copied
+"""Replication with an older Kafka cluster (3.9 and 3.6 in KRaft mode, 3.6 in ZooKeeper
+mode, from the official jars) as the source into the session's 4.1 cluster, and as the
+target of it: every record copied
 with its key, value, headers, timestamp and partition; the group's commits checkpointed
 and translated exactly; failover to the target and failback, with nothing skipped and
 nothing read twice. One older cluster per version, shared by its tests
@@ -12,10 +13,12 @@ import io
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicCollection
+from srm_common.adapters.topic_ids import ZERO_TOPIC_ID
 from srm_coordinator import control_cli
 from srm_local import testing
 from srm_local.group_scenario import Ledger, consume, group_offsets, produce_numbered
-from srm_local.testing import OLDER_KAFKA, Record
+from srm_local.testing import OLDER_KAFKA, ZOOKEEPER_MODE, Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -28,6 +31,12 @@ def _control(config: Path, *args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = control_cli.main(["--config", str(config), *args])
     return code, out.getvalue(), err.getvalue()
+
+
+def _topic_id(bootstrap: str, topic: str) -> str:
+    handle = testing.admin(bootstrap)  # held: a dropped client ends its pending calls
+    described = handle.describe_topics(TopicCollection([topic]))
+    return str(described[topic].result(30).topic_id)
 
 
 def _records(count: int) -> list[Record]:
@@ -51,6 +60,7 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
 ):
     kafka = kafka_mixed(older, role)
     version = OLDER_KAFKA[older]
+    mode = "ZooKeeper" if older in ZOOKEEPER_MODE else "KRaft"
     exact = kafka.create_topic("primary", unique_name("exact"), partitions=PARTITIONS)
     orders = kafka.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
     kafka.created += [("backup", f"primary.{exact}"), ("backup", f"primary.{orders}")]
@@ -93,6 +103,12 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
         )
 
     testing.wait_until(same_content, 60, "every partition's records, in order, on the target")
+    # The copy's recreated-topic check rests on topic ids: the older cluster must give them
+    # (ZooKeeper mode too, since 2.8), else the driver would have stopped with one line.
+    older_side = "primary" if role == "source" else "backup"
+    older_topic = exact if role == "source" else f"primary.{exact}"
+    topic_id = _topic_id(kafka[older_side], older_topic)
+    assert topic_id != ZERO_TOPIC_ID, f"{older} gives {older_topic} no topic id"
 
     ledger = Ledger(numbered.ids)
     first = ledger.read(consume(kafka["primary"], [orders], group, 200), "primary")
@@ -124,7 +140,8 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
     driver.stop()
     total = ledger.tally()
     print(
-        f"\nKafka {version} as the {role}: 300 records copied with keys, headers and"
+        f"\nKafka {version} ({mode}) as the {role}: topic id {topic_id};"
+        " 300 records copied with keys, headers and"
         f" timestamps; {first}; {second}; {third}; {total}"
     )
     assert (second.read, third.read) == (150, numbered.committed_count - 350)

@@ -147,12 +147,7 @@ class LocalKafkaCluster:
 
     def pid(self) -> int | None:
         """The broker's pid if it runs from this folder (stale pid files are ignored)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError):
-            return None
-        return pid if str(self._properties_path()).encode() in cmdline else None
+        return pid_running_with(self.pid_file, self._properties_path())
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -181,6 +176,7 @@ class LocalKafkaCluster:
         if fresh and self.folder.exists():
             shutil.rmtree(self.folder)
         self._write_files()
+        self._before_launch()
         if not (self.folder / "data" / "meta.properties").exists():
             self._format_storage()
         console = (self.folder / "logs" / "console.log").open("ab")
@@ -221,20 +217,7 @@ class LocalKafkaCluster:
 
         Returns True when a running process was stopped.
         """
-        pid = self.pid()
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return False
-        _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.1)
-        if _alive(pid):
-            _signal(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.05)
-        self.pid_file.unlink(missing_ok=True)
-        return True
+        return stop_process(self.pid(), self.pid_file, timeout)
 
     def _properties_path(self) -> Path:
         return self.folder / "server.properties"
@@ -244,11 +227,13 @@ class LocalKafkaCluster:
         security = self.spec.security
         return None if security is None else security.client_config(self.bootstrap_servers)
 
-    def _write_files(self) -> None:
-        (self.folder / "data").mkdir(parents=True, exist_ok=True)
-        (self.folder / "logs").mkdir(parents=True, exist_ok=True)
+    def _before_launch(self) -> None:
+        """What must run before the broker starts (a ZooKeeper-mode cluster's server)."""
+
+    def _mode_properties(self) -> dict[str, str]:
+        """The keys that make the node a KRaft broker and controller."""
         host, port, cport = self.spec.host, self.spec.port, self.spec.quorum_port
-        properties = {
+        return {
             "process.roles": "broker,controller",
             "node.id": "1",
             "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{cport}",
@@ -257,6 +242,14 @@ class LocalKafkaCluster:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.quorum.voters": f"1@{host}:{cport}",
+        }
+
+    def _write_files(self) -> None:
+        (self.folder / "data").mkdir(parents=True, exist_ok=True)
+        (self.folder / "logs").mkdir(parents=True, exist_ok=True)
+        host, port, cport = self.spec.host, self.spec.port, self.spec.quorum_port
+        properties = {
+            **self._mode_properties(),
             "log.dirs": str(self.folder / "data"),
             **SINGLE_NODE_PROPERTIES,
         }
@@ -310,12 +303,46 @@ class LocalKafkaCluster:
             )
 
     def _log_tail(self, lines: int = 20) -> str:
-        chunks = []
-        for log in (self.folder / "logs" / "console.log", self.server_log):
-            if log.exists():
-                tail = log.read_text(errors="replace").splitlines()[-lines:]
-                chunks.append(f"--- last lines of {log} ---\n" + "\n".join(tail))
-        return "\n".join(chunks)
+        return log_tails((self.folder / "logs" / "console.log", self.server_log), lines)
+
+
+def pid_running_with(pid_file: Path, argument: Path) -> int | None:
+    """The pid in ``pid_file`` if that process runs with ``argument`` on its command line
+    (a stale pid file, or a pid reused by another program, gives None)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if str(argument).encode() in cmdline else None
+
+
+def stop_process(pid: int | None, pid_file: Path, timeout: float) -> bool:
+    """SIGTERM ``pid``, SIGKILL after ``timeout``, then remove ``pid_file``; True when a
+    running process was stopped."""
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        _signal(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.05)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def log_tails(logs: Iterable[Path], lines: int = 20) -> str:
+    """The last ``lines`` of each of ``logs`` that exists, under a heading naming it."""
+    chunks = []
+    for log in logs:
+        if log.exists():
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            chunks.append(f"--- last lines of {log} ---\n" + "\n".join(tail))
+    return "\n".join(chunks)
 
 
 def wait_until_answering(

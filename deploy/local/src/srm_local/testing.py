@@ -33,6 +33,7 @@ from srm_local.clusters import (
 )
 from srm_local.http_tokens import HttpTokens, write_tokens
 from srm_local.paths import run_dir
+from srm_local.zookeeper import ZooKeeperKafkaCluster
 
 Header = tuple[str, bytes | None]
 
@@ -55,10 +56,16 @@ class Record:
 
 START_ATTEMPTS = 3
 
-OLDER_KAFKA: Mapping[str, str] = {"kafka-3.9": "3.9.1", "kafka-3.6": "3.6.2"}
-"""Aliases of older single-node KRaft clusters a test may ask the pool for, and their
-Kafka versions (jars fetched with Maven the first time one is asked for):
-docs/compatibility.md."""
+OLDER_KAFKA: Mapping[str, str] = {
+    "kafka-3.9": "3.9.1",
+    "kafka-3.6": "3.6.2",
+    "kafka-3.6-zk": "3.6.2",
+}
+"""Aliases of older single-node clusters a test may ask the pool for, and their Kafka
+versions (jars fetched with Maven the first time one is asked for): docs/compatibility.md."""
+
+ZOOKEEPER_MODE: frozenset[str] = frozenset({"kafka-3.6-zk"})
+"""Those of OLDER_KAFKA that keep their metadata in ZooKeeper (the others run KRaft)."""
 
 
 @dataclass
@@ -78,7 +85,7 @@ class ClusterPool:
                 started = time.monotonic()
                 for attempt in range(1, START_ATTEMPTS + 1):
                     clusters = [
-                        LocalKafkaCluster(
+                        (ZooKeeperKafkaCluster if alias in ZOOKEEPER_MODE else LocalKafkaCluster)(
                             ClusterSpec(alias, free_port_pair(), version=OLDER_KAFKA.get(alias)),
                             self.folder / "kafka" / alias,
                         )
