@@ -10,8 +10,9 @@ UV := $(BOOTSTRAP)/bin/uv
 VENV := .venv
 DRIVER_VENV := .cache/venv-driver
 SRM_LOCAL := $(VENV)/bin/srm-local
-# Debian's docker-compose (1.29) if installed, else the `docker compose` plugin.
-COMPOSE := $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
+# Debian's docker-compose (1.29) if installed, else the `docker compose` plugin, chosen
+# when it runs (engine.sh may install docker-compose after make has started).
+COMPOSE := deploy/images/compose.sh
 # After `make kerberos` (optional): the `kerberos` extra (python-gssapi) and confluent-kafka
 # built from its sdist against the GSSAPI-capable librdkafka, on every later sync too.
 comma := ,
@@ -90,7 +91,7 @@ images: jars ## build the container images (kafka, postgres and one per service)
 	@UV=$(UV) deploy/images/build.sh
 
 test-containers: jars ## the compose stack end to end: 1 -> 3 -> 1 drivers under load, content compared (TEST_CONTAINERS_ARGS=)
-	@UV=$(UV) SRM_COMPOSE="$(COMPOSE)" deploy/images/test-containers.sh $(TEST_CONTAINERS_ARGS)
+	@UV=$(UV) deploy/images/test-containers.sh $(TEST_CONTAINERS_ARGS)
 
 kerberos: install ## optional, as root: GSSAPI for the Python clients (librdkafka 2.15.1 + cyrus-sasl, python-gssapi, Debian's MIT Kerberos)
 	@UV=$(UV) deploy/kerberos/build.sh
@@ -100,6 +101,7 @@ compose-up: ## docker-compose up -d: the stack of docker-compose.yml (after make
 	@$(COMPOSE) up -d
 
 compose-down: ## stop the compose stack and delete its volumes (Kafka data)
+	@deploy/images/engine.sh
 	@$(COMPOSE) down -v
 
 lint: install ## ruff

@@ -85,7 +85,7 @@ def free_ports(count: int, *, avoid: Iterable[int] = RESERVED_PORTS) -> list[int
 
 
 def compose_command(environ: dict[str, str] | None = None) -> list[str]:
-    """SRM_COMPOSE if set (the Makefile passes its choice), else Debian's docker-compose
+    """SRM_COMPOSE if set, else Debian's docker-compose
     when installed, else the `docker compose` plugin."""
     chosen = (environ if environ is not None else os.environ).get("SRM_COMPOSE", "").strip()
     if chosen:
