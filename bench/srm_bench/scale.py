@@ -46,10 +46,10 @@ from srm_bench.replicators import (
 from srm_bench.scale_catchup import ScaleResult, measure
 from srm_bench.scale_data import ScaleDataset, setup, topic_pattern
 from srm_bench.scale_report import plot, table
-from srm_bench.stack import BenchStack, delete_consumer_groups, delete_topics_except
+from srm_bench.stack import TARGET, BenchStack, delete_consumer_groups, delete_topics_except
 
 COORDINATED = "srm_coordinated"
-EVENTS_TOPIC = "srm-control.events.internal"
+EVENTS_TOPIC = "srm-control.log.internal"  # the target cluster's log (flows into it)
 
 
 @dataclass
@@ -292,8 +292,9 @@ def _run_coordinated(
     finally:
         for runner in reversed(runners):
             runner.stop()
-    sizes = _event_sizes(stack.source.bootstrap_servers)
-    rounds = leader.get("rounds", {}) if isinstance(leader, dict) else {}
+    sizes = _event_sizes(stack.target.bootstrap_servers)
+    logs = leader.get("logs", {}) if isinstance(leader, dict) else {}
+    rounds = logs.get(TARGET, {}).get("rounds", {}) if isinstance(logs, dict) else {}
     say(
         f"  coordinated: rounds {rounds}; largest event {max(sizes, default=0):,} bytes of"
         f" {len(sizes)}"

@@ -91,7 +91,7 @@ def test_a_record_that_is_not_an_event_is_skipped_and_shown_with_its_offset() ->
     assert [e.offset for e in reader.read_to_end(5)] == [0, 4]
     status = reader.status()
     assert status["problem"] is None and status["skipped"] == 1
-    assert status["skipped_recent"][0]["at"] == "srm-control.events.internal-0@2"  # type: ignore[index]
+    assert status["skipped_recent"][0]["at"] == "srm-control.log.internal-0@2"  # type: ignore[index]
 
 
 def test_an_event_of_a_newer_srm_stops_the_reader_after_what_came_before() -> None:
@@ -158,7 +158,7 @@ def test_a_reader_that_knew_a_log_folds_nothing_of_another() -> None:
 def test_a_missing_log_that_nobody_knew_is_an_error_not_a_loss() -> None:
     topic = FakeEventTopic()
     topic.delete()
-    with pytest.raises(ControlLogError, match="does not exist: no coordinator has started"):
+    with pytest.raises(ControlLogError, match="does not exist on backup: no coordinator has"):
         reader_of(topic).read_to_end(0.5)
     lost = reader_of(topic, known_log="L1")
     assert lost.read_to_end(5) == []

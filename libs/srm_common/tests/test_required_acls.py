@@ -95,8 +95,9 @@ def test_every_internal_topic_of_the_flow_is_granted_on_its_cluster() -> None:
         "srm-metrics-raw.internal",
     ):
         assert {"CREATE", "WRITE"} <= ops(rows, "backup", "driver", "TOPIC", name), name
-    assert "READ" in ops(rows, "backup", "driver", "TOPIC", "srm-control.fences.internal")
-    assert "WRITE" in ops(rows, "backup", "coordinator", "TOPIC", "srm-control.fences.internal")
+    assert "READ" in ops(rows, "backup", "driver", "TOPIC", "srm-control.log.internal")
+    assert "WRITE" in ops(rows, "backup", "driver", "TOPIC", "srm-control.beats.internal")
+    assert "WRITE" in ops(rows, "backup", "coordinator", "TOPIC", "srm-control.log.internal")
     assert "IDEMPOTENT_WRITE" in ops(rows, "backup", "driver", "CLUSTER", "kafka-cluster")
 
 
@@ -115,16 +116,24 @@ def test_acl_sync_needs_describe_on_the_source_and_alter_on_the_target_only_when
     assert "DESCRIBE" not in ops(off, "primary", "driver", "CLUSTER", "kafka-cluster")
 
 
-def test_the_control_cluster_holds_the_log_its_transactional_id_and_the_election_group() -> None:
+def test_each_target_holds_its_log_its_transactional_id_and_its_election_group() -> None:
     rows = required_acls(config("srm.control.cluster = backup\nsrm.control.topic.prefix = c1\n"))
-    assert "WRITE" in ops(rows, "backup", "coordinator", "TOPIC", "c1.events.internal")
-    assert ops(rows, "backup", "driver", "TOPIC", "c1.events.internal") == {"READ", "DESCRIBE"}
-    assert ops(rows, "backup", "api-gateway", "TOPIC", "c1.events.internal") == {"READ", "DESCRIBE"}
-    assert ops(rows, "backup", "coordinator", "TRANSACTIONAL_ID", "c1.coordinator") == {
+    for alias in ("primary", "backup"):  # backup->primary beats: primary is a target too
+        assert "WRITE" in ops(rows, alias, "coordinator", "TOPIC", "c1.log.internal")
+        assert ops(rows, alias, "driver", "TOPIC", "c1.log.internal") == {"READ", "DESCRIBE"}
+        assert ops(rows, alias, "api-gateway", "TOPIC", "c1.log.internal") == {"READ", "DESCRIBE"}
+        assert ops(rows, alias, "coordinator", "TRANSACTIONAL_ID", "c1.log-leader") == {
+            "WRITE",
+            "DESCRIBE",
+        }
+        assert ops(rows, alias, "coordinator", "GROUP", "c1.leaders") == {"READ", "DESCRIBE"}
+    # The single log of an earlier release, on srm.control.cluster: read and marked once.
+    assert ops(rows, "backup", "coordinator", "TOPIC", "c1.events.internal") == {
+        "READ",
         "WRITE",
         "DESCRIBE",
     }
-    assert ops(rows, "backup", "coordinator", "GROUP", "c1.coordinators") == {"READ", "DESCRIBE"}
+    assert not ops(rows, "backup", "driver", "TOPIC", "c1.events.internal")
     assert not [r for r in rows if r.cluster == "primary" and "c1.events" in r.binding.name]
 
 
@@ -207,7 +216,7 @@ def test_the_consumers_groups_are_described_even_when_the_flows_name_their_group
     for service in ("coordinator", "driver", "api-gateway"):
         assert ("primary", service, "p.reader.") in prefixed
     assert ("primary", "coordinator", "p.beats.") in prefixed
-    assert ("backup", "driver", "p.fences.internal.") in prefixed
+    assert ("backup", "driver", "p.reader.") in prefixed
     for alias in ("primary", "backup"):
         assert ops(rows, alias, "driver", "GROUP", "srm-reader") == {"DESCRIBE"}
     assert ops(rows, "backup", "metrics-aggregator", "GROUP", "srm-reader") == {"DESCRIBE"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,7 @@ def test_migrations_create_schema_when_database_is_empty(url: str) -> None:
     }
     columns = {column["name"] for column in inspector.get_columns("srm_events")}
     assert columns == {
+        "log",
         "log_offset",
         "at_ms",
         "type",
@@ -131,7 +133,26 @@ def test_upgrade_keeps_rows_when_database_was_projected_by_a_coordinator(url: st
     with SqlProjection(url) as upgraded:
         assert upgraded.status() == ProjectionStatus(events=1, last_offset=3)
         assert upgraded.values_until() == [(3, b"{}")]
+        assert upgraded.values_by_log() == {"": [(3, b"{}")]}, "the earlier single log: ''"
     assert "srm_metric_windows" in inspect(create_engine(url)).get_table_names()
+
+
+def test_each_log_keeps_its_own_offsets(projection: SqlProjection) -> None:
+    """Logs of two targets side by side: the same offsets, each log skipping only what
+    it stored itself."""
+    rows = [replace(e, log=log) for log in ("backup", "dr") for e in EVENTS]
+    assert projection.apply(rows) == 2 * len(EVENTS)
+    assert projection.apply(rows) == 0
+    assert projection.last_offset("backup") == projection.last_offset("dr") == 7
+    assert projection.last_offset() == -1, "nothing of an earlier release's log"
+    later = replace(EVENTS[-1], offset=9, log="dr")
+    assert projection.apply([later]) == 1
+    by_log = projection.values_by_log()
+    assert sorted(by_log) == ["backup", "dr"]
+    assert [o for o, _ in by_log["dr"]] == [
+        *[e.offset for e in sorted(EVENTS, key=lambda e: e.offset)],
+        9,
+    ]
 
 
 def test_readers_refuse_a_database_without_the_read_model(url: str) -> None:

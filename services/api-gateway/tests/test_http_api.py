@@ -46,14 +46,19 @@ def test_audit_and_the_state_at_a_time(gateway: str) -> None:
         "topics.allowed",
         "partition.halted",
     ]
+    assert {c["log"] for c in body["changes"]} == {"backup"}, "each entry names its log"
     status, body = get(f"{gateway}/v1/audit?all=true&flow=primary-%3Ebackup")
     assert status == 200 and body["total"] == 4, "the flow's events, task configs included"
     status, body = get(f"{gateway}/v1/state?at=1700000001500")
-    assert status == 200 and body["offset"] == 1 and body["state"]["flows"]
+    assert status == 200 and body["logs"]["backup"]["offset"] == 1 and body["state"]["flows"]
+    assert body["logs"]["primary"]["offset"] == -1, "primary's log is empty"
 
 
 def test_ready_once_the_log_is_read(gateway: str) -> None:
-    assert get(f"{gateway}/readyz") == (200, {"status": "ready", "offset": 6})
+    assert get(f"{gateway}/readyz") == (
+        200,
+        {"status": "ready", "offsets": {"backup": 6, "primary": -1}},
+    )
     assert get(f"{gateway}/healthz") == (200, {"status": "ok"})
 
 

@@ -46,9 +46,16 @@ def window(start: int, records: int, *, closed: bool = True) -> Aggregate:
     return Aggregate("topic", MINUTE, start, TOPIC, closed, Figures(samples=1, records=records))
 
 
-def project(model: ReadModel, envelopes: list[Envelope], restarted: bool = False) -> None:
-    model.on_events(envelopes, replay(envelopes), restarted)
+def project(
+    model: ReadModel, envelopes: list[Envelope], restarted: bool = False, log: str = "backup"
+) -> None:
+    """Feed ``envelopes`` as the follower of ``log``'s log would, and store them."""
+    model.on_events(log, envelopes, replay(envelopes), restarted)
     assert model.flush(), model.status()
+
+
+def rows_of(model: ReadModel, log: str = "backup") -> list[Envelope]:
+    return model.events.histories().get(log, [])
 
 
 def test_events_are_stored_once_when_the_same_log_is_projected_after_a_restart(
@@ -62,10 +69,10 @@ def test_events_are_stored_once_when_the_same_log_is_projected_after_a_restart(
     assert count(path, events) == len(log)
 
     again = ReadModel(url_of(path))  # restarted: reads the log from its start again
-    assert again.known_log() == "L1"
+    assert again.known_log("backup") == "L1"
     project(again, log)
     assert count(path, events) == len(log), "a record read again was stored twice"
-    assert [e.offset for e in again.events.envelopes()] == [e.offset for e in log]
+    assert [e.offset for e in rows_of(again)] == [e.offset for e in log]
     again.close()
 
 
@@ -93,9 +100,9 @@ def test_a_restored_log_follows_the_lost_one_and_the_model_remembers_it(path: Pa
     model = ReadModel(url_of(path))
     project(model, lost)
     project(model, restored, restarted=True)
-    rows = [e.offset for e in model.events.envelopes()]
+    rows = [e.offset for e in rows_of(model)]
     assert rows == [e.offset for e in lost] + [len(lost), len(lost) + 1]
-    assert model.known_log() == "L2"
+    assert model.known_log("backup") == "L2"
     model.close()
 
     again = ReadModel(url_of(path))  # a restart reads the restored log from offset 0
@@ -141,13 +148,13 @@ def test_what_was_read_waits_and_is_written_when_the_database_answers_again(
     project(model, log[:3])
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # nobody else reads or writes until COMMIT
-    model.on_events(log[3:], replay(log), False)
+    model.on_events("backup", log[3:], replay(log), False)
     model.on_metric("backup", 0, 1, window(T0, 4))
     assert not model.flush()
     status = model.status()
     assert status["status"] == "unreachable" and "database is locked" in str(status["error"])
     assert status["events_waiting"] == len(log) - 3 and status["windows_waiting"] == 1
-    assert model.history(len(log)) is None, "history must come from memory meanwhile"
+    assert model.history({"backup": len(log)}) is None, "history must come from memory meanwhile"
     assert model.windows("topic", TOPIC, MINUTE, 0, 2 * T0) == []
     blocker.execute("COMMIT")
     blocker.close()
@@ -155,8 +162,8 @@ def test_what_was_read_waits_and_is_written_when_the_database_answers_again(
     assert model.flush()
     assert model.status()["status"] == "ok" and model.status()["up_to_date"]
     assert count(path, events) == len(log) and count(path, metric_windows) == 1
-    found = model.history(len(log))
-    assert found is not None and [e.offset for e in found] == [e.offset for e in log]
+    found = model.history({"backup": len(log)})
+    assert found is not None and [e.offset for e in found["backup"]] == [e.offset for e in log]
     model.close()
 
 
@@ -176,13 +183,13 @@ def test_a_restarted_gateway_answers_history_and_metric_series_from_sql(
     try:
         with served(config, MetricStore(), envelopes=restored, read_model=model) as gateway:
             for _ in range(100):
-                if model.status()["up_to_date"] and model.history(1) is not None:
+                if model.status()["up_to_date"] and model.history({"backup": 1}) is not None:
                     break
                 model.stop.wait(0.05)
             _, audit = get(f"{gateway}/v1/audit?all=true")
             assert audit["total"] == len(lost) + 1, "the lost log's history comes from SQL"
             _, then = get(f"{gateway}/v1/state?at={lost[-1].at_ms}")
-            assert then["state"] == replay(lost).to_json()
+            assert then["logs"]["backup"]["state"] == replay(lost).to_json()
             _, series = get(
                 f"{gateway}/v2/topic-metrics/primary/backup/orders/record-count"
                 f"?from={T0}&to={T0 + MINUTE}"
@@ -221,7 +228,7 @@ def test_readyz_says_degraded_and_memory_answers_when_the_database_is_lost(
 def test_state_tables_are_emptied_when_the_state_has_no_members(path: Path) -> None:
     model = ReadModel(url_of(path))
     project(model, history())
-    model.on_events([], ControlState(), False)
+    model.on_events("backup", [], ControlState(), False)
     assert model.flush()
     assert count(path, drivers) == count(path, assignments) == count(path, halts) == 0
     model.close()
@@ -231,7 +238,7 @@ def test_two_gateways_sharing_a_database_store_each_row_once(path: Path) -> None
     log = history()
     first, second = ReadModel(url_of(path)), ReadModel(url_of(path))
     project(first, log[:4])
-    second.on_events(log, replay(log), False)
+    second.on_events("backup", log, replay(log), False)
     second.on_metric("backup", 0, 3, window(T0, 5))
     first.on_metric("backup", 0, 3, window(T0, 5))
     assert second.flush() and first.flush()
@@ -249,9 +256,13 @@ def test_a_row_this_release_cannot_read_is_skipped_not_fatal(path: Path) -> None
     model = ReadModel(url_of(path))
     project(model, log)
     newer = b'{"type": "flow.teleported", "version": 9, "at_ms": 1, "event": {}}'
-    model.db.apply([ProjectedEvent(len(log), 1, "flow.teleported", 9, None, None, "?", newer)])
-    model.db.apply([ProjectedEvent(len(log) + 1, 2, "junk", 1, None, None, "?", b"\xff junk")])
-    assert [e.offset for e in model.events.envelopes()] == [e.offset for e in log]
+    model.db.apply(
+        [ProjectedEvent(len(log), 1, "flow.teleported", 9, None, None, "?", newer, "backup")]
+    )
+    model.db.apply(
+        [ProjectedEvent(len(log) + 1, 2, "junk", 1, None, None, "?", b"\xff junk", "backup")]
+    )
+    assert [e.offset for e in rows_of(model)] == [e.offset for e in log]
     model.close()
 
 

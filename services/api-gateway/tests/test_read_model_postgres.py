@@ -38,13 +38,13 @@ def url() -> str:
 def test_postgres_stores_events_and_windows_once_across_a_restart(url: str) -> None:
     log = history()
     model = ReadModel(url)
-    model.on_events(log, replay(log), False)
+    model.on_events("backup", log, replay(log), False)
     model.on_metric("backup", 0, 5, Aggregate("topic", MINUTE, T0, TOPIC, True, Figures(records=7)))
     assert model.flush(), model.status()
     model.close()
 
     again = ReadModel(url)
-    again.on_events(log, replay(log), False)
+    again.on_events("backup", log, replay(log), False)
     again.on_metric("backup", 0, 5, Aggregate("topic", MINUTE, T0, TOPIC, True, Figures(records=7)))
     again.on_metric("backup", 0, 6, Aggregate("topic", MINUTE, T0, TOPIC, True, Figures(records=9)))
     assert again.flush(), again.status()
@@ -53,4 +53,4 @@ def test_postgres_stores_events_and_windows_once_across_a_restart(url: str) -> N
     assert [(w.start_ms, w.figures.records) for w in stored] == [(T0, 9)]
     again.close()
     with SqlProjection(url, migrate=False) as reader:
-        assert [o for o, _ in reader.values_until()] == [e.offset for e in log]
+        assert [o for o, _ in reader.values_until(log="backup")] == [e.offset for e in log]

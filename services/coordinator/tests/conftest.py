@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from srm_common.config import load_config
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane
 from srm_common.config.model import SrmConfig
 from srm_coordinator.service import Coordinator
 from srm_coordinator.testing import Fakes
@@ -37,7 +37,10 @@ def leading_config(tmp_path: Path) -> SrmConfig:
 def standby(leading_config: SrmConfig, fakes: Fakes) -> Coordinator:
     """Coordinator ``c1``, never elected: it has not even read the log."""
     return Coordinator(
-        leading_config, control_settings(leading_config), fakes.adapters(), coordinator_id="c1"
+        leading_config,
+        control_plane(leading_config).log("backup"),
+        fakes.adapters(),
+        coordinator_id="c1",
     )
 
 

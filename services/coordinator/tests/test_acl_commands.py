@@ -50,14 +50,31 @@ def test_a_table_for_one_cluster_and_service(
     assert main([*argv, "--cluster", "backup", "--service", "api-gateway"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["CLUSTER", "SERVICE", "PRINCIPAL", "RESOURCE", "OPERATIONS"]
-    assert lines[1].split() == [
-        "backup",
-        "api-gateway",
-        "User:ANONYMOUS",
-        "TOPIC:srm-metrics-aggregated.internal",
-        "DESCRIBE,READ",
+    # backup's log (each target holds the log of the flows into it) and its metrics.
+    assert [line.split() for line in lines[1:]] == [
+        [
+            "backup",
+            "api-gateway",
+            "User:ANONYMOUS",
+            "GROUP:srm-control.reader.",
+            "(prefixed)",
+            "DESCRIBE",
+        ],
+        [
+            "backup",
+            "api-gateway",
+            "User:ANONYMOUS",
+            "TOPIC:srm-control.log.internal",
+            "DESCRIBE,READ",
+        ],
+        [
+            "backup",
+            "api-gateway",
+            "User:ANONYMOUS",
+            "TOPIC:srm-metrics-aggregated.internal",
+            "DESCRIBE,READ",
+        ],
     ]
-    assert len(lines) == 2
 
 
 @pytest.mark.parametrize(

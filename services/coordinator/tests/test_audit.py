@@ -18,7 +18,13 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import replay
 from srm_common.control.task_configs import task_configs
-from srm_coordinator.audit import format_time, parse_time, render_history, render_state
+from srm_coordinator.audit import (
+    format_time,
+    parse_time,
+    render_history,
+    render_state,
+    render_states,
+)
 
 T0 = int(datetime(2026, 11, 20, 9, 30, tzinfo=UTC).timestamp() * 1000)
 
@@ -79,7 +85,7 @@ def test_format_time_is_utc_with_milliseconds() -> None:
 
 
 def test_history_shows_configuration_changes_only_by_default() -> None:
-    text = render_history(LOG)
+    text = render_history({"b": LOG})
     assert "topics allowlist of a->b: + orders" in text
     assert "flow a->b enabled" in text
     assert "[user2]" in text
@@ -88,7 +94,7 @@ def test_history_shows_configuration_changes_only_by_default() -> None:
 
 
 def test_history_with_everything_includes_membership_and_assignment() -> None:
-    text = render_history(LOG, everything=True)
+    text = render_history({"b": LOG}, everything=True)
     assert "driver d1 joined" in text
     assert "assignment generation 1: 2 assigned, 0 revoked" in text
     assert "task configs of a->b (generation 1)" in text
@@ -96,30 +102,34 @@ def test_history_with_everything_includes_membership_and_assignment() -> None:
 
 
 def test_history_filters_by_flow() -> None:
-    text = render_history(LOG, flow="b->a")
+    text = render_history({"b": LOG}, flow="b->a")
     assert text.splitlines() == [
-        f"{format_time(T0 + 3)}  #3     topics allowlist of b->a: + billing  [user3]"
+        f"{format_time(T0 + 3)}  b  #3     topics allowlist of b->a: + billing  [user3]"
     ]
 
 
 def test_history_filters_by_time() -> None:
-    lines = render_history(LOG, since_ms=T0 + 60_000).splitlines()
+    lines = render_history({"b": LOG}, since_ms=T0 + 60_000).splitlines()
     assert len(lines) == 1 and "denylist of a->b: + orders.tmp" in lines[0]
 
 
 def test_history_without_matching_events_says_so() -> None:
-    assert render_history(LOG, flow="x->y") == "no changes recorded (--all shows membership too)"
-    assert render_history([], everything=True) == "no changes recorded"
+    assert (
+        render_history({"b": LOG}, flow="x->y")
+        == "no changes recorded (--all shows membership too)"
+    )
+    assert render_history({"b": []}, everything=True) == "no changes recorded"
 
 
 def test_history_as_json_lists_each_change() -> None:
-    rows = json.loads(render_history(LOG, flow="a->b", as_json=True))
+    rows = json.loads(render_history({"b": LOG}, flow="a->b", as_json=True))
     assert [row["type"] for row in rows] == [
         FlowEnabled.TYPE,
         TopicsAllowed.TYPE,
         TopicsDenied.TYPE,
     ]
     assert rows[1] == {
+        "log": "b",
         "offset": 2,
         "at": format_time(T0 + 2),
         "type": TopicsAllowed.TYPE,
@@ -156,3 +166,34 @@ def test_state_as_json_carries_digest_and_state() -> None:
     assert data["digest"] == state.digest()
     assert data["offset"] == len(LOG) - 1
     assert data["state"]["flows"]["a->b"]["topics_exclude"] == ["orders.tmp"]
+
+
+def test_the_history_of_several_logs_is_one_by_time_each_entry_naming_its_log() -> None:
+    """Two target logs: merged by time; a log whose leader's clock stepped back keeps
+    its own order (no state depends on the order across logs)."""
+    into_b = [
+        Envelope(FlowEnabled("a->b"), T0 + 100, "u", offset=0),
+        Envelope(TopicsAllowed("a->b", ("x",)), T0 + 5_000, "u", offset=2),
+        Envelope(TopicsAllowed("a->b", ("y",)), T0 + 4_900, "u", offset=4),  # clock stepped
+    ]
+    into_c = [
+        Envelope(FlowEnabled("b->c"), T0 + 1_000, "u", offset=0),
+        Envelope(TopicsAllowed("b->c", ("z",)), T0 + 4_950, "u", offset=2),
+    ]
+    rows = json.loads(render_history({"b": into_b, "c": into_c}, as_json=True))
+    assert [(row["log"], row["offset"]) for row in rows] == [
+        ("b", 0),
+        ("c", 0),
+        ("c", 2),
+        ("b", 2),
+        ("b", 4),
+    ]
+    text = render_history({"b": into_b, "legacy@a": []})
+    assert text.splitlines()[0].split()[1] == "b"
+
+
+def test_the_states_of_several_logs_are_shown_each_under_its_log() -> None:
+    text = render_states({"b": replay(LOG), "c": replay([])}, T0 + 10)
+    assert text.startswith("log of b: state at") and "\n\nlog of c: state at" in text
+    data = json.loads(render_states({"b": replay(LOG)}, T0, as_json=True))
+    assert data["logs"]["b"]["digest"] == replay(LOG).digest()

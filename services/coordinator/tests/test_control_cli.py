@@ -19,7 +19,7 @@ from typing import Literal
 import pytest
 from srm_common import telemetry
 from srm_common.config import load_config
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane
 from srm_common.control.state import ControlState, Leader
 from srm_coordinator import control_cli
 from srm_coordinator.control_cli import main
@@ -415,7 +415,7 @@ def test_send_exits_1_when_not_applied_and_3_when_unknown(
     monkeypatch.setattr(control_cli, "_leader_url", lambda *_: None)
     monkeypatch.setattr(control_cli, "_applied_in_log", lambda *_: [])
     state = replace(ControlState(), leader=Leader("c1", "http://c1:1", 1, 0))
-    settings = control_settings(load_config(config))
+    settings = control_plane(load_config(config)).log("backup")
     with pytest.raises(SystemExit) as exited:
         control_cli._send(state, settings, "/v1/commands/patterns", dict(BODY), 0.5)
     assert exited.value.code == code

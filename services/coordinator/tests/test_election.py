@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from srm_common.config import load_config
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane
 from srm_coordinator.election import LeaderElection
 
 CONFIG = """\
@@ -22,7 +22,7 @@ def test_a_stopped_election_can_be_joined(tmp_path: Path) -> None:
     path = tmp_path / "srm.yaml"
     path.write_text(CONFIG)
     stop = threading.Event()
-    election = LeaderElection(control_settings(load_config(path)), "c-test", stop)
+    election = LeaderElection(control_plane(load_config(path)).log("backup"), "c-test", stop)
     election.start()
     stop.set()
     election.join(30)

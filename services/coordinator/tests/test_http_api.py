@@ -18,7 +18,14 @@ from srm_common.control.events import TopicsAllowRemoved
 from srm_coordinator.cli import main
 from srm_coordinator.http_api import create_app
 from srm_coordinator.service import Coordinator
+from srm_coordinator.site import CoordinatorSite
 from srm_coordinator.testing import Fakes
+
+
+def site_of(coordinator: Coordinator) -> CoordinatorSite:
+    """The process of these tests: one coordinator, of backup's log."""
+    return CoordinatorSite(coordinator.id, {coordinator.target: coordinator})
+
 
 CONFIG = """\
 clusters:
@@ -67,7 +74,7 @@ def _post(url: str, body: object, token: str | None = TOKEN) -> tuple[int, dict[
 def test_a_bad_command_body_is_one_line_naming_the_field(
     standby: Coordinator, body: object, field: str
 ) -> None:
-    server = HttpServer(create_app(standby, ACCESS), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(site_of(standby), ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         status, answer = _post(f"{server.url}/v1/commands/patterns", body)
@@ -79,7 +86,7 @@ def test_a_bad_command_body_is_one_line_naming_the_field(
 
 
 def test_a_standby_answers_commands_with_503(standby: Coordinator) -> None:
-    server = HttpServer(create_app(standby, ACCESS), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(site_of(standby), ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     try:
         body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": ["x"]}
@@ -94,7 +101,7 @@ def test_a_command_not_carried_out_in_time_is_a_504_with_the_reason(
     leading: Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No loop runs: the command is never reached.
-    server = HttpServer(create_app(leading, ACCESS), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(site_of(leading), ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     submit = leading.submit
     monkeypatch.setattr(leading, "submit", lambda command, by: submit(command, by, timeout=0.1))
@@ -133,7 +140,7 @@ def test_bad_flags_are_one_message_and_exit_2(
 @pytest.fixture
 def served(leading: Coordinator) -> Iterator[str]:
     """The API of the ``leading`` coordinator, its loop running every 20 ms."""
-    server = HttpServer(create_app(leading, ACCESS), host="127.0.0.1", port=0, name="test")
+    server = HttpServer(create_app(site_of(leading), ACCESS), host="127.0.0.1", port=0, name="test")
     server.start()
     stop = threading.Event()
 
@@ -251,7 +258,7 @@ def test_every_post_route_refuses_a_request_without_a_principal(
     leading: Coordinator, fakes: Fakes, served: str
 ) -> None:
     """Enumerates the app's routes, so a POST route added later is covered too."""
-    app = create_app(leading, ACCESS)
+    app = create_app(site_of(leading), ACCESS)
     posts = sorted(
         route.path  # type: ignore[attr-defined]
         for route in app.routes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from srm_common.config import load_config, parse_yaml_text
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane
 from srm_common.config.model import SrmConfig
 from srm_common.control.beats import Beat
 from srm_common.control.events import (
@@ -32,6 +32,7 @@ CONFIG = """\
 clusters:
   primary: {bootstrap.servers: "127.0.0.1:9"}
   backup: {bootstrap.servers: "127.0.0.1:9"}
+  dr: {bootstrap.servers: "127.0.0.1:9"}
 replication:
   tasks.max: 2
   refresh.topics.interval.seconds: 30
@@ -39,12 +40,13 @@ flows:
   primary->backup:
     enabled: true
     topics: [orders, payments]
-  backup->primary:
+  dr->backup:
     enabled: false
 """
 
+# The leaders of these tests lead backup's log: the two flows into backup.
 FLOW = "primary->backup"
-REVERSE = "backup->primary"
+OTHER = "dr->backup"
 SESSION_MS = 10_000
 
 
@@ -56,15 +58,20 @@ def config(tmp_path: Path) -> SrmConfig:
 
 
 def make_leader(
-    config: SrmConfig, discovery: FakeDiscovery, clock: Clock, name: str = "c1"
+    config: SrmConfig,
+    discovery: FakeDiscovery,
+    clock: Clock,
+    name: str = "c1",
+    target: str = "backup",
 ) -> Leader:
+    """A leader of ``target``'s log (the flows into it)."""
     return Leader(
         config,
         coordinator=name,
         url=f"http://{name}:1",
         membership=Membership(SESSION_MS),
         discovery=discovery,  # type: ignore[arg-type]
-        control=control_settings(config),
+        control=control_plane(config).log(target),
         clock=clock,
         monotonic=clock,  # one clock in tests: wall and monotonic move together
     )
@@ -110,7 +117,7 @@ def test_take_over_announces_epoch_one_then_seeds_the_log_from_the_config(
     assert TopicsAllowed(FLOW, ("orders", "payments")) in [e.event for e in rest]
     assert FlowEnabled(FLOW) in [e.event for e in rest]
     assert isinstance(rest[-1].event, ConfigApplied)
-    assert round_.state.flow(FLOW).enabled and not round_.state.flow(REVERSE).enabled
+    assert round_.state.flow(FLOW).enabled and not round_.state.flow(OTHER).enabled
     assert all(e.at_ms == 1_000 for e in round_.envelopes)
 
 
@@ -143,7 +150,7 @@ def test_a_restored_log_runs_no_task_until_the_lost_logs_drivers_are_waited_out(
     beats(leader, ["d1"], clock.at_ms)
     state = commit(state, leader.round(state))
     assert state.tasks and not state.assignment, "held: a driver of the lost log may write"
-    clock.at_ms += control_settings(config).wait_out_ms + 1
+    clock.at_ms += control_plane(config).log("backup").wait_out_ms + 1
     beats(leader, ["d1"], clock.at_ms)
     state = commit(state, leader.round(state))
     assert set(state.assignment) == set(state.all_task_ids())
@@ -174,16 +181,16 @@ def test_first_round_generates_task_configs_for_enabled_flows_and_heartbeats_for
     state = commit(ControlState(), leader.take_over(ControlState()))
     round_ = leader.round(state)
     generated = {e.flow: tasks_of(e) for e in events_of(round_, TaskConfigsGenerated)}
-    assert set(generated) == {FLOW, REVERSE}
+    assert set(generated) == {FLOW, OTHER}
     forward = generated[FLOW]
     assert forward.generation == 1
     assert sorted(tp for t in forward.source for tp in t.partitions) == sorted(PARTITIONS[FLOW])
     assert len(forward.source) == 2  # tasks.max
     assert sorted(g for task in forward.checkpoint for g in task.groups) == ["g1", "g2", "g3"]
     assert forward.heartbeat
-    reverse = generated[REVERSE]
-    assert reverse.source == () and reverse.checkpoint == () and reverse.heartbeat
-    assert REVERSE not in discovery.asked, "a disabled flow is not discovered"
+    other = generated[OTHER]
+    assert other.source == () and other.checkpoint == () and other.heartbeat
+    assert OTHER not in discovery.asked, "a disabled flow is not discovered"
     assert all(e.by == "coordinator c1" for e in round_.envelopes)
 
 
@@ -202,7 +209,7 @@ def test_round_with_two_beating_drivers_assigns_every_task(config: SrmConfig) ->
         f"{FLOW}|MirrorSourceConnector-1",
         f"{FLOW}|MirrorCheckpointConnector-0",
         f"{FLOW}|MirrorHeartbeatConnector-0",
-        f"{REVERSE}|MirrorHeartbeatConnector-0",
+        f"{OTHER}|MirrorHeartbeatConnector-0",
     }
     assert set(change.assigned) == every and change.generation == 1
     assert set(state.assignment.values()) == {"d1", "d2"}
@@ -247,7 +254,7 @@ def test_discovery_failure_is_retried_later_without_deciding_task_configs(
     leader = make_leader(config, discovery, clock)
     state = commit(ControlState(), leader.take_over(ControlState()))
     round_ = leader.round(state)
-    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {REVERSE}
+    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {OTHER}
     state = commit(state, round_)
     discovery.failing.clear()
     clock.at_ms = 1_000 + 5_000
@@ -310,9 +317,9 @@ def test_a_flow_whose_listing_is_pending_stays_due_and_holds_up_nobody(
     beats(leader, ["d1"], 1_000)
     round_ = leader.round(state)
     # The other flow's tasks are planned and assigned in the same round.
-    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {REVERSE}
+    assert {e.flow for e in events_of(round_, TaskConfigsGenerated)} == {OTHER}
     [change] = events_of(round_, AssignmentChanged)
-    assert change.assigned == {f"{REVERSE}|MirrorHeartbeatConnector-0": "d1"}
+    assert change.assigned == {f"{OTHER}|MirrorHeartbeatConnector-0": "d1"}
     state = commit(state, round_)
     # Asked again next round, with the same freshness; planned once the listing is in.
     clock.at_ms = 1_200
@@ -362,7 +369,7 @@ def test_tasks_of_a_driver_that_went_silent_wait_out_its_writes_before_they_move
     ), "d1's tasks are not given to d2 in the round that removed d1"
     state = commit(state, round_)
     leader.committed(round_, round_.state)
-    wait_ms = control_settings(config).wait_out_ms
+    wait_ms = control_plane(config).log("backup").wait_out_ms
     assert wait_ms > SESSION_MS / 2, "the lease and the write timeout are waited out"
     clock.at_ms += wait_ms - 500
     beats(leader, ["d2"], clock.at_ms, generation=state.generation)
@@ -463,7 +470,7 @@ def test_no_heartbeat_task_is_planned_where_heartbeats_are_switched_off() -> Non
     state = commit(ControlState(), leader.take_over(ControlState()))
     generated = {e.flow: tasks_of(e) for e in events_of(leader.round(state), TaskConfigsGenerated)}
     assert not generated[FLOW].heartbeat and generated[FLOW].source
-    assert REVERSE not in generated or not generated[REVERSE].heartbeat
+    assert OTHER not in generated or not generated[OTHER].heartbeat
 
 
 def test_a_wall_clock_step_neither_hastens_nor_stalls_refreshes(config: SrmConfig) -> None:
@@ -476,7 +483,7 @@ def test_a_wall_clock_step_neither_hastens_nor_stalls_refreshes(config: SrmConfi
         url="http://c1:1",
         membership=Membership(SESSION_MS),
         discovery=discovery,  # type: ignore[arg-type]
-        control=control_settings(config),
+        control=control_plane(config).log("backup"),
         clock=wall,
         monotonic=tick,
     )
@@ -494,12 +501,12 @@ def test_a_wall_clock_step_neither_hastens_nor_stalls_refreshes(config: SrmConfi
 
 
 def _other_file(tmp_path: Path) -> SrmConfig:
-    """The same clusters with another allowlist and the reverse flow switched on."""
+    """The same clusters with another allowlist and the other flow switched on."""
     path = tmp_path / "other" / "srm.yaml"
     path.parent.mkdir()
     path.write_text(
         CONFIG.replace("topics: [orders, payments]", "topics: [orders]").replace(
-            "  backup->primary:\n    enabled: false", "  backup->primary:\n    enabled: true"
+            "  dr->backup:\n    enabled: false", "  dr->backup:\n    enabled: true"
         )
     )
     return load_config(path)
@@ -535,70 +542,4 @@ def test_a_coordinator_told_to_applies_its_file_as_the_new_baseline(
     told.apply_config = True
     state = commit(state, told.take_over(state))
     assert told.config_drift is None
-    assert state.flow(REVERSE).enabled and state.flow(FLOW).topics == ("orders",)
-
-
-class FakeFencer:
-    """The fences the leader wants; ``acks`` says what each cluster acknowledged."""
-
-    def __init__(self) -> None:
-        self.wanted: list[object] = []
-        self.acks: dict[str, tuple[int, float]] = {}
-
-    def want(self, fence: object) -> None:
-        self.wanted.append(fence)
-
-    def acked(self, cluster: str) -> tuple[int, float] | None:
-        return self.acks.get(cluster)
-
-
-def test_a_silent_drivers_tasks_move_only_after_its_target_cluster_has_the_fence(
-    config: SrmConfig,
-) -> None:
-    """The departed driver may renew its lease from the fence topic on the target until
-    a fence without it is there: the wait-out counts from that acknowledgement."""
-    clock = Clock(1_000)
-    fencer = FakeFencer()
-    leader = make_leader(config, FakeDiscovery(PARTITIONS, {FLOW: ["g1"]}), clock)
-    leader.fencer = fencer  # type: ignore[assignment]
-    take_over = leader.take_over(ControlState())
-    state = commit(ControlState(), take_over)
-    leader.committed(take_over, state)
-    beats(leader, ["d1", "d2"], 1_000)
-    round_ = leader.round(state)
-    state = commit(state, round_)
-    leader.committed(round_, state)
-    fence = fencer.wanted[-1]
-    assert fence.members == {("d1", ""), ("d2", "")} and fence.position == state.offset
-    held_by_d1 = set(state.tasks_of("d1"))
-    for at_ms in range(2_000, 1_000 + SESSION_MS + 101, 1_000):
-        beats(leader, ["d2"], at_ms, generation=state.generation)
-    clock.at_ms = 1_000 + SESSION_MS + 100
-    round_ = leader.round(state)
-    assert [e.driver for e in events_of(round_, DriverLeft)] == ["d1"]
-    state = commit(state, round_)
-    leader.committed(round_, state)
-    assert fencer.wanted[-1].members == {("d2", "")}
-    wait_ms = control_settings(config).wait_out_ms
-
-    def moved_after(at_ms: int) -> set[str]:
-        nonlocal state
-        clock.at_ms = at_ms
-        beats(leader, ["d2"], at_ms, generation=state.generation)
-        round_ = leader.round(state)
-        state = commit(state, round_)
-        return set().union(*(e.assigned for e in events_of(round_, AssignmentChanged)))
-
-    # Long past the wait-out from the commit, but backup has not acknowledged the fence.
-    late = clock.at_ms + 2 * wait_ms
-    for at_ms in range(clock.at_ms + 1_000, late, 1_000):
-        assert not (held_by_d1 & moved_after(at_ms)), "no task moves before the fence"
-    fencer.acks["backup"] = (fencer.wanted[-1].position, late / 1000)
-    assert not (held_by_d1 & moved_after(late + wait_ms - 500))
-    into_backup = {t for t in held_by_d1 if t.startswith(FLOW)}
-    into_primary = held_by_d1 - into_backup
-    assert into_backup and into_primary
-    moved = moved_after(late + wait_ms + 500)
-    assert into_backup <= moved and not (into_primary & moved), "primary has no fence yet"
-    fencer.acks["primary"] = (fencer.wanted[-1].position, (late + wait_ms) / 1000)
-    assert into_primary <= moved_after(late + 2 * wait_ms + 500)
+    assert state.flow(OTHER).enabled and state.flow(FLOW).topics == ("orders",)

@@ -10,9 +10,23 @@ from concurrent.futures import Future
 
 import pytest
 from srm_common.adapters.kafka_log import ControlLogError, Fenced
+from srm_common.config.model import SrmConfig
 from srm_common.control.commands import ChangePatterns
-from srm_common.control.events import TopicsAllowed
+from srm_common.control.events import (
+    ConfigApplied,
+    CoordinatorElected,
+    Envelope,
+    FlowEnabled,
+    LogMigrated,
+    LogStarted,
+    PartitionHalted,
+    TopicsAllowed,
+    TopicsDenied,
+)
+from srm_common.control.state import apply, replay
 from srm_common.tracecontext import TraceContext
+from srm_coordinator.leader import baseline_of
+from srm_coordinator.migration import Migration
 from srm_coordinator.service import CommandResult, CommandTimedOut, Coordinator, NotLeader
 from srm_coordinator.testing import Fakes
 
@@ -149,3 +163,71 @@ def test_a_flows_trace_ends_once_its_traced_tasks_all_run_when_assigned(
     running = dataclasses.replace(coordinator.state, assignment={t: "d1" for t in tasks})
     leader._settle_traces(running)
     assert leader.traces == {}
+
+
+def legacy_log(config: SrmConfig) -> Migration:
+    """An earlier release's single log of ``config``'s file: both flows' lists changed by
+    srm-control since, and a halt."""
+    events = [
+        LogStarted("L0", None, ""),
+        CoordinatorElected("c0", "http://c0:1", 3),
+        ConfigApplied(config.source, baseline_of(config)),
+        FlowEnabled("primary->backup"),
+        TopicsAllowed("primary->backup", ("orders", "sales.*")),
+        TopicsDenied("primary->backup", ("sales\\.tmp",)),
+        TopicsAllowed("backup->primary", ("billing",)),
+        PartitionHalted("primary->backup", "orders", 2, "conflict", "not ours", "d9"),
+    ]
+    envelopes = [Envelope(e, 1000 + i, "alice", offset=2 * i) for i, e in enumerate(events)]
+    return Migration(replay(envelopes), "srm-control.events.internal on primary")
+
+
+def test_the_first_leader_of_a_target_moves_its_flows_from_the_single_log_once(
+    standby: Coordinator, fakes: Fakes, leading_config: SrmConfig
+) -> None:
+    fakes.legacy.migration = legacy_log(leading_config)
+    standby.replay("http://c1:1")
+    standby.lead()
+    assert standby.leading
+    first = fakes.writer.appended[0]
+    assert isinstance(first.event, LogStarted) and first.event.target == "backup"
+    assert first.event.source.startswith("migrated from log L0 (srm-control.events.internal")
+    assert first.by == "coordinator c1 (migration)"
+    state = standby.state
+    flow = state.flow("primary->backup")
+    assert flow.enabled and flow.topics == ("orders", "sales.*")
+    assert flow.topics_exclude == ("sales\\.tmp",), "srm-control's deny list survives"
+    assert [h.partition for h in state.halts.values()] == [2], "the halt survives"
+    assert "backup->primary" not in state.flows, "the flows into primary stay for its log"
+    assert standby.config_drift() is None, "the file equals the moved baseline"
+    assert fakes.legacy.marked == []
+    standby._round()
+    assert fakes.legacy.marked == [("backup", first.event.log_id)], "the old log is told"
+    standby._round()
+    assert len(fakes.legacy.marked) == 1, "once"
+
+
+def test_a_target_the_single_log_says_moved_starts_from_the_file_alone(
+    standby: Coordinator, fakes: Fakes, leading_config: SrmConfig
+) -> None:
+    moved = legacy_log(leading_config)
+    migrated = apply(moved.state, Envelope(LogMigrated("backup", "L7"), 2000, "c2", offset=99))
+    fakes.legacy.migration = Migration(migrated, moved.where)
+    standby.replay("http://c1:1")
+    standby.lead()
+    first = fakes.writer.appended[0].event
+    assert isinstance(first, LogStarted) and first.source == "" and first.target == "backup"
+    assert standby.state.flow("primary->backup").topics == ("orders",), "the file's list"
+
+
+def test_a_single_log_that_cannot_be_read_holds_up_the_take_over_not_the_process(
+    standby: Coordinator, fakes: Fakes
+) -> None:
+    fakes.legacy.error = ControlLogError("cannot reach cluster 'primary'")
+    standby.replay("http://c1:1")
+    standby.lead()
+    assert not standby.leading and fakes.writer.appended == []
+    fakes.legacy.error = None
+    standby._retry_lead_at = 0.0  # the retry interval passed
+    standby.lead()
+    assert standby.leading and fakes.writer.appended

@@ -9,7 +9,6 @@ import logging
 from collections.abc import Mapping
 
 import pytest
-from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.control.events import (
     AssignmentChanged,
@@ -19,7 +18,6 @@ from srm_common.control.events import (
     LogStarted,
     PartitionResumeRequested,
 )
-from srm_common.control.fences import Fence, FenceHistory
 from srm_common.control.task_configs import task_configs
 from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
 from srm_common.tracecontext import TraceContext
@@ -43,18 +41,26 @@ def put(topic: InMemoryEventLog, *events: Event) -> None:
 
 
 def link_on(
-    topic: InMemoryEventLog,
-    *,
-    fences: Mapping[str, FenceWatch] | None = None,
-    flow_targets: Mapping[str, str] | None = None,
+    topic: InMemoryEventLog, *, flow_targets: Mapping[str, str] | None = None
 ) -> tuple[ControlLink, InMemoryEventLog]:
-    """A link on the in-memory log (``topic.leading`` says whether a coordinator leads)."""
+    """A link to backup's log, in memory (``topic.leading``: whether a coordinator leads)."""
     topic.leading = True
-    ports = LinkPorts(topic.reader, topic.log_end(), NoBeats(), fences or {})
+    ports = LinkPorts(topic.reader, topic.log_end(), NoBeats())
     link = ControlLink(
         SETTINGS, "d1", "http://d1:1", lambda: (0, frozenset()), ports, flow_targets=flow_targets
     )
     return link, topic
+
+
+def test_the_lease_is_of_the_logs_flows_only() -> None:
+    """A link holds the lease of writing into its log's cluster: its flows, not others."""
+    topic = InMemoryEventLog()
+    link, _end = link_on(topic, flow_targets={FLOW: "backup"})
+    running_log(topic, link)
+    follow(link)
+    link._confirm()
+    assert link.lease_ms(FLOW) > 0 and link.lease_ms() > 0
+    assert link.lease_ms("backup->primary") == 0, "a flow into primary: another log's lease"
 
 
 def follow(link: ControlLink, turns: int = 4) -> None:
@@ -134,53 +140,6 @@ def test_a_restored_log_is_taken_up_and_the_driver_rejoins_without_a_lease() -> 
     assert link.state.log_id == "L2" and link.state.tasks_of("d1") == ()
     assert link.instance != first, "rejoins the restored log as a new incarnation"
     assert link.lease_ms() == 0
-
-
-class FakeWatch:
-    """A cluster's fence topic: ``up`` says whether it answers."""
-
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
-        self.history = FenceHistory()
-        self.up = True
-
-    def read_to_end(self, timeout: float) -> bool:
-        return self.up
-
-    def close(self) -> None:
-        pass
-
-
-def test_the_fences_of_a_target_cluster_renew_the_lease_of_the_flows_into_it_only() -> None:
-    """The control cluster is unreachable (no log renewal): backup's fence admits this
-    driver, so the flow into backup may write; the flow into primary may not."""
-    topic = InMemoryEventLog()
-    reverse = "backup->primary"
-    watches = {"backup": FakeWatch("backup"), "primary": FakeWatch("primary")}
-    link, _end = link_on(topic, flow_targets={FLOW: "backup", reverse: "primary"}, fences=watches)
-    running_log(topic, link)
-    follow(link)
-    assert link.lease_ms(FLOW) == 0, "no renewal yet"
-    watches["backup"].history.add([Fence("L1", 3, 1, frozenset({("d1", link.instance)}))])
-    for watch in watches.values():
-        link._confirm_fence(watch, timeout=1)  # type: ignore[arg-type]
-    assert link.lease_ms(FLOW) > 0
-    assert link.lease_ms(reverse) == 0 and link.lease_ms() == 0
-    assert link.fence_status()["backup"]["admits_this_driver"] is True
-
-    # The leader removed d1 and fenced it on backup: no renewal from there any more.
-    renewed = link._fence_confirmed["backup"]
-    watches["backup"].history.add([Fence("L1", 9, 1, frozenset({("d2", "x")}))])
-    link._confirm_fence(watches["backup"], timeout=1)  # type: ignore[arg-type]
-    assert link._fence_confirmed["backup"] == renewed
-    # A cluster that does not answer renews nothing either.
-    watches["primary"].up = False
-    watches["primary"].history.add([Fence("L1", 9, 1, frozenset({("d1", link.instance)}))])
-    link._confirm_fence(watches["primary"], timeout=1)  # type: ignore[arg-type]
-    assert link.lease_ms(reverse) == 0
-    # A renewal of one incarnation is not the next one's (a rejoin starts without).
-    link.instance = "another"
-    assert link.lease_ms(FLOW) == 0
 
 
 TRACE = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")

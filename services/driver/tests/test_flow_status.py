@@ -71,13 +71,12 @@ def test_the_driver_shows_the_lease_of_each_flow_it_copies() -> None:
         flows={},
         source={FLOW: (SourceTask(FLOW, 0, (("orders", 0),)),), "backup->primary": ()},
     )
-    flows = {("primary", "backup"): SimpleNamespace(name=FLOW)}
-    flows[("primary", "dr")] = SimpleNamespace(name="primary->dr")
+    flows = {FLOW: SimpleNamespace(name=FLOW), "primary->dr": SimpleNamespace(name="primary->dr")}
     driver = SimpleNamespace(
         runtime=SimpleNamespace(assignment=assignment),
         source=SimpleNamespace(lease_ms=lambda flow: 4000 if flow == FLOW else 0),
-        settings=SimpleNamespace(config=SimpleNamespace(flows=flows)),
+        settings=SimpleNamespace(flows=flows),
     )
     assert flow_leases(driver) == {FLOW: 4000}  # type: ignore[arg-type]
-    driver.runtime.assignment = None  # copying nothing: every flow of the configuration
+    driver.runtime.assignment = None  # copying nothing: every flow it serves
     assert flow_leases(driver) == {FLOW: 4000, "primary->dr": 0}  # type: ignore[arg-type]

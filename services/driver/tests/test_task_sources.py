@@ -3,13 +3,21 @@ own interval (fake discovery and clock, no Kafka)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from srm_common.config import SrmConfig, parse_yaml_text
-from srm_common.config.control import control_settings
-from srm_common.control.events import Envelope, FlowEnabled
+from srm_common.config.control import control_plane
+from srm_common.control.events import (
+    AssignmentChanged,
+    DriverJoined,
+    Envelope,
+    FlowEnabled,
+    LogStarted,
+)
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.state import ControlState, apply
-from srm_common.testing import Clock, FakeDiscovery
+from srm_common.testing import Clock, FakeDiscovery, InMemoryEventLog
 from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.static_tasks import StaticTaskSource
@@ -60,6 +68,14 @@ def test_standalone_plans_new_groups_on_their_interval_and_new_partitions_on_the
     assert copied == [*PARTITIONS, ("orders", 2)]
 
 
+class NoBeats:
+    def send(self, _beat: object, timeout: float) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
 def unstarted() -> LinkPorts:
     raise AssertionError("these sources are never started")
 
@@ -71,7 +87,7 @@ def watching(
     leader planned from the discovery as it is now, and the notices it sends."""
     source = CoordinatedTaskSource(
         config,
-        control_settings(config),
+        control_plane(config),
         "d1",
         discovery,  # type: ignore[arg-type]
         link_ports=unstarted,
@@ -138,7 +154,7 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
     config = config_with()
     source = CoordinatedTaskSource(
         config,
-        control_settings(config),
+        control_plane(config),
         "d1",
         discovery,  # type: ignore[arg-type]
         link_ports=unstarted,
@@ -154,7 +170,7 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
             behalf.append(on_behalf_of)
             return 200, {"outcome": "applied"}
 
-    source.client = Client()  # type: ignore[assignment]
+    source.clients["backup"] = Client()  # type: ignore[assignment]
     said = source.resume(FLOW, ("orders", 1), ResumeRequest("r-1", "source-start", by="ops@h"))
     assert said == "requested (recorded in the event log)"
     ((path, body),) = sent
@@ -168,3 +184,62 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
         "by": "ops@h",
         "request_id": "r-1",
     }
+
+
+def test_a_driver_of_two_targets_runs_what_each_log_assigns_it_and_reports_each_its_own() -> None:
+    """Each target's log assigns the tasks of the flows into it; the driver runs the
+    union, and tells each log the generation of that log it applied and only the tasks
+    of that log's flows."""
+    config = config_with()
+    logs = {"backup": InMemoryEventLog(), "primary": InMemoryEventLog()}
+    for log in logs.values():
+        log.leading = True
+    source = CoordinatedTaskSource(
+        config,
+        control_plane(config),
+        "d1",
+        FakeDiscovery({}),  # type: ignore[arg-type]
+        link_ports=lambda settings: LinkPorts(
+            logs[settings.cluster].reader, logs[settings.cluster].log_end(), NoBeats()
+        ),
+    )
+    applied: dict[str, int | frozenset[str]] = {"number": -1, "running": frozenset()}
+    source.start("http://d1:1", lambda: (applied["number"], applied["running"]))  # type: ignore[arg-type, return-value]
+    try:
+        into_backup = plan_flow_tasks(FLOW, None, PARTITIONS, [], 2, heartbeat=True)
+        into_primary = plan_flow_tasks("backup->primary", None, [], [], 1, heartbeat=True)
+        for target, tasks, generation in (("backup", into_backup, 3), ("primary", into_primary, 7)):
+            link = source.links[target]
+            logs[target].append(
+                *[
+                    Envelope(event, 1, "test")
+                    for event in (
+                        LogStarted(f"L-{target}", None, "", target),
+                        DriverJoined("d1", "http://d1:1", "h", link.instance),
+                        *tasks.to_events(),
+                        AssignmentChanged(generation, dict.fromkeys(tasks.task_ids(), "d1"), ()),
+                    )
+                ]
+            )
+        deadline = time.monotonic() + 10
+        while any(link.state.generation == 0 for link in source.links.values()):
+            assert time.monotonic() < deadline, "the links follow their logs"
+            time.sleep(0.05)
+        assignment = source.assignment()
+        assert assignment is not None
+        assert set(assignment.heartbeats) == {FLOW, "backup->primary"}
+        assert sorted(t.name for t in assignment.source[FLOW]) == [
+            f"{FLOW}|MirrorSourceConnector-0",
+            f"{FLOW}|MirrorSourceConnector-1",
+        ]
+        applied["number"] = assignment.generation
+        applied["running"] = frozenset(
+            [f"{FLOW}|MirrorHeartbeatConnector-0", "backup->primary|MirrorHeartbeatConnector-0"]
+        )
+        backup_report = source.links["backup"]._report()
+        primary_report = source.links["primary"]._report()
+        assert backup_report == (3, frozenset([f"{FLOW}|MirrorHeartbeatConnector-0"]))
+        assert primary_report == (7, frozenset(["backup->primary|MirrorHeartbeatConnector-0"]))
+        assert source.assignment().generation == assignment.generation, "nothing changed"  # type: ignore[union-attr]
+    finally:
+        source.close()

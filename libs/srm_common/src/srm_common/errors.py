@@ -9,7 +9,8 @@
      +-- TransientError           worth retrying, bounded, with backoff
      +-- PoisonRecordError        a record that can never be applied (goes to a DLQ)
      +-- RecordFormatError        bytes that are not an MM2 record; a value MM2 cannot encode
-     +-- ControlLogError          the control cluster cannot be reached or refused an operation
+     +-- ControlLogError          a log's cluster cannot be reached or refused an operation
+          +-- ControlTopicRefused a control topic of a shape that cannot work (never retried)
           +-- Fenced              another coordinator leads: this one may no longer write
 
 Every message is written for an operator: what is wrong, where, and how to fix it.
@@ -109,7 +110,12 @@ class RecordFormatError(SrmError):
 
 
 class ControlLogError(SrmError):
-    """The control cluster cannot be reached or refused an operation."""
+    """The cluster of an event log cannot be reached or refused an operation."""
+
+
+class ControlTopicRefused(ControlLogError):
+    """A control topic exists in a shape the control path cannot work with; the message
+    says how to fix it (never retried: waiting does not change a topic's shape)."""
 
 
 class Fenced(ControlLogError):

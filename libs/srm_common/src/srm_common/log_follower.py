@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from srm_common.config.control import LEGACY_PREFIX
+from srm_common.control.history import combined
 from srm_common.control.integrity import LogProblem
 from srm_common.control.schema import Envelope
 from srm_common.control.state import ControlState, apply, replay
@@ -50,7 +52,9 @@ class LogReader(Protocol):
     @property
     def log_id(self) -> str | None: ...
 
-    def read_to_end(self, timeout: float = ...) -> list[Envelope]: ...
+    missing: bool
+
+    def read_to_end(self, timeout: float = ..., *, missing_ok: bool = ...) -> list[Envelope]: ...
     def poll(self, timeout: float = ...) -> list[Envelope]: ...
     def take_restart(self) -> bool: ...
     def status(self) -> dict[str, object]: ...
@@ -80,7 +84,12 @@ class Snapshot:
 class LogFollower:
     """See the module docstring. ``keep``: keep every envelope folded since the last
     restart (for history: the gateway); ``read_timeout``: how long the first read to the
-    end may take before it counts as a failure (and is tried again)."""
+    end may take before it counts as a failure (and is tried again); ``optional``: a log
+    that may not exist (the single log of an earlier release): while its topic is
+    missing the follower is ready with nothing in it, and looks again every
+    ``OPTIONAL_RECHECK_S``, quietly."""
+
+    OPTIONAL_RECHECK_S = 30.0
 
     def __init__(
         self,
@@ -91,8 +100,10 @@ class LogFollower:
         keep: bool = False,
         retry_s: float = 5.0,
         read_timeout: float = 30.0,
+        optional: bool = False,
     ) -> None:
         self.name = name
+        self.optional = optional
         self._open = open_reader
         self._on_fold = on_fold
         self._keep = keep
@@ -169,7 +180,8 @@ class LogFollower:
         """Fold everything the log holds now; the envelopes new to the state.
         :class:`ControlLogError` when the end is not reached in time."""
         reader = self.open()
-        folded = self._fold(reader.read_to_end(timeout or self._read_timeout))
+        events = reader.read_to_end(timeout or self._read_timeout, missing_ok=self.optional)
+        folded = self._fold(events)
         self.ready = reader.problem is None
         self.error = None
         return folded
@@ -204,6 +216,10 @@ class LogFollower:
         while not self.stop.is_set():
             try:
                 self.read_to_end()
+                if self.optional and getattr(self.reader, "missing", False):
+                    self._close_reader()  # nothing there (yet): look again now and then
+                    self.stop.wait(self.OPTIONAL_RECHECK_S)
+                    continue
                 while not self.stop.is_set():
                     self._step_on_thread()
             except SrmError as exc:
@@ -264,3 +280,57 @@ class LogFollower:
         if self._on_fold is not None and (fresh or restarted):
             self._on_fold(Folded(fresh, current.state, state, restarted))
         return fresh
+
+
+class LogSet:
+    """Several logs followed side by side, one :class:`LogFollower` each, by log name:
+    every target cluster's log (and the single log of an earlier release, whose name
+    starts ``legacy@``). Each log is folded alone; :meth:`combined` is one state over the
+    targets' logs for views, :meth:`histories` every log's envelopes for the audit
+    (:mod:`srm_common.control.history` merges them)."""
+
+    def __init__(self, followers: Mapping[str, LogFollower]) -> None:
+        self.followers = dict(sorted(followers.items()))
+
+    def start(self) -> None:
+        for follower in self.followers.values():
+            follower.start()
+
+    def close(self) -> None:
+        for follower in self.followers.values():
+            follower.stop.set()
+        for follower in self.followers.values():
+            follower.close()
+
+    def states(self) -> dict[str, ControlState]:
+        return {name: f.state for name, f in self.followers.items()}
+
+    def combined(self) -> ControlState:
+        """One state over every target's log (not the single log of an earlier release,
+        which holds history only)."""
+        return combined(
+            f.state for name, f in self.followers.items() if not name.startswith(LEGACY_PREFIX)
+        )
+
+    def histories(self) -> dict[str, list[Envelope]]:
+        """Every log's envelopes kept so far, by log (followers that keep them)."""
+        return {name: f.envelopes() for name, f in self.followers.items()}
+
+    def counts(self) -> dict[str, int]:
+        return {name: f.snapshot().count for name, f in self.followers.items()}
+
+    def state_of(self, name: str) -> ControlState:
+        follower = self.followers.get(name)
+        return follower.state if follower is not None else ControlState()
+
+    @property
+    def ready(self) -> bool:
+        """Every log read to where it ended when we started, and followed."""
+        return all(f.ready for f in self.followers.values())
+
+    @property
+    def any_ready(self) -> bool:
+        return any(f.ready for f in self.followers.values())
+
+    def status(self) -> dict[str, dict[str, object]]:
+        return {name: f.status() for name, f in self.followers.items()}

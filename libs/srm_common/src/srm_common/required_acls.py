@@ -6,7 +6,8 @@ group and transactional id below is one a service of this repository uses (the m
 that uses it is named in ``why``).
 
 Who is asked for what (flow ``S->T``, default policy; ``<p>`` is
-``srm.control.topic.prefix``, ``<id>`` is ``srm.metrics.aggregator.id``)::
+``srm.control.topic.prefix``, ``<id>`` is ``srm.metrics.aggregator.id``; ``legacy`` is
+``srm.control.cluster``, where an earlier release kept its single log)::
 
     cluster  service      resource                               operations
     S        driver       replicated topics (from `topics`)      READ DESCRIBE DESCRIBE_CONFIGS
@@ -18,28 +19,26 @@ Who is asked for what (flow ``S->T``, default policy; ``<p>`` is
                                                                  DESCRIBE_CONFIGS ALTER_CONFIGS
     T        driver       heartbeats, S.checkpoints.internal,    CREATE WRITE READ DESCRIBE
                           mm2-offsets.S.internal, srm-metrics-raw.internal
-    T        driver       <p>.fences.internal                    READ DESCRIBE
     T        driver       groups (checkpoints, group sync)       DESCRIBE (+READ with group sync)
     T        driver       cluster                                IDEMPOTENT_WRITE (+DESCRIBE ALTER
                                                                  with sync.topic.acls)
-    T        coordinator  <p>.fences.internal                    CREATE WRITE DESCRIBE
-    T        coordinator  cluster                                IDEMPOTENT_WRITE
     S        coordinator  replicated topics, groups (discovery)  DESCRIBE
-    control  coordinator  <p>.events/.drivers/.election.internal CREATE READ DESCRIBE (+WRITE,
-                                                                 DESCRIBE_CONFIGS on events)
-    control  coordinator  transactional id <p>.coordinator       WRITE DESCRIBE
-    control  coordinator  group <p>.coordinators                 READ DESCRIBE
-    control  driver       <p>.events.internal, <p>.election...   READ DESCRIBE / DESCRIBE
-    control  driver       <p>.drivers.internal                   WRITE DESCRIBE
+    T        coordinator  <p>.log/.beats/.leader.internal        CREATE READ DESCRIBE (+WRITE,
+                                                                 DESCRIBE_CONFIGS on the log)
+    T        coordinator  transactional id <p>.log-leader        WRITE DESCRIBE
+    T        coordinator  group <p>.leaders, cluster             READ DESCRIBE / IDEMPOTENT_WRITE
+    T        driver       <p>.log.internal, <p>.leader.internal  READ DESCRIBE / DESCRIBE
+    T        driver       <p>.beats.internal                     WRITE DESCRIBE
+    legacy   coordinator  <p>.events.internal (an earlier        READ WRITE DESCRIBE, transactional
+                          release's single log: moved, marked)   id <p>.coordinator
     T        aggregator   srm-metrics-raw.internal               CREATE READ DESCRIBE
     T        aggregator   <id> (PREFIXED: its topics, Faust's)   CREATE READ WRITE DESCRIBE
     T        aggregator   srm-metrics-aggregated/-dead.internal  CREATE WRITE DESCRIBE
     T        aggregator   group <id>                             READ DESCRIBE
     T        gateway      srm-metrics-aggregated.internal        READ DESCRIBE
-    control  gateway      <p>.events.internal                    READ DESCRIBE
-    control  all readers  group <p>.reader. (PREFIXED)            DESCRIBE (group lookup)
-    control  coordinator  group <p>.beats. (PREFIXED)             DESCRIBE (group lookup)
-    T        driver       group <p>.fences.internal. (PREFIXED)   DESCRIBE (group lookup)
+    T        gateway      <p>.log.internal (legacy: .events)     READ DESCRIBE
+    T        all readers  group <p>.reader. (PREFIXED)            DESCRIBE (group lookup)
+    T        coordinator  group <p>.beats. (PREFIXED)             DESCRIBE (group lookup)
     S, T     driver       group srm-reader (+ the aggregator's)  DESCRIBE (group lookup)
 
 Kafka's ACLs cannot say "matches this regex": a ``topics``/``groups`` pattern becomes a
@@ -59,7 +58,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.control import ControlSettings, control_plane
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.config.security import read_security
 from srm_common.domain.acls import AclBinding, PatternType, ResourceType
@@ -132,10 +131,12 @@ def required_acls(
             binding = AclBinding(resource, name, pattern, principal, "*", operation, "ALLOW")
             rows.setdefault((cluster, service, binding), why)
 
-    settings = control_settings(config)
+    plane = control_plane(config)
     for flow in config.flows.values():
-        _flow_acls(flow, grant, settings.fences_topic)
-    _control_acls(settings, grant)
+        _flow_acls(flow, grant)
+    for settings in plane.logs.values():
+        _control_acls(settings, grant)
+    _legacy_acls(plane.legacy, grant)
     _metrics_acls(config, grant)
     return sorted(RequiredAcl(c, s, b, why) for (c, s, b), why in rows.items())
 
@@ -179,7 +180,7 @@ def topic_resources(patterns: Iterable[str]) -> list[tuple[str, PatternType, str
 # --- per area -----------------------------------------------------------------------------
 
 
-def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
+def _flow_acls(flow: FlowConfig, grant: _Grant) -> None:
     source, target = flow.source, flow.target
     policy = flow.replication_policy()
     if flow.emit_heartbeats_enabled:
@@ -199,7 +200,6 @@ def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
             ["IDEMPOTENT_WRITE"],
             "idempotent producers (copy, internal topics)",
         )
-        _fence_acls(flow, grant, fences)
         grant(
             target,
             "driver",
@@ -358,43 +358,6 @@ def _flow_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
         )
 
 
-def _fence_acls(flow: FlowConfig, grant: _Grant, fences: str) -> None:
-    # Fences live on every cluster some flow writes into (ControlSettings.targets).
-    grant(
-        flow.target,
-        "driver",
-        "TOPIC",
-        fences,
-        ["READ", "DESCRIBE"],
-        "drivers renew their leases from the fences (srm_common.adapters.fence_topic)",
-    )
-    grant(
-        flow.target,
-        "driver",
-        "GROUP",
-        fences + ".",
-        ["DESCRIBE"],
-        _GROUP_LOOKUP.format(what="fence reader's"),
-        "PREFIXED",
-    )
-    grant(
-        flow.target,
-        "coordinator",
-        "TOPIC",
-        fences,
-        ["CREATE", "WRITE", "DESCRIBE"],
-        "the leader writes fences (srm_coordinator.fencing)",
-    )
-    grant(
-        flow.target,
-        "coordinator",
-        "CLUSTER",
-        "kafka-cluster",
-        ["IDEMPOTENT_WRITE"],
-        "the fence writer is idempotent",
-    )
-
-
 def _control_acls(settings: ControlSettings, grant: _Grant) -> None:
     alias = settings.cluster
     events, drivers, election = (
@@ -496,6 +459,47 @@ def _control_acls(settings: ControlSettings, grant: _Grant) -> None:
         _GROUP_LOOKUP.format(what="heartbeat reader's"),
         "PREFIXED",
     )
+
+
+def _legacy_acls(settings: ControlSettings, grant: _Grant) -> None:
+    """The single log of an earlier release: a target's first leader reads it to move its
+    flows' configuration and marks it (srm_coordinator.migration); the gateway shows its
+    history. Not needed by an installation that never ran one."""
+    alias, events = settings.cluster, settings.events_topic
+    grant(
+        alias,
+        "coordinator",
+        "TOPIC",
+        events,
+        ["READ", "WRITE", "DESCRIBE"],
+        "the single log of an earlier release: read and marked once per target (migration)",
+    )
+    grant(
+        alias,
+        "coordinator",
+        "TRANSACTIONAL_ID",
+        settings.transactional_id,
+        ["WRITE", "DESCRIBE"],
+        "marking the old log fences its old leader (migration)",
+    )
+    grant(
+        alias,
+        "api-gateway",
+        "TOPIC",
+        events,
+        ["READ", "DESCRIBE"],
+        "the gateway shows the old log's history",
+    )
+    for service in ("coordinator", "api-gateway"):
+        grant(
+            alias,
+            service,
+            "GROUP",
+            f"{settings.prefix}.reader.",
+            ["DESCRIBE"],
+            _GROUP_LOOKUP.format(what="event log reader's"),
+            "PREFIXED",
+        )
 
 
 def _metrics_acls(config: SrmConfig, grant: _Grant) -> None:

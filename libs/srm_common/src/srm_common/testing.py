@@ -20,9 +20,9 @@ from srm_common.domain.tasks import TopicPartition
 if TYPE_CHECKING:
     from srm_common.adapters.kafka_log import EventLogReader
 
-# Control settings for tests whose Kafka is faked: nothing listens on port 9.
+# Control settings of backup's log for tests whose Kafka is faked: nothing listens on 9.
 FAKE_CONTROL = ControlSettings(
-    cluster="primary",
+    cluster="backup",
     client={"bootstrap.servers": "127.0.0.1:9"},
     prefix="srm-control",
     session_timeout_ms=10_000,
@@ -82,7 +82,7 @@ class FakeEventTopic:
     does when a topic is recreated under it; past the end of a recreated topic it says
     ``_AUTO_OFFSET_RESET`` (``auto.offset.reset=error``)."""
 
-    def __init__(self, topic: str = "srm-control.events.internal") -> None:
+    def __init__(self, topic: str = "srm-control.log.internal") -> None:
         self.topic = topic
         self.topic_id: str | None = "topic-1"
         self.records: list[tuple[int, bytes]] = []
@@ -123,7 +123,7 @@ class InMemoryEventLog(FakeEventTopic):
     envelopes in one "transaction" each (a commit marker after each batch);
     :meth:`log_end` says where the log ends and whether somebody leads (``leading``)."""
 
-    def __init__(self, topic: str = "srm-control.events.internal") -> None:
+    def __init__(self, topic: str = "srm-control.log.internal") -> None:
         super().__init__(topic)
         self.leading = False
         self.written: list[Envelope] = []
@@ -131,8 +131,10 @@ class InMemoryEventLog(FakeEventTopic):
     def reader(self, known_log: str | None = None, *, client_id: str = "test") -> EventLogReader:
         from srm_common.adapters.kafka_log import EventLogReader
 
+        legacy = self.topic.endswith(".events.internal")  # an earlier release's single log
+        prefix = self.topic.removesuffix(".events.internal").removesuffix(".log.internal")
         reader = EventLogReader(
-            replace(FAKE_CONTROL, prefix=self.topic.removesuffix(".events.internal")),
+            replace(FAKE_CONTROL, prefix=prefix, legacy=legacy),
             client_id=client_id,
             known_log=known_log,
             consumer=self.consumer(),  # type: ignore[arg-type]

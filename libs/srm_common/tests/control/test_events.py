@@ -24,6 +24,7 @@ from srm_common.control.events import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    LogMigrated,
     LogStarted,
     NewerEvent,
     NotAnEvent,
@@ -58,7 +59,8 @@ topic_entries = st.lists(
 group_entries = st.lists(st.tuples(st.integers(0, 99), patterns), max_size=3).map(tuple)
 
 EVENTS: dict[type[Event], st.SearchStrategy[Event]] = {
-    LogStarted: st.builds(LogStarted, names, st.none() | names, names),
+    LogStarted: st.builds(LogStarted, names, st.none() | names, names, names),
+    LogMigrated: st.builds(LogMigrated, names, names),
     CoordinatorElected: st.builds(CoordinatorElected, names, names, ints),
     ConfigApplied: st.builds(ConfigApplied, names, st.dictionaries(flows, baselines)),
     FlowEnabled: st.builds(FlowEnabled, flows),

@@ -22,7 +22,7 @@ from srm_common.cli_support import (
     port,
     setup_logging,
 )
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane
 from srm_common.errors import ConfigError, SrmError
 from srm_common.shutdown import SERVICE_STOP_SECONDS, exit_within
 
@@ -49,12 +49,14 @@ examples:
 Every POST needs a principal of the tokens file (or a client certificate): callers'
 commands go to the coordinator leader on their behalf (see docs/security.md).
 
-It follows the event log on the control cluster (srm.control.cluster) as coordinators
-and drivers do, and the aggregated metrics topic of every target cluster; /readyz says
-when it has read the log to its end. Both are projected into its SQL read model (the
-audit trail, the current members, assignments and halted partitions, closed metric
-windows), migrated with Alembic at start: --db-url, default a SQLite file in
---state-dir. A database that does not answer at start is one line and exit 2.
+It follows the event log of every target cluster (the flows into it, kept there) as
+coordinators and drivers do, the single log of an earlier release if there is one (its
+history), and the aggregated metrics topic of every target cluster; /readyz says when it
+has read the logs to their end (degraded while one cannot be read: its cluster is
+down). Both are projected into its SQL read model (the audit trail, the current members,
+assignments and halted partitions, closed metric windows), migrated with Alembic at
+start: --db-url, default a SQLite file in --state-dir. A database that does not answer
+at start is one line and exit 2.
 
 environment:
   SRM_LOG_LEVEL          DEBUG, INFO (default), WARNING
@@ -73,7 +75,7 @@ def _run(argv: Sequence[str] | None) -> int:
     telemetry.setup("srm-api-gateway")
     config = load_or_exit("srm-api-gateway", args.config, args.set)
     try:
-        settings = control_settings(config)
+        plane = control_plane(config)
     except ConfigError as exc:
         fail("srm-api-gateway", str(exc))
     for line in refused_clusters(config):  # wrong credentials or certificates
@@ -81,7 +83,8 @@ def _run(argv: Sequence[str] | None) -> int:
     from srm_common.adapters.http_auth import listener_security
     from srm_common.adapters.http_client import credentials
     from srm_common.adapters.kafka_log import EventLogReader
-    from srm_common.log_follower import LogFollower
+    from srm_common.config.control import ControlSettings
+    from srm_common.log_follower import LogFollower, LogSet
 
     from srm_api_gateway.http_api import create_app
     from srm_api_gateway.metric_store import MetricStore
@@ -96,15 +99,23 @@ def _run(argv: Sequence[str] | None) -> int:
         read_model = ReadModel(url)
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
-    # The read model remembers the log it followed: a replaced log is reported lost.
-    log_view = LogFollower(
-        lambda: EventLogReader(
-            settings, client_id="srm-api-gateway", known_log=read_model.known_log()
-        ),
-        name=f"the event log {settings.events_topic}",
-        on_fold=read_model.on_fold,
-        keep=True,
-    )
+
+    # The read model remembers the log it followed under each name: a replaced log is
+    # reported lost. Every target's log, and the single log of an earlier release (its
+    # history), if there is one.
+    def follower(settings: ControlSettings) -> LogFollower:
+        name = settings.name
+        return LogFollower(
+            lambda: EventLogReader(
+                settings, client_id="srm-api-gateway", known_log=read_model.known_log(name)
+            ),
+            name=f"the log of {name}",
+            on_fold=lambda folded: read_model.on_fold(name, folded),
+            keep=True,
+            optional=settings.legacy,
+        )
+
+    logs = LogSet({s.name: follower(s) for s in (*plane.logs.values(), plane.legacy)})
     store = MetricStore()
     targets = sorted({flow.target for flow in config.flows.values()})
     follower = MetricsFollower(
@@ -117,7 +128,7 @@ def _run(argv: Sequence[str] | None) -> int:
         relay = credentials(config.extra, token_file=args.token_file)
         app = create_app(
             config,
-            log_view,
+            logs,
             store,
             follower.status,
             credentials=relay,
@@ -138,17 +149,17 @@ def _run(argv: Sequence[str] | None) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
     read_model.start()
-    log_view.start()
+    logs.start()
     follower.start()
     server.start()
     print(f"srm-api-gateway: API at {server.url} (OpenAPI at {server.url}/docs)", file=sys.stderr)
-    logging.info("following the event log %s on %s", settings.events_topic, settings.cluster)
+    logging.info("following the logs of %s", ", ".join(plane.targets))
     try:
         stop.wait()
     finally:
         server.stop()
         follower.close()
-        log_view.close()
+        logs.close()
         read_model.close()
     return 0
 

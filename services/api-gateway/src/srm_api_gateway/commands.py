@@ -9,7 +9,8 @@ token to the leader (``--token-file``, principal ``api-gateway``) and names the 
 ``X-SRM-On-Behalf-Of``, which the leader honours only from a delegating principal: the
 audit reads ``alice via api-gateway``. A body's ``by`` is passed on as a note.
 
-**The leader.** Its URL comes from the event log the gateway follows; a standby that
+**The leader.** A command names a flow, so it goes to the leader of the log of the flow's
+target cluster; its URL comes from that log, which the gateway follows; a standby that
 answers 503 names the leader, which is asked once more. A leader that cannot be reached
 before the request was sent means "not applied"; an answer lost after it was sent means
 "unknown": the caller retries under the same ``request_id`` (applied once) or checks.
@@ -32,7 +33,7 @@ TIMEOUT_S = 30.0
 def forward(
     verb: str,
     body: bytes,
-    leader_url: Callable[[], str | None],
+    leader_url: Callable[[str], str | None],
     principal: str,
     credentials: HttpCredentials,
 ) -> tuple[int, dict[str, object]]:
@@ -47,11 +48,18 @@ def forward(
             "error": "bad request: the body must be a JSON object",
             "outcome": "not applied",
         }
-    url = leader_url()
+    flow = command.get("flow")
+    if not isinstance(flow, str):
+        return 400, {
+            "error": "bad request: flow: a string S->T is required",
+            "outcome": "not applied",
+        }
+    url = leader_url(flow)
     for _ in range(2):
         if url is None:
             return 503, {
-                "error": "no coordinator leads now (the event log names none): try again",
+                "error": f"no coordinator leads the log of {flow}'s target now (its log names"
+                " none, or it cannot be read): try again",
                 "outcome": "not applied",
             }
         # A span per attempt; its context goes to the leader, continuing the caller's trace.

@@ -2,9 +2,11 @@
 metrics (:mod:`metrics_api`), and our own audit trail, state at a time, drivers,
 freshness, Prometheus exposition, health and readiness.
 
-Every answer comes from the event log as the gateway folds it (a
-:class:`~srm_common.log_follower.LogFollower` keeping every envelope) and the
-configuration, or, for history (the audit trail, ``?at=``, closed metric windows), from
+Every answer comes from the event logs as the gateway folds them (one per target
+cluster, and the single log of an earlier release: a
+:class:`~srm_common.log_follower.LogSet` keeping every envelope) and the configuration:
+views over one state combining the targets' logs, the audit over every log merged in
+time, each entry naming its log. History (the audit trail, ``?at=``, closed metric windows), from
 the SQL read model (:mod:`read_model`) when it is up to date; nothing here writes. Input
 errors are 4xx with one message naming the parameter; an unknown alias or flow is 404
 naming the known ones. OpenAPI at ``/docs``.
@@ -24,12 +26,15 @@ from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.http_limits import BodyLimit
 from srm_common.adapters.http_tracing import Tracing
+from srm_common.config.control import LEGACY_PREFIX
 from srm_common.config.model import SrmConfig
 from srm_common.control import audit
-from srm_common.control.state import replay
+from srm_common.control.commands import CommandRejected, parse_flow
+from srm_common.control.events import Envelope
+from srm_common.control.history import combined, merged, states_at
 from srm_common.errors import SrmError
 from srm_common.http_access import AccessPolicy
-from srm_common.log_follower import LogFollower
+from srm_common.log_follower import LogSet
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -46,7 +51,7 @@ MAX_AUDIT = 10_000
 
 def create_app(
     config: SrmConfig,
-    log_view: LogFollower,
+    logs: LogSet,
     store: MetricStore | None = None,
     metrics_status: Callable[[], Mapping[str, object]] | None = None,
     credentials: HttpCredentials | None = None,
@@ -87,15 +92,17 @@ def create_app(
         return JSONResponse({"error": str(exc)}, status_code=400)
 
     def state():  # type: ignore[no-untyped-def]
-        return log_view.snapshot().state
+        return logs.combined()
 
-    def history() -> list:  # type: ignore[type-arg]
-        """The events to answer history from: SQL's when it holds all memory holds."""
+    def history() -> dict[str, list[Envelope]]:
+        """Every log's events to answer history from: SQL's when it holds all memory
+        holds (its single log of an earlier release, ``''``, by its name here)."""
         if read_model is not None:
-            stored = read_model.history(log_view.snapshot().count)
+            stored = read_model.history(logs.counts())
             if stored is not None:
-                return stored
-        return log_view.envelopes()
+                legacy = next((n for n in logs.followers if n.startswith(LEGACY_PREFIX)), "")
+                return {name or legacy or "legacy": h for name, h in stored.items()}
+        return logs.histories()
 
     @app.get("/v2/replications", summary="Every configured replication, optionally by target")
     def list_replications(
@@ -170,31 +177,45 @@ def create_app(
         all: Annotated[bool, Query(description="membership and assignment too")] = False,  # noqa: A002
         limit: Annotated[int, Query(ge=1, le=MAX_AUDIT)] = 1000,
     ) -> dict[str, Any]:
-        rows = audit.changes(
-            history(),
-            since_ms=_time("since", since),
-            until_ms=_time("until", until),
-            flow=flow,
-            everything=all,
-        )
-        return {"changes": [audit.entry(e) for e in rows[-limit:]], "total": len(rows)}
+        shown = {
+            name: audit.changes(
+                envelopes,
+                since_ms=_time("since", since),
+                until_ms=_time("until", until),
+                flow=flow,
+                everything=all,
+            )
+            for name, envelopes in history().items()
+        }
+        rows = merged(shown)
+        return {
+            "changes": [audit.entry(e.envelope, e.log) for e in rows[-limit:]],
+            "total": len(rows),
+        }
 
-    @app.get("/v1/state", summary="The whole state now, or as it was at a time (?at=)")
+    @app.get(
+        "/v1/state",
+        summary="Each log's whole state now, or as it was at a time (?at=), and one state"
+        " combining the targets' logs",
+    )
     def state_at(
         at: Annotated[str | None, Query(max_length=64, description="ISO 8601 or ms")] = None,
     ) -> dict[str, Any]:
         moment = _time("at", at)
-        current = state() if moment is None else replay(history(), until_ms=moment)
+        states = logs.states() if moment is None else states_at(history(), moment)
+        current = combined(s for n, s in states.items() if not n.startswith(LEGACY_PREFIX))
         return {
             "at": audit.format_time(moment if moment is not None else current.at_ms),
-            "offset": current.offset,
-            "digest": current.digest(),
+            "logs": {
+                name: {"offset": s.offset, "digest": s.digest(), "state": s.to_json()}
+                for name, s in sorted(states.items())
+            },
             "state": current.to_json(),
         }
 
-    @app.get("/v1/log", summary="The event log as the gateway reads it, and its read model")
+    @app.get("/v1/log", summary="The event logs as the gateway reads them, and its read model")
     def event_log() -> dict[str, Any]:
-        found = log_view.status()
+        found: dict[str, Any] = {"logs": logs.status()}
         return found if read_model is None else {**found, "read_model": read_model.status()}
 
     windows = read_model.windows if read_model is not None else None
@@ -220,8 +241,13 @@ def create_app(
             raise views.NotFound(f"unknown command {verb[:50]!r}; known: {known}")
         body = await request.body()
 
-        def leader() -> str | None:
-            current = state().leader
+        def leader(flow: str) -> str | None:
+            """The leader of the log of the flow's target (the command's flow)."""
+            try:
+                _source, target = parse_flow(flow, config.aliases)
+            except CommandRejected:
+                return None
+            current = logs.state_of(target).leader
             return current.url if current is not None else None
 
         status, answer = await run_in_threadpool(
@@ -245,20 +271,29 @@ def create_app(
         responses={503: {"description": "not ready yet, or the log cannot be followed"}},
     )
     def readyz() -> JSONResponse:
-        status = log_view.status()
-        if log_view.ready and read_model is not None:
+        """Ready: every log read to its end and followed. Degraded (still 200): a log
+        cannot be followed (its cluster is down, say) while others are, or the read
+        model's database is lost (memory answers). Not ready (503): no log read yet."""
+        statuses = logs.status()
+        offsets = {name: s["offset"] for name, s in statuses.items()}
+        problems = [
+            f"log of {name}: {s.get('problem') or s.get('error') or 'reading it'}"
+            for name, s in statuses.items()
+            if not s.get("ready")
+        ]
+        if not logs.any_ready:
+            why = "; ".join(problems) or "reading the event logs"
+            return JSONResponse({"status": "not ready", "reason": why}, status_code=503)
+        answer: dict[str, object] = {"status": "ready", "offsets": offsets}
+        if read_model is not None:
             # A lost database leaves the gateway serving from memory: ready, but degraded.
             model = read_model.status()
-            ok = model["status"] == "ok"
-            return JSONResponse(
-                {"status": "ready" if ok else "degraded", "offset": status["offset"]}
-                | ({} if ok else {"reason": f"read model database: {model['error']}"})
-                | {"read_model": model}
-            )
-        if log_view.ready:
-            return JSONResponse({"status": "ready", "offset": status["offset"]})
-        why = status.get("problem") or status.get("error") or "reading the event log"
-        return JSONResponse({"status": "not ready", "reason": why}, status_code=503)
+            if model["status"] != "ok":
+                problems.append(f"read model database: {model['error']}")
+            answer["read_model"] = model
+        if problems:
+            answer |= {"status": "degraded", "reason": "; ".join(problems)}
+        return JSONResponse(answer)
 
     return app
 

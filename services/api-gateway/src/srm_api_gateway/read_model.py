@@ -1,5 +1,6 @@
-"""The gateway's SQL read model: opened (and migrated) at start, fed by the event log
-view and the metrics follower, written in batches on a thread of its own, so neither
+"""The gateway's SQL read model: opened (and migrated) at start, fed by the event logs'
+followers (one per target cluster, and the single log of an earlier release) and the
+metrics follower, written in batches on a thread of its own, so neither
 the readers nor the HTTP event loop ever wait for the database.
 
 Faults:
@@ -22,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from srm_common.adapters.sql.projection import SqlProjection
+from srm_common.config.control import LEGACY_PREFIX
 from srm_common.control.events import Envelope
 from srm_common.control.state import ControlState
 from srm_common.errors import ConcurrencyError, SrmError
@@ -29,7 +31,7 @@ from srm_common.log_follower import Folded
 from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import TopicMapping
 
-from srm_api_gateway.event_projection import EventProjection
+from srm_api_gateway.event_projection import SINGLE, EventProjection
 from srm_api_gateway.metric_projection import MetricProjection, Read
 
 log = logging.getLogger(__name__)
@@ -54,12 +56,12 @@ class ReadModel:
         self._batch_s = batch_s
         self._retry_s = retry_s
         self._lock = threading.Lock()
-        self._queued_events: list[tuple[list[Envelope], ControlState, bool]] = []
+        self._queued_events: list[tuple[str, list[Envelope], ControlState, bool]] = []
         self._queued_reads: list[Read] = []
-        # Envelopes of the log view's current history (since its last restart) received,
-        # and how many of them are in the database: equal means SQL is up to date.
-        self._received = 0
-        self._stored = 0
+        # Per log: envelopes of its follower's current history (since its last restart)
+        # received, and how many of them are in the database: equal means up to date.
+        self._received: dict[str, int] = {}
+        self._stored: dict[str, int] = {}
         self._error: str | None = None
         self._failed_since: float | None = None
         self._probed = time.monotonic()
@@ -68,13 +70,18 @@ class ReadModel:
 
     # -- fed by the readers ------------------------------------------------------------
 
-    def on_fold(self, folded: Folded) -> None:
-        """A batch the event log's follower folded (on its thread)."""
-        self.on_events(folded.fresh, folded.state, folded.restarted)
+    def on_fold(self, name: str, folded: Folded) -> None:
+        """A batch the follower of log ``name`` folded (on its thread)."""
+        self.on_events(name, folded.fresh, folded.state, folded.restarted)
 
-    def on_events(self, fresh: Sequence[Envelope], state: ControlState, restarted: bool) -> None:
+    def on_events(
+        self, name: str, fresh: Sequence[Envelope], state: ControlState, restarted: bool
+    ) -> None:
+        """``name``: the log (a target's alias; a name starting ``legacy@`` is the single
+        log of an earlier release, stored as ``''``)."""
+        stored_as = SINGLE if name.startswith(LEGACY_PREFIX) else name
         with self._lock:
-            self._queued_events.append((list(fresh), state, restarted))
+            self._queued_events.append((stored_as, list(fresh), state, restarted))
 
     def on_metric(
         self, cluster: str, partition: int, offset: int, record: Aggregate | TopicMapping
@@ -84,13 +91,18 @@ class ReadModel:
 
     # -- read by HTTP handlers ---------------------------------------------------------
 
-    def history(self, view_count: int) -> list[Envelope] | None:
-        """Every event of the read model, when it holds the ``view_count`` envelopes the
-        log view holds (and more: a lost log's); None when memory must answer."""
-        if self._error is not None or self._stored < view_count or self._received < view_count:
+    def history(self, counts: Mapping[str, int]) -> dict[str, list[Envelope]] | None:
+        """Every event of the read model by log (``''``: the single log of an earlier
+        release), when it holds the envelopes the followers hold (``counts``, by log name;
+        and more: a lost log's); None when memory must answer."""
+        if self._error is not None:
             return None
+        for name, count in counts.items():
+            stored_as = SINGLE if name.startswith(LEGACY_PREFIX) else name
+            if self._stored.get(stored_as, 0) < count or self._received.get(stored_as, 0) < count:
+                return None
         try:
-            return self.events.envelopes()
+            return self.events.histories()
         except SrmError as exc:
             log.warning("read model: %s (answering from memory)", exc)
             return None
@@ -122,8 +134,9 @@ class ReadModel:
             "up_to_date": self._error is None and self._stored == self._received,
         }
 
-    def known_log(self) -> str | None:
-        return self.events.known_log()
+    def known_log(self, name: str) -> str | None:
+        """The log id last projected under log ``name`` (see :meth:`on_events`)."""
+        return self.events.known_log(SINGLE if name.startswith(LEGACY_PREFIX) else name)
 
     # -- the writer thread -------------------------------------------------------------
 
@@ -141,14 +154,15 @@ class ReadModel:
         with self._lock:
             batches, self._queued_events = self._queued_events, []
             reads, self._queued_reads = self._queued_reads, []
-        for fresh, _state, restarted in batches:
+        for name, fresh, _state, restarted in batches:
             if restarted:
-                self._received = self._stored = 0
-            self._received += len(fresh)
-        state = batches[-1][1] if batches else None
+                self._received[name] = self._stored[name] = 0
+            self._received[name] = self._received.get(name, 0) + len(fresh)
         self.metrics.add(reads)  # waits there if the events cannot be written
         try:
-            written = self.events.project([e for fresh, _, _ in batches for e in fresh], state)
+            for name, fresh, state, _restarted in batches:
+                self.events.offer(name, fresh, state)
+            written = self.events.flush()
             written += self.metrics.flush()
             now = time.monotonic()
             if not written and (self._error is not None or now - self._probed > PROBE_S):
@@ -171,7 +185,7 @@ class ReadModel:
                 time.monotonic() - (self._failed_since or time.monotonic()),
             )
         self._error = None
-        self._stored = self._received
+        self._stored = dict(self._received)
         return True
 
     def _run(self) -> None:

@@ -24,7 +24,7 @@ from srm_common.control.events import (
     TopicsAllowed,
 )
 from srm_common.control.task_configs import task_configs
-from srm_common.log_follower import LogFollower
+from srm_common.log_follower import LogFollower, LogSet
 from srm_common.testing import InMemoryEventLog
 
 from srm_api_gateway.http_api import create_app
@@ -111,12 +111,19 @@ def served(
     token: str | None = None,
     read_model: ReadModel | None = None,
 ) -> Iterator[str]:
-    """The gateway on a free port over ``envelopes`` (default :func:`history`) and
-    ``store``, taking commands with ``token``, projecting into ``read_model``, ready;
-    its URL."""
-    log = InMemoryEventLog()
-    log.put(history() if envelopes is None else envelopes)
-    view = LogFollower(log.reader, on_fold=read_model.on_fold if read_model else None, keep=True)
+    """The gateway on a free port over ``envelopes`` (default :func:`history`) as
+    backup's log (primary's is empty) and ``store``, taking commands with ``token``,
+    projecting into ``read_model``, ready; its URL."""
+    logs = {"backup": InMemoryEventLog(), "primary": InMemoryEventLog()}
+    logs["backup"].put(history() if envelopes is None else envelopes)
+
+    def follower(name: str) -> LogFollower:
+        on_fold = None
+        if read_model is not None:
+            on_fold = lambda folded: read_model.on_fold(name, folded)  # noqa: E731
+        return LogFollower(logs[name].reader, name=name, on_fold=on_fold, keep=True)
+
+    view = LogSet({name: follower(name) for name in logs})
     view.start()
     # ``token`` is the principal "ops"'s; the gateway relays with "api-gateway"'s.
     access = access_for({"ops": token}) if token else None

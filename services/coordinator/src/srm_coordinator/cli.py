@@ -6,6 +6,7 @@ import argparse
 import logging
 import signal
 import sys
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -22,7 +23,7 @@ from srm_common.cli_support import (
     port,
     setup_logging,
 )
-from srm_common.config.control import control_settings
+from srm_common.config.control import control_plane, pinned_targets
 from srm_common.config.unsupported import unsupported_settings
 from srm_common.errors import ConfigError, SrmError
 from srm_common.shutdown import SERVICE_STOP_SECONDS, exit_within
@@ -33,13 +34,19 @@ examples:
   srm-coordinator --config srm.yaml --port 8090 --id c1
   srm-coordinator --config srm.yaml --port 8091 --id c2   a standby: leads if c1 dies
   srm-coordinator --config srm.yaml --id c1 --state-file /var/lib/srm/c1.json
+  srm-coordinator --config srm.yaml --id dc2-c1 --target backup   only backup's log
 
-Several instances may run; the one holding the election group's partition leads and
-fences any previous leader. State is the event log srm-control.events.internal on the
-control cluster (srm.control.cluster, default: the first alias): a restart replays it.
-The coordinator writes no SQL: the gateway projects the log into its read model. It
-remembers only which log it followed (--state-file), to report a lost log after a
-restart instead of starting an empty one.
+Every target cluster holds the event log of the flows into it (srm-control.log.internal
+there), with its own election and leader: a coordinator serves the log of every target
+of the configuration (or those of --target, or of the key
+streams.replication.manager.driver.target.cluster), each on its own thread, so a cluster
+that is down holds up only its own log. Several instances may run; for each log, the one
+holding its election partition leads and fences any previous leader. A restart replays
+the logs. The first leader of a log moves the configuration of its flows from the
+single log of an earlier release (srm-control.events.internal on srm.control.cluster),
+if there is one. The coordinator writes no SQL: the gateway projects the logs into its
+read model. It remembers only which logs it followed (--state-file), to report a lost
+log after a restart instead of starting an empty one.
 
 Every POST needs a principal: a bearer token of the tokens file (srm.http.tokens.file,
 else $SRM_HTTP_TOKENS_FILE) or a client certificate (listeners = https://... with
@@ -62,7 +69,8 @@ def _run(argv: Sequence[str] | None) -> int:
     for line in (*config.warnings, *unsupported_settings(config)):
         logging.warning("%s", line)
     try:
-        settings = control_settings(config)
+        plane = control_plane(config)
+        targets = pinned_targets(config, args.target)
     except ConfigError as exc:
         fail("srm-coordinator", str(exc))
     for line in refused_clusters(config):  # wrong credentials or certificates
@@ -79,22 +87,25 @@ def _run(argv: Sequence[str] | None) -> int:
     state_file = args.state_file or f"srm-coordinator-{args.id or 'coordinator'}.json"
     if args.projection == "none":  # the old way of saying "no memory"
         state_file = "none"
+    coordinator_id = args.id or f"coordinator-{uuid.uuid4().hex[:8]}"
     try:
         memory = None
         if state_file != "none":
-            memory = LogMemory(Path(state_file), settings.events_topic)
-        coordinator = build(
+            topics = {s.name: s.events_topic for s in plane.serving(targets).logs.values()}
+            memory = LogMemory(Path(state_file), topics)
+        site = build(
             config,
-            settings,
-            coordinator_id=args.id,
+            plane,
+            coordinator_id=coordinator_id,
+            targets=targets,
             memory=memory,
             apply_config=args.apply_config,
         )
         # Before the app: its middleware and command metrics take their meter from it.
-        telemetry.setup("srm-coordinator", coordinator.id)
+        telemetry.setup("srm-coordinator", coordinator_id)
         access, tls = listener_security(config.extra)
         server = HttpServer(
-            create_app(coordinator, access),
+            create_app(site, access),
             host=args.host,
             port=args.port,
             name="srm-coordinator http",
@@ -106,19 +117,24 @@ def _run(argv: Sequence[str] | None) -> int:
 
     def on_signal(_number: int, _frame: FrameType | None) -> None:
         exit_within(SERVICE_STOP_SECONDS, "srm-coordinator")
-        coordinator.stop.set()
+        site.stop.set()
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
     server.start()
-    print(f"srm-coordinator {coordinator.id}: API at {server.url}", file=sys.stderr, flush=True)
+    served = ", ".join(site.logs)
+    print(
+        f"srm-coordinator {coordinator_id}: API at {server.url} (serves the logs of {served})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
-        coordinator.run(server.url)
-    except SrmError as exc:
-        fail("srm-coordinator", str(exc), status=1)
+        site.run(server.url)
     finally:
         server.stop()
         telemetry.current().shutdown()
+    if site.failure is not None:
+        fail("srm-coordinator", site.failure, status=1)
     return 0
 
 
@@ -132,6 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_config_arguments(parser)
     parser.add_argument("--id", help="this instance's name (default: coordinator-<random>)")
+    parser.add_argument(
+        "--target",
+        metavar="ALIAS[,ALIAS...]",
+        help="serve only the logs of these target clusters (default: SRM's key"
+        " streams.replication.manager.driver.target.cluster, else every target)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     parser.add_argument(
         "--port", type=port, default=0, help="HTTP port (default: any free one; logged)"

@@ -1,12 +1,15 @@
 """`srm-control`: SRM's command line for what is replicated, plus the audit trail.
 
 ``topics`` and ``groups`` edit or list a flow's allow list ("whitelist") and deny list
-("blacklist") with SRM's flags; the coordinator leader validates each change and records
-it in the event log, and the running drivers follow within seconds. ``partitions`` lists
-the partitions a driver halted (and records lost to retention) and resumes one from an
-explicit choice. ``audit`` replays the log: the history of changes, or with ``--at`` the
-whole state at a moment. ``acls --print`` prints the ACLs each service needs on each
-cluster, from the configuration alone (:mod:`srm_coordinator.acl_commands`).
+("blacklist") with SRM's flags; the leader of the log of the flow's target cluster
+validates each change and records it in that log (on the target), and the running
+drivers follow within seconds. A command touches only its flow's target: a cluster that
+is down elsewhere changes nothing for it. ``partitions`` lists the partitions a driver
+halted (and records lost to retention) and resumes one from an explicit choice.
+``audit`` replays every log (one per target, and the single log of an earlier release)
+as one history in time, each entry naming its log, or with ``--at`` each log's whole
+state at a moment. ``acls --print`` prints the ACLs each service needs on each cluster,
+from the configuration alone (:mod:`srm_coordinator.acl_commands`).
 """
 
 from __future__ import annotations
@@ -27,14 +30,14 @@ from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.adapters.http_client import HttpCredentials, credentials
 from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
-from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.control import ControlPlane, ControlSettings, control_plane
 from srm_common.config.model import SrmConfig
 from srm_common.control.events import describe
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
-from srm_coordinator import acl_commands, group_commands, restore
-from srm_coordinator.audit import format_time, parse_time, render_history, render_state
+from srm_coordinator import acl_commands, audit_command, group_commands, restore
+from srm_coordinator.audit import format_time
 from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
 from srm_coordinator.partition_listing import DEFAULT_LIMIT, partition_lines
 
@@ -60,6 +63,7 @@ examples:
   srm-control audit                                  configuration changes, oldest first
   srm-control audit --all                            ... with membership and assignment
   srm-control audit --at 2026-11-20T09:30:00Z        the whole state at that moment
+  srm-control audit --target backup                  only the log of the flows into backup
   srm-control audit --db sqlite:///srm-gateway.db   from the gateway's read model
   srm-control restore --from-db postgresql+psycopg://srm:PASSWORD@db/srm   after 'event log lost'
   srm-control acls --print                           the ACLs SRM needs (kafka-acls.sh)
@@ -67,7 +71,9 @@ examples:
 
 The configuration comes from --config, else $SRM_CONFIG, else ./srm.yaml, else
 ./deploy/local/srm.yaml (the stack `make up` runs). Changes take effect on the running
-drivers within seconds; denylist entries win over allowlist entries.
+drivers within seconds; denylist entries win over allowlist entries. Each target
+cluster holds the log of the flows into it: a change to S->T needs only T (and a
+coordinator that serves T's log) to be up.
 
 A change is sent to the coordinator leader, again (under the same command id, so it
 applies once) across a leader change or a lost answer, until --timeout (30 s).
@@ -99,28 +105,29 @@ def _run(argv: Sequence[str] | None) -> int:
     _HTTP_EXTRA.clear()
     _HTTP_EXTRA.update(config.extra)
     try:
-        settings = control_settings(config)
+        plane = control_plane(config)
     except SrmError as exc:
         fail(PROG, str(exc))
-    settings = _with_overrides(settings, args)
+    plane = _with_overrides(plane, args)
     offline = getattr(args, "db", None) or getattr(args, "from_db", None)
     if args.command != "acls" and not offline:
         # A wrong password or an untrusted certificate is one line, not a retry loop.
-        for line in refused_clusters(config, [settings.cluster], timeout_s=5.0):
+        touched = [args.target] if getattr(args, "target", None) in plane.logs else plane.targets
+        for line in refused_clusters(config, list(touched), timeout_s=5.0):
             fail(PROG, line)
     if args.command == "audit":
-        return _audit(args, settings)
+        return audit_command.run(args, plane)
     if args.command == "restore":
-        return restore.run(args, settings)
+        return restore.run(args, config, plane)
     if args.command == "acls":
         return acl_commands.run(args, config)
     if args.command == "partitions":
-        return _partitions(args, config, settings)
+        return _partitions(args, config, plane)
     if args.command == "offsets":
         return group_commands.offsets(args, config)
     if args.command in ("failover", "failback"):
         return group_commands.failover(args, config)
-    return _patterns(args, config, settings)
+    return _patterns(args, config, plane)
 
 
 def _config_path(given: Path | None) -> Path:
@@ -132,15 +139,28 @@ def _config_path(given: Path | None) -> Path:
     fail(PROG, "no configuration found: pass --config FILE or set SRM_CONFIG")
 
 
-def _with_overrides(settings: ControlSettings, args: argparse.Namespace) -> ControlSettings:
-    client = dict(settings.client)
+def _with_overrides(plane: ControlPlane, args: argparse.Namespace) -> ControlPlane:
+    """``--props`` for every log's client; ``--bootstrap-servers`` for the one cluster a
+    command names (its ``--target``), refused where it would be ambiguous."""
     try:
-        client.update(parse_pairs(_split(args.props), "--props", "security.protocol=SSL"))
+        props = parse_pairs(_split(args.props), "--props", "security.protocol=SSL")
     except ValueError as exc:
         fail(PROG, str(exc))
+    plane = plane.with_client(props)
     if args.bootstrap_servers:
-        client["bootstrap.servers"] = args.bootstrap_servers
-    return replace(settings, client=client)
+        target = getattr(args, "target", None)
+        if target not in plane.logs:
+            fail(
+                PROG,
+                "--bootstrap-servers names one cluster: give --target ALIAS too (each target"
+                " cluster holds the log of the flows into it)",
+            )
+        servers = {"bootstrap.servers": args.bootstrap_servers}
+        log = plane.log(target)
+        plane = replace(
+            plane, logs={**plane.logs, target: replace(log, client={**log.client, **servers})}
+        )
+    return plane
 
 
 def _split(value: str | None) -> list[str]:
@@ -157,6 +177,13 @@ def _state(settings: ControlSettings) -> ControlState:
 # -- topics / groups ---------------------------------------------------------------------
 
 
+def _log_of(plane: ControlPlane, flow: str) -> ControlSettings:
+    settings = plane.log_of(flow)
+    if settings is None:
+        fail(PROG, f"no replication {flow} is configured")
+    return settings
+
+
 def _flow(args: argparse.Namespace, config: SrmConfig) -> str:
     for alias in (args.source, args.target):
         if alias not in config.clusters:
@@ -168,8 +195,9 @@ def _flow(args: argparse.Namespace, config: SrmConfig) -> str:
     return f"{args.source}->{args.target}"
 
 
-def _patterns(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+def _patterns(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane) -> int:
     flow = _flow(args, config)
+    settings = _log_of(plane, flow)
     actions = [
         (action, _split(getattr(args, action.replace("-", "_"))))
         for action in ("add", "remove", "add-blacklist", "remove-blacklist")
@@ -232,8 +260,8 @@ def _send(
     if state.leader is None and not gateway:
         fail(
             PROG,
-            "not applied: no coordinator has ever led this event log: start srm-coordinator"
-            " (make up starts two)",
+            f"not applied: no coordinator has ever led the log of {settings.name} (the flows"
+            f" into {settings.cluster}): start srm-coordinator (make up starts two)",
             status=EXIT_NOT_APPLIED,
         )
     creds = _credentials()
@@ -332,8 +360,9 @@ def _print_lists(state: ControlState, flow: str, kind: str) -> None:
 # -- partitions --------------------------------------------------------------------------
 
 
-def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSettings) -> int:
+def _partitions(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane) -> int:
     flow = _flow(args, config)
+    settings = _log_of(plane, flow)
     if args.resume is None and not args.list:
         fail(
             PROG,
@@ -374,38 +403,6 @@ def _partitions(args: argparse.Namespace, config: SrmConfig, settings: ControlSe
 # -- audit -------------------------------------------------------------------------------
 
 
-def _audit(args: argparse.Namespace, settings: ControlSettings) -> int:
-    try:
-        at_ms = parse_time(args.at) if args.at else None
-        since_ms = parse_time(args.since) if args.since else None
-    except ValueError as exc:
-        fail(PROG, str(exc))
-    if args.db:
-        from srm_common.adapters.sql.projection import SqlProjection
-        from srm_common.control.events import decode
-
-        try:
-            projection = SqlProjection(args.db, migrate=False)
-            envelopes = [decode(v, offset=o) for o, v in projection.values_until()]
-            projection.close()
-        except SrmError as exc:
-            fail(PROG, str(exc), status=1)
-    else:
-        try:
-            envelopes = read_log(settings, timeout=15)
-        except SrmError as exc:
-            fail(PROG, str(exc), status=1)
-    if at_ms is not None:
-        print(render_state(replay(envelopes, until_ms=at_ms), at_ms, as_json=args.json))
-    else:
-        print(
-            render_history(
-                envelopes, since_ms=since_ms, flow=args.flow, everything=args.all, as_json=args.json
-            )
-        )
-    return 0
-
-
 # -- parser ------------------------------------------------------------------------------
 
 
@@ -435,8 +432,10 @@ def _client_options() -> argparse.ArgumentParser:
 CLIENT_OPTIONS = """\
 options of every subcommand (before or after it):
   --config FILE              srm.yaml or SRM/MM2 properties (default: see below)
-  --bootstrap-servers H:P    the control cluster's bootstrap servers, overriding the config
-  --props K=V,...            client settings for the control cluster (security.protocol=SSL)
+  --bootstrap-servers H:P    the bootstrap servers of the --target cluster (whose log the
+                             command reads), overriding the config
+  --props K=V,...            client settings for the clusters holding the logs
+                             (security.protocol=SSL)
   --producer-props, --consumer-props K=V,...   accepted for SRM compatibility; use --props
   --token-file FILE          the token commands bear (default: $SRM_TOKEN_FILE, else
                              .run/http/srm-control.token, written by `make up`)
@@ -572,32 +571,7 @@ def _parser() -> argparse.ArgumentParser:
             help="translate even while the group still has members on --from",
         )
         f.add_argument("--dry-run", action="store_true", help="print, change nothing")
-    a = sub.add_parser(
-        "audit",
-        help="history of changes, or the state at a moment",
-        epilog=CLIENT_OPTIONS + EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    a.add_argument(
-        "--at",
-        metavar="TIME",
-        help="print the complete state at TIME (ISO 8601, e.g. 2026-11-20T09:30:00Z,"
-        " or epoch milliseconds)",
-    )
-    a.add_argument("--since", metavar="TIME", help="history from TIME on")
-    a.add_argument("--flow", metavar="S->T", help="only changes of this flow")
-    a.add_argument(
-        "--all",
-        action="store_true",
-        help="include membership and assignment events (default: configuration only)",
-    )
-    a.add_argument(
-        "--db",
-        metavar="URL",
-        help="read the gateway's SQL read model (its --db-url) instead of Kafka; it keeps"
-        " a lost log's history too",
-    )
-    a.add_argument("--json", action="store_true", help="machine-readable output")
+    audit_command.add_parser(sub, CLIENT_OPTIONS + EPILOG)
     restore.add_parser(sub, CLIENT_OPTIONS + EPILOG)
     acl_commands.add_parser(sub, CLIENT_OPTIONS + EPILOG)
     return parser

@@ -1,6 +1,8 @@
-"""The coordinator's HTTP API: commands in, state and leadership out.
+"""The coordinator's HTTP API: commands in, state and leadership out, for every target
+log the process serves (:mod:`srm_coordinator.site`).
 
-srm-control and (later) the gateway send commands here. A standby answers 503 with the
+srm-control and the gateway send commands here; a command names a flow, and goes to the
+coordinator of the log of the flow's target. A standby of that log answers 503 with the
 leader's URL in ``leader``, so a client can follow it; a rejected command is a 400 and
 a command the leader did not carry out in time a 504, each with the one line to show
 in ``error``. Every answer to a command says its ``outcome``: ``applied``, ``already
@@ -44,6 +46,7 @@ from srm_common.control.commands import (
 from starlette.exceptions import HTTPException
 
 from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
+from srm_coordinator.site import CoordinatorSite, NotServed
 
 # Service metrics: a command's outcome by the status it was answered with.
 OUTCOMES = {200: "applied", 400: "rejected", 503: "not leading", 504: "timed out"}
@@ -129,8 +132,25 @@ def _as_driver(who: str) -> str:
     return who.replace(":", " ", 1) if who.startswith("driver:") else who
 
 
-def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
-    app = FastAPI(title="SRM coordinator", version="1")
+def _leading(coordinator: Coordinator) -> dict[str, object]:
+    current = coordinator.snapshot().leader
+    return {
+        "leading": coordinator.leads(),
+        "leader": None
+        if current is None
+        else {"coordinator": current.coordinator, "url": current.url, "epoch": current.epoch},
+        # The event log as read here: its identity, why it is not followed ("event log
+        # lost", a newer SRM's event, its cluster unreachable), records skipped.
+        "log": coordinator.log_status(),
+        # Leading with a file that differs from the log's baseline: not applied, why.
+        "config_drift": coordinator.config_drift(),
+        # Rounds that appended events: count, last and longest (decide and commit), ms.
+        "rounds": dict(coordinator.round_times),
+    }
+
+
+def create_app(site: CoordinatorSite, access: Access) -> FastAPI:
+    app = FastAPI(title="SRM coordinator", version="2")
     app.add_middleware(BodyLimit)
     guard(app, access)
     app.add_middleware(Tracing)  # outermost: a refused request is traced too
@@ -156,39 +176,37 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
 
     @app.get("/v1/leader")
     def leader() -> dict[str, object]:
-        current = coordinator.snapshot().leader
+        """Per target log this process serves: does it lead, who does, the log's status."""
         return {
-            "coordinator": coordinator.id,
-            "leading": coordinator.leads(),
-            "leader": None
-            if current is None
-            else {"coordinator": current.coordinator, "url": current.url, "epoch": current.epoch},
-            # The event log as read here: its identity, why it is not followed ("event
-            # log lost", a newer SRM's event), records skipped as not events.
-            "log": coordinator.log_status(),
-            # Leading with a file that differs from the log's baseline: not applied, why.
-            "config_drift": coordinator.config_drift(),
-            # Leading: the members fence on each target cluster (position, write errors).
-            "fences": coordinator.fences(),
-            # Rounds that appended events: count, last and longest (decide and commit), ms.
-            "rounds": dict(coordinator.round_times),
+            "coordinator": site.id,
+            "leading": site.leads(),
+            "logs": {target: _leading(c) for target, c in site.logs.items()},
         }
 
     @app.get("/v1/state")
     def state() -> dict[str, object]:
-        snapshot = coordinator.snapshot()
-        return {
-            "offset": snapshot.offset,
-            "digest": snapshot.digest(),
-            "state": snapshot.to_json(),
-            "log": coordinator.log_status(),
-            # Leading with a file that differs from the log's baseline: not applied, why.
-            "config_drift": coordinator.config_drift(),
-        }
+        """Per target log: the folded state and its digest."""
+        logs: dict[str, object] = {}
+        for target, coordinator in site.logs.items():
+            snapshot = coordinator.snapshot()
+            logs[target] = {
+                "offset": snapshot.offset,
+                "digest": snapshot.digest(),
+                "state": snapshot.to_json(),
+                "log": coordinator.log_status(),
+                "config_drift": coordinator.config_drift(),
+            }
+        return {"coordinator": site.id, "logs": logs}
 
     @app.get("/v1/drivers")
     def drivers() -> dict[str, object]:
-        return {"leading": coordinator.leads(), "drivers": coordinator.members()}
+        return {
+            "leading": site.leads(),
+            "logs": {
+                target: {"leading": c.leads(), "drivers": c.members()}
+                for target, c in site.logs.items()
+            },
+        }
 
     def run(command: Command, by: str) -> JSONResponse:
         started = time.monotonic()
@@ -203,7 +221,11 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
 
     def carry_out(command: Command, by: str) -> JSONResponse:
         try:
-            result = coordinator.submit(command, by)
+            result = site.of_flow(command.flow).submit(command, by)
+        except NotServed as exc:
+            return JSONResponse(
+                {"error": str(exc), "leader": None, "outcome": "not applied"}, status_code=503
+            )
         except NotLeader as exc:
             return _not_leader(exc)
         except CommandRejected as exc:
@@ -256,7 +278,11 @@ def create_app(coordinator: Coordinator, access: Access) -> FastAPI:
     @app.post("/v1/flows/{source}/{target}/refresh")
     def refresh(source: str, target: str, body: RefreshBody) -> JSONResponse:
         try:
-            coordinator.notify(f"{source}->{target}")
+            site.of_flow(f"{source}->{target}").notify(f"{source}->{target}")
+        except NotServed as exc:
+            return JSONResponse({"error": str(exc), "leader": None}, status_code=503)
+        except CommandRejected as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
         except NotLeader as exc:
             return _not_leader(exc)
         return JSONResponse({"accepted": True}, status_code=202)

@@ -31,15 +31,14 @@ from srm_common.control.events import (
     FlowBaseline,
     LogStarted,
 )
-from srm_common.control.fences import Fence
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
 from srm_common.control.refresh import Discoverer, DiscoveryPending, Due, RefreshSchedule, refreshed
-from srm_common.control.state import ControlState, apply, parse_task_id
+from srm_common.control.state import ControlState, apply
 from srm_common.errors import SrmError
 from srm_common.tracecontext import TraceContext
 
-from srm_coordinator.fencing import Fencer
 from srm_coordinator.membership import Membership
+from srm_coordinator.migration import Migration
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +47,9 @@ RETRY_MS = 5000
 TRACE_FOLLOW_MS = 60_000
 
 
-def baseline_of(config: SrmConfig) -> dict[str, FlowBaseline]:
-    """What the config file says about each flow's lists and switch."""
+def baseline_of(config: SrmConfig, target: str | None = None) -> dict[str, FlowBaseline]:
+    """What the config file says about each flow's lists and switch (of the flows into
+    ``target`` only, when given: a target's log holds those)."""
     return {
         flow.name: FlowBaseline(
             enabled=flow.enabled,
@@ -59,6 +59,7 @@ def baseline_of(config: SrmConfig) -> dict[str, FlowBaseline]:
             groups_exclude=tuple(flow.groups_exclude),
         )
         for flow in config.flows.values()
+        if target is None or flow.target == target
     }
 
 
@@ -103,13 +104,15 @@ class Leader:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         apply_config: bool = False,
-        fencer: Fencer | None = None,
+        migration: Migration | None = None,
     ) -> None:
         self.config = config
-        # Writes the members to every target cluster; without one (unit tests of other
-        # things), a freed task waits from the commit, as if fenced at once.
-        self.fencer = fencer
-        self._fenced: tuple[str | None, frozenset[tuple[str, str]]] | None = None
+        # The target whose log this leader leads: it plans and assigns the flows into it.
+        self.target = control.cluster
+        self.migration = migration
+        # The id of the log this take-over started with the old log's configuration: the
+        # old log is told once the round is committed (None: nothing moved).
+        self.migrated_to: str | None = None
         self.apply_config = apply_config
         # Why this coordinator's file was not applied at its take-over (None: it was,
         # or it equals the log's baseline).
@@ -121,15 +124,14 @@ class Leader:
         self.control = control
         self.clock = clock
         self.monotonic = monotonic
-        self.flows: dict[str, FlowConfig] = {f.name: f for f in config.flows.values()}
+        self.flows: dict[str, FlowConfig] = {
+            f.name: f for f in config.flows.values() if f.target == self.target
+        }
         # Topics and groups of each flow are due on their own intervals.
         self._due = {name: RefreshSchedule() for name in self.flows}
         # Task -> monotonic time (s) before which it must not run anywhere: its last
         # driver left without its word and may still write until then.
         self.waiting: dict[str, float] = {}
-        # Task -> (its target cluster, log position, wait ms): freed, and waiting for a
-        # fence of that position on that cluster before its wait-out starts.
-        self.pending: dict[str, tuple[str, int, int]] = {}
         # Monotonic time (s) before which no task runs anywhere: a log just restored
         # knows nothing of what drivers of the lost log may still write.
         self.hold_until = 0.0
@@ -147,53 +149,25 @@ class Leader:
         return int(self.monotonic() * 1000)
 
     def committed(self, round_: Round, state: ControlState) -> None:
-        """The round is in the log (``state`` folds it): fence the departed on their
-        target clusters, and start waiting out the writes of the tasks it freed."""
+        """The round is in the log (``state`` folds it): start waiting out the writes of
+        the tasks it freed. The log is in the cluster the tasks write into, so a driver
+        renewing its lease there sees the removal; its lease ends ``lease.ms`` after the
+        commit at the latest (docs/design.md, sections 1 and 7)."""
         now = self.monotonic()
-        self._fence(state, force=bool(round_.freed))
         for task, wait_ms in round_.freed.items():
-            cluster = self._target_of(task)
-            if self.fencer is None or cluster is None:
-                self.waiting[task] = max(self.waiting.get(task, 0.0), now + wait_ms / 1000)
-            else:
-                self.pending[task] = (cluster, state.offset, wait_ms)
+            self.waiting[task] = max(self.waiting.get(task, 0.0), now + wait_ms / 1000)
         if round_.freed:
             longest = max(round_.freed.values()) / 1000
             log.info(
-                "%d tasks wait %.1f s (after their target cluster acknowledged the fence)"
-                " before they move: their driver may still write until then",
+                "%d tasks wait %.1f s before they move: their driver may still write until then",
                 len(round_.freed),
                 longest,
             )
 
-    def _fence(self, state: ControlState, *, force: bool) -> None:
-        """Want a fence of ``state``'s members if they changed (or ``force``)."""
-        if self.fencer is None or state.log_id is None:
-            return
-        members = frozenset((name, info.instance) for name, info in state.drivers.items())
-        if not force and self._fenced == (state.log_id, members):
-            return
-        self._fenced = (state.log_id, members)
-        epoch = state.leader.epoch if state.leader else 0
-        self.fencer.want(Fence(state.log_id, state.offset, epoch, members, self.now_ms()))
-
-    def _target_of(self, task: str) -> str | None:
-        try:
-            flow = self.flows.get(parse_task_id(task)[0])
-        except ValueError:
-            return None
-        return flow.target if flow is not None else None
-
     def _waiting_now(self) -> set[str]:
         now = self.monotonic()
-        for task, (cluster, position, wait_ms) in list(self.pending.items()):
-            acked = self.fencer.acked(cluster) if self.fencer is not None else None
-            if acked is not None and acked[0] >= position:
-                until = acked[1] + wait_ms / 1000
-                self.waiting[task] = max(self.waiting.get(task, 0.0), until)
-                del self.pending[task]
         self.waiting = {task: until for task, until in self.waiting.items() if until > now}
-        return set(self.waiting) | set(self.pending)
+        return set(self.waiting)
 
     def _held(self, state: ControlState) -> set[str]:
         return set(state.all_task_ids()) if self.monotonic() < self.hold_until else set()
@@ -208,16 +182,30 @@ class Leader:
         ).wait_out_ms
 
     def take_over(self, state: ControlState) -> Round:
-        """Announce the new term and bring the log in line with the config file."""
+        """Announce the new term and bring the log in line with the config file; a new
+        log first takes over what the single log of an earlier release says of its
+        flows (:mod:`srm_coordinator.migration`)."""
         now = self.now_ms()
         round_ = Round(state, f"coordinator {self.coordinator}", now)
-        if state.log_id is None:
+        self.migrated_to = None
+        migration = self.migration
+        if state.offset < 0 and migration is not None and not migration.moved(self.target):
+            log_id, events = migration.events(self.target)
+            round_.add(events, by=f"coordinator {self.coordinator} (migration)")
+            self.migrated_to = log_id
+            log.info(
+                "%s: the log of %s starts with the configuration of its flows from %s",
+                self.coordinator,
+                self.target,
+                migration.where,
+            )
+        elif state.log_id is None:
             # The log's identity: its first event (or, in a log older than log ids, given
             # by the first leader that reads it).
-            round_.add([LogStarted(uuid.uuid4().hex, None, "")])
+            round_.add([LogStarted(uuid.uuid4().hex, None, "", self.target)])
         epoch = (state.leader.epoch if state.leader else 0) + 1
         round_.add([CoordinatorElected(self.coordinator, self.url, epoch)])
-        baseline = baseline_of(self.config)
+        baseline = baseline_of(self.config, self.target)
         drift = config_drift(round_.state, baseline, self.config.source)
         self.config_drift = None if self.apply_config else drift
         if self.config_drift is not None:
@@ -232,13 +220,15 @@ class Leader:
         # A previous leader may have freed tasks a moment ago: every task without a
         # driver waits out the longest writes a driver could still make.
         wait = self._wait_out_ms(0, 0)
-        if state.leader is None and state.offset >= 0:
-            # Events but never a leader: a log srm-control restore wrote. Drivers of the
-            # lost log stopped renewing their leases when they lost it (or when this
-            # coordinator joined the election); whatever task they ran, wait them out.
+        if (state.leader is None and state.offset >= 0) or self.migrated_to is not None:
+            # Events but never a leader: a log srm-control restore wrote (or the
+            # configuration moved from an earlier release's log). Drivers of the old log
+            # stopped renewing their leases when they lost it (or when this coordinator
+            # joined the election); whatever task they ran, wait them out.
             self.hold_until = self.monotonic() + wait / 1000
             log.info(
-                "a restored log: no task runs for %.1f s (drivers of the lost log)", wait / 1000
+                "a restored or migrated log: no task runs for %.1f s (drivers of the old log)",
+                wait / 1000,
             )
         round_.freed = {
             task: wait

@@ -17,7 +17,7 @@ from srm_common.control.events import Envelope
 from srm_common.control.integrity import LogProblem
 from srm_common.control.refresh import Discoverer
 
-from srm_coordinator.fencing import FenceWriterPort
+from srm_coordinator.migration import LegacyFactory
 
 
 class LogReader(Protocol):
@@ -74,7 +74,7 @@ class Adapters:
     ``prepare(create_events)`` makes sure the control topics exist (the events topic is
     created only when ``create_events``); ``reader(client_id, known_log)``,
     ``writer(client_id)``, ``beats(client_id, since_ms)``, ``election(member)``,
-    ``fence_writer(cluster)``."""
+    ``legacy()`` (the single log of an earlier release, to move from)."""
 
     prepare: Callable[[bool], None]
     reader: Callable[[str, str | None], LogReader]
@@ -83,8 +83,8 @@ class Adapters:
     beats: Callable[[str, int], Beats]
     election: Callable[[str], Election]
     discovery: Callable[[], Discoverer]
-    # A writer of fences to a target cluster (srm_coordinator.fencing); None: no fences
-    # are written and freed tasks wait from their commit (unit tests of other things).
-    fence_writer: Callable[[str], FenceWriterPort] | None = None
+    # The single log of an earlier release (srm_coordinator.migration); None: nothing
+    # to move from (unit tests of other things).
+    legacy: LegacyFactory | None = None
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic

@@ -1,24 +1,27 @@
-"""``srm-control restore``: a new event log in place of a lost one.
+"""``srm-control restore``: a new event log in place of a lost one, per target cluster.
 
-When the event log is lost (its topic deleted or recreated), coordinators and drivers
-keep their last state and say ``event log lost``. This writes a new log that restores
-the configuration the lost log held, taken from the gateway's SQL read model
-(``--from-db URL``, its ``--db-url``, replayed to its end) or from an export of
-``srm-control audit --at TIME --json`` (``--from-audit FILE``)::
+Each target cluster holds the log of the flows into it. When one is lost (its topic
+deleted or recreated), coordinators and drivers of that target keep their last state and
+say ``event log lost``; the other targets' logs are not concerned. This writes a new log
+for each target named (``--target``; by default every target whose log topic is missing
+or empty) that restores the configuration of its flows, taken from the gateway's SQL
+read model (``--from-db URL``, its ``--db-url``, every log replayed to its end) or from
+an export of ``srm-control audit --at TIME --json`` (``--from-audit FILE``)::
 
-    offset  event                                        by
-    0       log.started  L2, restored_from L1, source    alice@host via srm-control restore
-    2       config.applied  (the file's baseline)        (same)
-    4       flow.enabled primary->backup                 (same)
-    6       topics.allowed primary->backup: orders, ...  (same)
+    offset  event                                              by
+    0       log.started  L2 (target backup), restored_from L1  alice@host via srm-control restore
+    2       config.applied  (the file's baseline of its flows) (same)
+    4       flow.enabled primary->backup                       (same)
+    6       topics.allowed primary->backup: orders, ...        (same)
     ...     partition.halted / resume_requested / records.lost, as the lost log had them
 
-Only configuration is restored: switches and lists of every flow (srm-control's changes
-included), the config file's baseline, halted partitions, resumes asked for and records
-lost to retention. Task configs, membership and assignment are not: the coordinator that
-leads the restored log plans them again (after waiting out the lost log's drivers) and
-drivers rejoin it. Readers that knew the lost log take up the restored one by itself
-(its ``restored_from``); the audit shows the restore and by whom.
+Only configuration is restored (:mod:`srm_common.control.carry`): task configs,
+membership and assignment are not; the coordinator that leads the restored log plans
+them again (after waiting out the lost log's drivers) and drivers rejoin it. Readers
+that knew the lost log take up the restored one by themselves (its ``restored_from``);
+the audit shows the restore and by whom. A source older than per-target logs (a read
+model or an export of the single log of an earlier release) restores any target's
+flows from that one log.
 """
 
 from __future__ import annotations
@@ -41,36 +44,30 @@ from srm_common.adapters.kafka_log import (
     ensure_control_topics,
 )
 from srm_common.cli_support import fail
-from srm_common.config.control import ControlSettings
+from srm_common.config.control import LEGACY_PREFIX, ControlPlane, ControlSettings
+from srm_common.config.model import SrmConfig
+from srm_common.control.carry import configuration, configuration_events, into
 from srm_common.control.events import (
-    ConfigApplied,
     Envelope,
-    Event,
     FlowBaseline,
-    FlowDisabled,
-    FlowEnabled,
     LogStarted,
-    PartitionHalted,
-    PartitionResumeRequested,
-    RecordsLost,
     decode,
     describe,
-    pattern_event_class,
 )
 from srm_common.control.state import ControlState, FlowState, HaltInfo, ResumeInfo, replay
 from srm_common.errors import SrmError
 
 PROG = "srm-control"
-LISTS = (
-    ("topics", "allow", "topics"),
-    ("topics", "deny", "topics_exclude"),
-    ("groups", "allow", "groups"),
-    ("groups", "deny", "groups_exclude"),
-)
+# The single log of an earlier release, in a source: it held every flow.
+SINGLE = ""
 
 
 class RestoreError(SrmError):
     """The source cannot be restored from (one line: what and where)."""
+
+
+class NotLost(RestoreError):
+    """The events topic holds a log: nothing to restore there without ``--replace``."""
 
 
 def add_parser(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: ignore[type-arg]
@@ -93,6 +90,12 @@ def add_parser(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: i
         help="an export of `srm-control audit --at TIME --json`",
     )
     r.add_argument(
+        "--target",
+        metavar="ALIAS[,ALIAS...]",
+        help="the target clusters whose log to restore (default: every target whose log"
+        " topic is missing or empty)",
+    )
+    r.add_argument(
         "--replace",
         action="store_true",
         help="delete the events topic and write the restored log in its place even if it"
@@ -105,71 +108,71 @@ def add_parser(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: i
 
 
 def restored_events(
-    lost: ControlState, *, log_id: str, source: str, by: str, now_ms: int
+    lost: ControlState, *, log_id: str, source: str, by: str, now_ms: int, target: str
 ) -> list[Envelope]:
-    """The events of a new log that restores ``lost``'s configuration (module docstring)."""
-    events: list[Event] = [LogStarted(log_id, lost.log_id or "", source)]
-    if lost.config_path is not None:
-        events.append(ConfigApplied(lost.config_path, dict(lost.baseline)))
-    for name, flow in sorted(lost.flows.items()):
-        events.append(FlowEnabled(name) if flow.enabled else FlowDisabled(name))
-        for kind, list_, field in LISTS:
-            patterns = flow.patterns(field)
-            if patterns:
-                events.append(pattern_event_class(kind, list_, True)(name, patterns))  # type: ignore[arg-type]
-    for _key, h in sorted(lost.halts.items()):
-        events.append(PartitionHalted(h.flow, h.topic, h.partition, h.kind, h.reason, h.driver))
-    for _key, r in sorted(lost.resumes.items()):
-        events.append(
-            PartitionResumeRequested(r.flow, r.topic, r.partition, r.mode, r.offset, r.request_id)
-        )
-    for key, ranges in sorted(lost.losses.items()):
-        flow, topic, partition = key.split("|")
-        for first, end in ranges:
-            driver = "unknown (restored)"
-            events.append(RecordsLost(flow, topic, int(partition), first, end, driver))
+    """The events of ``target``'s new log, restoring ``lost``'s configuration of the
+    flows into ``target`` (module docstring)."""
+    events = [
+        LogStarted(log_id, lost.log_id or "", source, target),
+        *configuration_events(lost, into(target)),
+    ]
     return [Envelope(event, now_ms, by) for event in events]
 
 
-def configuration(state: ControlState) -> dict[str, object]:
-    """What a restore brings back, to compare a restored log with its source."""
-    return {
-        "config_path": state.config_path,
-        "baseline": dict(state.baseline),
-        "flows": dict(state.flows),
-        "halts": {k: (h.kind, h.reason, h.driver) for k, h in state.halts.items()},
-        "resumes": {k: (r.mode, r.offset, r.request_id) for k, r in state.resumes.items()},
-        "losses": dict(state.losses),
-    }
+def lost_state(states: Mapping[str, ControlState], target: str) -> ControlState | None:
+    """What a source says of ``target``'s flows: its log, else the single log of an
+    earlier release (which held every flow); None when it holds neither."""
+    single = [s for name, s in states.items() if name == SINGLE or name.startswith(LEGACY_PREFIX)]
+    return states.get(target) or (single[0] if single else None)
 
 
 # -- sources -----------------------------------------------------------------------------
 
 
-def from_db(url: str) -> tuple[ControlState, str]:
-    """The state the gateway's read model replays to, and how to name it in the log."""
+def from_db(url: str) -> tuple[dict[str, ControlState], str]:
+    """The state of every log the gateway's read model replays to (by log; ``""``: the
+    single log of an earlier release), and how to name the source in the log."""
     from srm_common.adapters.sql.projection import SqlProjection, redact_url
 
     with SqlProjection(url, migrate=False) as projection:
-        rows = projection.values_until()
+        rows = projection.values_by_log()
     if not rows:
         raise RestoreError(f"the SQL projection {redact_url(url)} holds no events")
-    state = replay(decode(value, offset=offset) for offset, value in rows)
-    return state, f"SQL projection {redact_url(url)} up to row {rows[-1][0]}"
+    states = {
+        log: replay(decode(value, offset=offset) for offset, value in values)
+        for log, values in rows.items()
+    }
+    total = sum(len(values) for values in rows.values())
+    return states, f"SQL projection {redact_url(url)} ({total} rows)"
 
 
-def from_audit(path: Path) -> tuple[ControlState, str]:
-    """The state an ``audit --at TIME --json`` export holds, and how to name it."""
+def from_audit(path: Path) -> tuple[dict[str, ControlState], str]:
+    """The state of every log an ``audit --at TIME --json`` export holds (by log; an
+    export of one state, from an earlier release, as ``""``), and how to name it."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RestoreError(f"cannot read the audit export {path}: {exc}") from exc
     where = f"audit export {path}"
-    state = _object(_object(document, "", where).get("state"), "state", where)
-    at = document.get("at", "?")
+    top = _object(document, "", where)
+    at = top.get("at", "?")
+    if "logs" in top:
+        logs = _object(top["logs"], "logs", where)
+        states = {
+            name: _state_of(
+                _object(_object(v, f"logs.{name}", where).get("state"), "state", where), where
+            )
+            for name, v in logs.items()
+        }
+    else:
+        states = {SINGLE: _state_of(_object(top.get("state"), "state", where), where)}
+    return states, f"audit export {path.name} (state at {at})"
+
+
+def _state_of(state: dict[str, object], where: str) -> ControlState:
     log_id = state.get("log_id")
     config_path = state.get("config_path")
-    lost = ControlState(
+    return ControlState(
         log_id=log_id if isinstance(log_id, str) else None,
         config_path=config_path if isinstance(config_path, str) else None,
         baseline={
@@ -195,7 +198,6 @@ def from_audit(path: Path) -> tuple[ControlState, str]:
             for key, ranges in _object(state.get("losses", {}), "losses", where).items()
         },
     )
-    return lost, f"audit export {path.name} (state at {at})"
 
 
 def _object(value: object, name: str, where: str) -> dict[str, object]:
@@ -226,23 +228,57 @@ def _fields(value: object, cls: type, name: str, where: str) -> dict[str, object
 # -- the command -------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace, settings: ControlSettings) -> int:
+def run(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane) -> int:
     try:
-        lost, source = from_db(args.from_db) if args.from_db else from_audit(args.from_audit)
+        states, source = from_db(args.from_db) if args.from_db else from_audit(args.from_audit)
     except SrmError as exc:
         fail(PROG, str(exc), status=1)
+    named = [t.strip() for t in (args.target or "").split(",") if t.strip()]
+    for target in named:
+        if target not in plane.logs:
+            fail(PROG, f"--target {target!r} holds no log; targets: {', '.join(plane.targets)}")
     by = f"{getpass.getuser()}@{socket.gethostname()} via srm-control restore"
+    restored = 0
+    for target in named or list(plane.targets):
+        lost = lost_state(states, target)
+        if lost is None:
+            print(f"{target}: the {source} holds no log of the flows into {target}; skipped")
+            continue
+        if _restore(args, plane.log(target), lost, source, by, explicit=bool(named)):
+            restored += 1
+    if not restored and not args.dry_run:
+        fail(PROG, "no log restored (see above)", status=1)
+    return 0
+
+
+def _restore(
+    args: argparse.Namespace,
+    settings: ControlSettings,
+    lost: ControlState,
+    source: str,
+    by: str,
+    *,
+    explicit: bool,
+) -> bool:
+    target = settings.cluster
     envelopes = restored_events(
-        lost, log_id=uuid.uuid4().hex, source=source, by=by, now_ms=int(time.time() * 1000)
+        lost,
+        log_id=uuid.uuid4().hex,
+        source=source,
+        by=by,
+        now_ms=int(time.time() * 1000),
+        target=target,
     )
-    restored = replay(
+    rebuilt = replay(
         Envelope(e.event, e.at_ms, e.by, e.command_id, 2 * i) for i, e in enumerate(envelopes)
     )
-    assert configuration(restored) == configuration(lost), "the restore must rebuild its source"
+    flows = into(target)
+    assert configuration(rebuilt, flows) == configuration(lost, flows), "rebuilt from its source"
     if args.dry_run:
+        print(f"the log of {target}:")
         for envelope in envelopes:
-            print(describe(envelope))
-        return 0
+            print(f"  {describe(envelope)}")
+        return True
     try:
         _make_room(settings, lost.log_id, replace=args.replace)
         writer = EventLogWriter(settings, client_id=f"srm-control-restore-{uuid.uuid4().hex[:8]}")
@@ -251,22 +287,31 @@ def run(args: argparse.Namespace, settings: ControlSettings) -> int:
             writer.append(envelopes)
         finally:
             writer.close()
+    except NotLost as exc:
+        if explicit:
+            fail(PROG, f"{target}: {exc}", status=1)
+        print(f"{target}: {exc}; skipped")
+        return False
     except SrmError as exc:
-        fail(PROG, str(exc), status=1)
+        fail(PROG, f"{target}: {exc}", status=1)
     start = envelopes[0].event
     assert isinstance(start, LogStarted)
-    print(describe(envelopes[0]))
+    carried = [f for f in lost.flows if flows(f)]
+    print(f"{target}: {describe(envelopes[0])}")
     print(
-        f"{len(envelopes)} events: {len(lost.flows)} flows with their lists,"
-        f" {len(lost.halts)} halted partitions, {len(lost.resumes)} resumes,"
-        f" {sum(len(r) for r in lost.losses.values())} losses to retention"
+        f"{target}: {len(envelopes)} events: {len(carried)} flows with their lists,"
+        f" {sum(flows(h.flow) for h in lost.halts.values())} halted partitions,"
+        f" {sum(flows(r.flow) for r in lost.resumes.values())} resumes,"
+        f" {sum(len(r) for k, r in lost.losses.items() if flows(k.split('|')[0]))} losses"
+        " to retention"
     )
     print(
-        f"Coordinators and drivers that knew log {start.restored_from or '(without an id)'}"
-        " take this one up within seconds; the leader plans task configs again and drivers"
-        " rejoin (tasks start after the lost log's drivers are waited out)."
+        f"{target}: coordinators and drivers that knew log"
+        f" {start.restored_from or '(without an id)'} take this one up within seconds; the"
+        " leader plans task configs again and drivers rejoin (tasks start after the lost"
+        " log's drivers are waited out)."
     )
-    return 0
+    return True
 
 
 def _make_room(settings: ControlSettings, lost_id: str | None, *, replace: bool) -> None:
@@ -277,7 +322,7 @@ def _make_room(settings: ControlSettings, lost_id: str | None, *, replace: bool)
     try:
         exists = topic in admin.list_topics(timeout=15).topics
     except KafkaException as exc:
-        raise RestoreError(f"cannot reach the control cluster: {exc}") from exc
+        raise RestoreError(f"cannot reach cluster {settings.cluster}: {exc}") from exc
     if exists and not replace:
         reader = EventLogReader(settings, client_id=f"srm-control-restore-{time.time_ns()}")
         try:
@@ -290,7 +335,7 @@ def _make_room(settings: ControlSettings, lost_id: str | None, *, replace: bool)
             if problem is not None and problem.kind == "newer":
                 what = "events of a newer SRM"
             same = lost_id is not None and log_id == lost_id
-            raise RestoreError(
+            raise NotLost(
                 f"the events topic {topic} holds {len(held)} events of {what}"
                 + (" (the log the source holds: it is not lost)" if same else "")
                 + "; --replace deletes it and writes the restored log in its place"

@@ -1,10 +1,13 @@
-"""One coordinator process: follows the event log, leads when elected, serves HTTP.
+"""The coordinator of one target cluster's log: follows it, leads it when elected.
 
-Every instance folds the log (read_committed) into the same state. The elected one also
-fences the transactional id, decides rounds (membership, task configs, assignment) and
-carries out commands; a standby answers commands with the leader's URL. The log is the
-only store: a restarted coordinator replays it. Its Kafka clients, election, discovery
-and clocks are ports it receives (:mod:`srm_coordinator.bootstrap` builds them).
+A coordinator process runs one of these per target cluster it serves
+(:mod:`srm_coordinator.site`), each on its own thread, so a cluster that does not answer
+holds up only its own log. Every instance folds the log (read_committed) into the same
+state. The elected one also fences the transactional id, decides rounds (membership,
+task configs, assignment of the flows into its target) and carries out commands; a
+standby answers commands with the leader's URL. The log is the only store: a restarted
+coordinator replays it. Its Kafka clients, election, discovery and clocks are ports it
+receives (:mod:`srm_coordinator.bootstrap` builds them).
 """
 
 from __future__ import annotations
@@ -31,19 +34,20 @@ from srm_common.control.commands import (
 )
 from srm_common.control.events import describe
 from srm_common.control.state import AppliedCommand, ControlState
-from srm_common.errors import ControlLogError, Fenced, SrmError
+from srm_common.errors import ControlLogError, ControlTopicRefused, Fenced, SrmError
 from srm_common.log_follower import Folded, LogFollower
 from srm_common.tracecontext import TraceContext
 
-from srm_coordinator.fencing import Fencer
 from srm_coordinator.leader import Leader, Round
 from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.membership import Membership
+from srm_coordinator.migration import Mover
 from srm_coordinator.ports import Adapters, Beats, LogWriter
 
 log = logging.getLogger(__name__)
 
 ROUND_SECONDS = 0.2
+RETRY_S = 5.0  # a log whose cluster does not answer is opened (or taken over) again
 
 
 class NotLeader(SrmError):
@@ -95,6 +99,9 @@ class Coordinator:
         self.config = config
         self.apply_config = apply_config
         self.settings = settings
+        # The target cluster whose log this is (flows into it), and the log's name.
+        self.target = settings.cluster
+        self.name = settings.name
         self.adapters = adapters
         self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
         self.url = ""
@@ -112,8 +119,13 @@ class Coordinator:
         # The event log, folded; stepped by the loop (a coordinator folds before it decides).
         self.follower: LogFollower | None = None
         # Rounds that appended events: how long the last and the longest took to decide
-        # and commit, in ms (GET /v1/leader; make bench --scale reads them).
+        # and commit, in ms (GET /v1/leader, under this log; make bench-scale reads them).
         self.round_times: dict[str, float | int] = {"rounds": 0, "last_ms": 0.0, "max_ms": 0.0}
+        # The move of this target's flows from the single log of an earlier release.
+        self._mover = Mover(self.target, adapters.legacy, adapters.monotonic)
+        # Why the log cannot be opened now (its cluster does not answer), if so.
+        self.unreachable: str | None = "starting"
+        self._retry_lead_at = 0.0
 
     @property
     def state(self) -> ControlState:
@@ -180,13 +192,6 @@ class Coordinator:
             for driver, report in list(membership.reports.items())
         }
 
-    def fences(self) -> dict[str, dict[str, object]] | None:
-        """Leading: per target cluster, the fence in force and the last write error."""
-        leader = self._leader
-        if not self.leading or leader is None or leader.fencer is None:
-            return None
-        return leader.fencer.status()
-
     def config_drift(self) -> str | None:
         """Why this coordinator, leading, did not apply its configuration file."""
         leader = self._leader
@@ -196,7 +201,9 @@ class Coordinator:
         """The event log as this coordinator reads it: identity, problem, skipped records."""
         follower = self.follower
         reader = follower.reader if follower is not None else None
-        return reader.status() if reader is not None else {"problem": "starting"}
+        if reader is None:
+            return {"problem": self.unreachable or "starting", "problem_kind": "unreachable"}
+        return reader.status()
 
     def _leader_url(self) -> str | None:
         leader = self.snapshot().leader
@@ -208,25 +215,44 @@ class Coordinator:
         """Open the event log and fold it to its end; ``url`` is this instance's API."""
         self.url = url
         # The memory file names the last log: if it is gone, say so, never start anew.
-        known = self.memory.known() if self.memory is not None else None
+        known = self.memory.known(self.name) if self.memory is not None else None
         self.adapters.prepare(known is None)
         follower = LogFollower(
-            lambda: self.adapters.reader(f"{self.id}-log", known),
-            name=f"{self.id}'s event log",
+            lambda: self.adapters.reader(f"{self.id}-log-{self.target}", known),
+            name=f"the log of {self.name}",
             on_fold=self._remember,
         )
-        self.follower = follower
         follower.read_to_end()
+        self.follower = follower
+        self.unreachable = None
         log.info(
-            "%s: replayed %d events; state digest %s",
+            "%s: replayed %d events of the log of %s; state digest %s",
             self.id,
             self.state.offset + 1,
+            self.name,
             self.state.digest()[:12],
         )
         return follower
 
+    def _replay_until_read(self, url: str) -> LogFollower | None:
+        """Replay, again every RETRY_S while the log's cluster does not answer (the other
+        targets' coordinators run meanwhile); None when stopped first."""
+        while not self.stop.is_set():
+            try:
+                return self.replay(url)
+            except ControlTopicRefused:
+                raise  # a topic of a wrong shape: the message says how to fix it
+            except ControlLogError as exc:
+                if self.unreachable != str(exc):
+                    log.warning("%s: %s (trying again every %g s)", self.id, exc, RETRY_S)
+                self.unreachable = str(exc)
+                self.stop.wait(RETRY_S)
+        return None
+
     def run(self, url: str) -> None:
-        follower = self.replay(url)
+        follower = self._replay_until_read(url)
+        if follower is None:
+            return
         election = self.adapters.election(self.id)
         try:
             while not self.stop.is_set():
@@ -261,7 +287,7 @@ class Coordinator:
         """The memory file follows the log id the state holds."""
         if self.memory is not None and folded.fresh:
             try:
-                self.memory.remember(folded.state.log_id)
+                self.memory.remember(self.name, folded.state.log_id)
             except SrmError as exc:
                 log.error("%s: %s (retrying with the next events)", self.id, exc)
 
@@ -269,29 +295,26 @@ class Coordinator:
         """Take over (after :meth:`replay`): fence the writer, read the log to its end,
         append the take-over round; the loop calls it when this instance is elected."""
         started = self.adapters.monotonic()
-        writer = self.adapters.writer(f"{self.id}-writer")
+        if started < self._retry_lead_at:
+            return
+        writer = self.adapters.writer(f"{self.id}-writer-{self.target}")
         try:
             writer.fence()
             # The old leader's open transaction is aborted now: the log's end is final.
             self._catch_up()
+            migration = self._mover.read(self.state)
             now_ms = int(self.adapters.clock() * 1000)
             beats = self.adapters.beats(
-                f"{self.id}-beats", now_ms - self.settings.session_timeout_ms
+                f"{self.id}-beats-{self.target}", now_ms - self.settings.session_timeout_ms
             )
         except ControlLogError as exc:
-            log.error("%s: cannot take over: %s", self.id, exc)
+            log.error("%s: cannot take over the log of %s: %s", self.id, self.name, exc)
             writer.close()
+            self._retry_lead_at = started + RETRY_S
             return
         self._writer = writer
         self._beats = beats
         self._membership = Membership(self.settings.session_timeout_ms)
-        fencer = None
-        if self.adapters.fence_writer is not None:
-            fencer = Fencer(
-                self.settings.targets,
-                self.adapters.fence_writer,
-                monotonic=self.adapters.monotonic,
-            )
         self._leader = Leader(
             self.config,
             coordinator=self.id,
@@ -302,14 +325,16 @@ class Coordinator:
             clock=self.adapters.clock,
             monotonic=self.adapters.monotonic,
             apply_config=self.apply_config,
-            fencer=fencer,
+            migration=migration,
         )
         self.leading = True
         if self._commit(self._leader.take_over(self.state)):
             self.took_over_at = self.adapters.clock()
+            self._mover.committed(self._leader.migrated_to)
             log.info(
-                "%s: leading (epoch %d) after %.1f s; replayed state digest %s",
+                "%s: leading the log of %s (epoch %d) after %.1f s; replayed state digest %s",
                 self.id,
+                self.name,
                 self.state.leader.epoch if self.state.leader else 0,
                 self.adapters.monotonic() - started,
                 self.state.digest()[:12],
@@ -345,8 +370,6 @@ class Coordinator:
         self._writer = self._beats = None
         if self._leader is not None:
             self._leader.discovery.close()
-            if self._leader.fencer is not None:
-                self._leader.fencer.close()
         self._leader = None
         self._refuse_queued()
 
@@ -362,6 +385,7 @@ class Coordinator:
     def _round(self) -> None:
         assert self._leader is not None and self._beats is not None
         assert self._membership is not None
+        self._mover.mark(self.id)
         # Liveness by this coordinator's monotonic clock (a wall-clock step must not
         # declare a live driver dead, or hide a dead one).
         self._membership.observe(self._beats.poll(0), self._leader.tick_ms())

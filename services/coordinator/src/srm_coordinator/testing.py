@@ -12,6 +12,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.control.events import Envelope
 from srm_common.testing import InMemoryEventLog, InMemoryLogWriter
 
+from srm_coordinator.migration import Migration
 from srm_coordinator.ports import Adapters
 
 
@@ -60,6 +61,26 @@ class NeverElected:
         pass
 
 
+class FakeLegacyLog:
+    """The single log of an earlier release: ``migration`` (None: no such log), read
+    refused with ``error`` while set, ``marked`` records what was written into it."""
+
+    def __init__(self, migration: Migration | None = None) -> None:
+        self.migration = migration
+        self.error: Exception | None = None
+        self.marked: list[tuple[str, str]] = []
+
+    def read(self) -> Migration | None:
+        if self.error is not None:
+            raise self.error
+        return self.migration
+
+    def mark(self, target: str, log_id: str) -> None:
+        if self.error is not None:
+            raise self.error
+        self.marked.append((target, log_id))
+
+
 @dataclass
 class Fakes:
     """The fakes a coordinator of these tests writes to, for tests to look at or break."""
@@ -67,6 +88,7 @@ class Fakes:
     log: InMemoryEventLog = field(default_factory=InMemoryEventLog)
     writer: ListWriter = field(init=False)
     beats: NoBeats = field(default_factory=NoBeats)
+    legacy: FakeLegacyLog = field(default_factory=FakeLegacyLog)
 
     def __post_init__(self) -> None:
         self.writer = ListWriter(self.log)
@@ -80,4 +102,5 @@ class Fakes:
             beats=lambda _client_id, _since_ms: self.beats,
             election=lambda _member: NeverElected(),
             discovery=NoDiscovery,
+            legacy=lambda: self.legacy,
         )

@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from srm_common.adapters.discovery import Discovery
-from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
-from srm_common.adapters.kafka_log import BeatWriter, EventLogEnd, EventLogReader
+from srm_common.adapters.kafka_log import (
+    BeatWriter,
+    EventLogEnd,
+    EventLogReader,
+    check_control_topics,
+)
+from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy
 
@@ -98,14 +103,14 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     secret = secrets.token_urlsafe(32)
     access.add_token(copier_principal(settings.driver_id), secret)
     if settings.standalone:
-        source: TaskSource = StaticTaskSource(config, discovery)
+        source: TaskSource = StaticTaskSource(config, discovery, flows=settings.flows)
     else:
         source = CoordinatedTaskSource(
             config,
             settings.control,
             settings.driver_id,
             discovery,
-            link_ports=lambda: link_ports(settings),
+            link_ports=lambda log: link_ports(log, settings.driver_id),
             credentials=credentials(config.extra, token_file=settings.token_file),
         )
     driver.source = source
@@ -128,7 +133,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     log.info("copy slots: %s", settings.copier)
     if isinstance(job, PythonCopyJob):
         driver.closers.append(job.close)
-    flows = {flow.name: flow for flow in config.flows.values()}
+    flows = settings.flows
     copy = CopyService(
         adapters=lambda flow: flow_adapters(flow, settings),
         flows=flows,
@@ -157,21 +162,14 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     return driver
 
 
-def link_ports(settings: DriverSettings) -> LinkPorts:
-    """The Kafka clients of the driver's link to the control path: the event log's
-    reader (opened by its follower), where the log ends, the heartbeats' writer, and a
-    fence watch per cluster its flows write into."""
-    control, driver = settings.control, settings.driver_id
-    targets = sorted({flow.target for flow in settings.config.flows.values()})
+def link_ports(log: ControlSettings, driver: str) -> LinkPorts:
+    """The Kafka clients of the driver's link to one target's log: the log's reader
+    (opened by its follower), where the log ends, the heartbeats' writer."""
     return LinkPorts(
-        reader=lambda: EventLogReader(control, client_id=f"{driver}-log"),
-        end=EventLogEnd(control),
-        beats=BeatWriter(control, client_id=f"{driver}-beats"),
-        fences={
-            cluster: FenceWatch(control, cluster, client_id=f"{driver}-fences-{cluster}")
-            for cluster in targets
-            if cluster in control.targets
-        },
+        reader=lambda: EventLogReader(log, client_id=f"{driver}-log-{log.cluster}"),
+        end=EventLogEnd(log),
+        beats=BeatWriter(log, client_id=f"{driver}-beats-{log.cluster}"),
+        check=lambda: check_control_topics(log, timeout=10),
     )
 
 

@@ -23,6 +23,8 @@ examples:
   srm-driver --config srm.yaml                  join the group: run the tasks the
                                                 coordinator assigns (srm-coordinator)
   srm-driver --config srm.yaml --standalone     no coordinator: every enabled flow here
+  srm-driver --config srm.yaml --target backup  only the flows into backup (one driver set
+                                                per data centre: pin each to its own site)
   srm-driver --config srm.yaml --port 8081      per-flow REST on port 8081
   srm-driver --config mm2.properties            an MM2 properties file works as well
   srm-driver --config srm.yaml --spark-master spark://spark-master:7077 --host 10.0.0.5
@@ -77,6 +79,7 @@ def _run(argv: Sequence[str] | None) -> int:
             driver_id=args.id,
             standalone=args.standalone,
             token_file=args.token_file,
+            target=args.target,
         )
         telemetry.setup("srm-driver", settings.driver_id)
         driver = build(settings)
@@ -147,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--id", help="this driver's member id (default: <host>-<random>); a restart may reuse it"
+    )
+    parser.add_argument(
+        "--target",
+        metavar="ALIAS[,ALIAS...]",
+        help="run only the flows into these target clusters, coordinated in their logs"
+        " (SRM's Driver Target Cluster; default: the key"
+        " streams.replication.manager.driver.target.cluster, else every target)",
     )
     parser.add_argument(
         "--host",

@@ -1,16 +1,22 @@
-"""A driver's side of the control path: follow the event log, beat, hold a lease.
+"""A driver's side of one target cluster's control path: follow its log, beat, hold a
+lease on writing into it.
 
-:class:`ControlLink` folds the event log (read_committed) into the shared state and sends
-a heartbeat every ``srm.driver.heartbeat.interval.ms`` saying which incarnation of the
-driver this is, which assignment generation it has applied and which tasks it runs.
+Every target cluster holds the log of the flows into it; a driver keeps one
+:class:`ControlLink` per target it serves (:mod:`srm_driver.coordinated_tasks`). A link
+folds its log (read_committed) into the shared state and sends a heartbeat every
+``srm.driver.heartbeat.interval.ms`` into that cluster, saying which incarnation of the
+driver this is, which assignment generation of the log it has applied and which of the
+log's tasks it runs.
 
 **The lease.** After each beat the link *confirms* its membership: it asks where the
 committed log ends at a moment ``m`` (monotonic), reads the log up to there, and if this
-incarnation is still a member, the driver may write until ``m + srm.driver.lease.ms``.
-A removal the leader committed before ``m`` is therefore always seen, so once the leader
-has removed a driver, that driver's lease ends at most ``lease.ms`` later, whatever its
-clock, pauses or network do; the leader waits that out (and the write timeout) before it
-gives the tasks to anyone else (docs/design.md, fencing).
+incarnation is still a member, the driver may write into the log's cluster until
+``m + srm.driver.lease.ms``. A removal the leader committed before ``m`` is therefore
+always seen, so once the leader has removed a driver, that driver's lease ends at most
+``lease.ms`` later, whatever its clock, pauses or network do; the leader waits that out
+(and the write timeout) before it gives the tasks to anyone else (docs/design.md,
+fencing). The log lives in the cluster the writes go to: a driver that cannot reach it
+cannot write there either, and a cluster lost elsewhere changes nothing here.
 
 **A log that cannot be followed.** When the event log is lost (deleted, recreated,
 another log in its place) or holds an event of a newer SRM, the reader folds nothing
@@ -23,21 +29,13 @@ of another log included. A restored log (``srm-control restore``) is read from i
 the driver is in no group of it, so it rejoins as a new instance, holding no lease until
 the new leader counts it in (and that leader waits out the lost log's drivers first).
 
-**Leases into a cluster, from that cluster.** The log is not the only place a lease is
-renewed: for every cluster a flow writes into, a thread reads that cluster's fence topic
-to its end (which the leader writes after each membership change) and, while the fence
-in force admits this incarnation, renews the lease *of the flows into that cluster*. So
-an unreachable control cluster stops nothing but changes: the flows whose clusters are
-up keep copying (static stability), and the leader, before moving a departed driver's
-tasks into a cluster, fences it there first (:mod:`srm_common.control.fences`).
-
 **Traces.** When events a command caused (they carry its trace context: srm-control's
 ``topics --add`` through the gateway and the leader) give this driver partitions to
 copy, it logs one line saying what it now runs, ending ``trace_id=<32 hex>``, and makes
 a span in that trace: the operator's command can be followed to the driver that applies
 it. The copy slots take the new partitions on the runtime's next pass (0.2 s).
 
-**Incarnations.** Each process beats with a random ``instance``. When the log shows this
+**Incarnations.** Each link beats with a random ``instance``. When the log shows this
 driver id held by another instance, another process took the id over: this one stops
 (:attr:`ControlLink.replaced`) and never runs the same tasks beside it. When the leader
 removed this driver (it went silent), it rejoins as a new instance of the same id.
@@ -51,11 +49,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from srm_common import telemetry
-from srm_common.adapters.fence_topic import FenceWatch
 from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
@@ -98,12 +95,12 @@ def new_instance() -> str:
 class LinkPorts:
     """What a link reads and writes (:mod:`srm_driver.bootstrap` builds the Kafka ones):
     an opener of the event log's reader, where the log ends, the heartbeats' writer, and
-    a fence watch per target cluster."""
+    a check of the control topics' shape at start (raising what it refuses)."""
 
     reader: Callable[[], LogReader]
     end: LogEnd
     beats: BeatSender
-    fences: Mapping[str, FenceWatch] = field(default_factory=dict)
+    check: Callable[[], object] = lambda: None
 
 
 class ControlLink:
@@ -118,14 +115,17 @@ class ControlLink:
         ports: LinkPorts,
         *,
         flow_targets: Mapping[str, str] | None = None,
+        changed: threading.Event | None = None,
     ) -> None:
+        """``flow_targets``: the flows of this log (flow -> its target, the log's
+        cluster); ``changed``: set when the state changed (shared by a driver's links)."""
         self.settings = settings
         self.driver = driver
         self.instance = new_instance()
         self._seq = 0  # beats sent by this incarnation: they are ordered by it
         self.url = url
         self.host = socket.gethostname()
-        self.changed = threading.Event()
+        self.changed = changed or threading.Event()
         self.stop = threading.Event()
         self.leaving = False
         self.replaced: str | None = None
@@ -133,15 +133,11 @@ class ControlLink:
         self._member = False
         self._confirmed_at: float | None = None
         self.follower = LogFollower(
-            ports.reader, name=f"{driver}'s event log", on_fold=self._folded
+            ports.reader, name=f"the log of {settings.name}", on_fold=self._folded
         )
         self._end = ports.end
         self._writer = ports.beats
-        # Flow name -> the cluster it writes into, and a fence watch per such cluster.
         self._flow_targets = dict(flow_targets or {})
-        self._fences = dict(ports.fences)
-        # Cluster -> (instance, monotonic time) its fence topic last admitted this driver.
-        self._fence_confirmed: dict[str, tuple[str, float]] = {}
         meter = telemetry.meter()
         self._events_read = meter.create_counter(
             "srm.driver.control.events", description="control events read from the log"
@@ -150,12 +146,7 @@ class ControlLink:
             "srm.driver.control.position", description="event log offset folded up to"
         )
         self._threads = [
-            threading.Thread(target=self._beat, name="control-beat", daemon=True),
-        ] + [
-            threading.Thread(
-                target=self._watch_fences, args=(watch,), name=f"fences-{name}", daemon=True
-            )
-            for name, watch in self._fences.items()
+            threading.Thread(target=self._beat, name=f"beat-{settings.name}", daemon=True),
         ]
 
     @property
@@ -179,34 +170,17 @@ class ControlLink:
         return info is not None and info.instance in ("", self.instance)
 
     def lease_ms(self, flow: str | None = None) -> int:
-        """Milliseconds this driver may still write (for ``flow``: into its target
-        cluster, renewed from the log or from that cluster's fences); 0 without a lease."""
+        """Milliseconds this driver may still write into the log's cluster (``flow``: one
+        of the log's flows; a flow of another log has no lease here); 0 without one."""
         if self.broken or self.replaced:
             return 0
-        confirmed = [self._confirmed_at]
-        target = self._flow_targets.get(flow) if flow is not None else None
-        fenced = self._fence_confirmed.get(target) if target is not None else None
-        if fenced is not None and fenced[0] == self.instance:
-            confirmed.append(fenced[1])
-        latest = max((at for at in confirmed if at is not None), default=None)
-        if latest is None:
+        if flow is not None and self._flow_targets and flow not in self._flow_targets:
             return 0
-        left = latest + self.settings.lease_ms / 1000 - time.monotonic()
+        confirmed = self._confirmed_at
+        if confirmed is None:
+            return 0
+        left = confirmed + self.settings.lease_ms / 1000 - time.monotonic()
         return max(0, int(left * 1000))
-
-    def fence_status(self) -> dict[str, object]:
-        """Per target cluster: the fence in force there, and whether it admits this
-        driver (for ``GET /v1/driver``)."""
-        status: dict[str, object] = {}
-        for cluster, watch in self._fences.items():
-            fence = watch.history.current()
-            confirmed = self._fence_confirmed.get(cluster)
-            status[cluster] = {
-                "fence_position": fence.position if fence else None,
-                "admits_this_driver": bool(fence and fence.admits(self.driver, self.instance)),
-                "renewed_s_ago": (round(time.monotonic() - confirmed[1], 1) if confirmed else None),
-            }
-        return status
 
     def log_status(self) -> dict[str, object]:
         """The event log as this driver reads it (for ``GET /v1/driver``)."""
@@ -270,29 +244,6 @@ class ControlLink:
             )
 
     # -- threads ------------------------------------------------------------------------
-
-    def _watch_fences(self, watch: FenceWatch) -> None:
-        """Renew the lease into ``watch.cluster`` from its fence topic, every beat."""
-        interval = self.settings.heartbeat_interval_ms / 1000
-        while not self.stop.is_set():
-            started = time.monotonic()
-            try:
-                self._confirm_fence(watch, timeout=interval)
-            except Exception as exc:  # noqa: BLE001 - keep watching; the lease tells
-                log.warning("cannot read the fences on %s: %s", watch.cluster, exc)
-            self.stop.wait(max(0.0, interval - (time.monotonic() - started)))
-        watch.close()
-
-    def _confirm_fence(self, watch: FenceWatch, timeout: float) -> None:
-        """Read the fence topic to where it ends now; renew if it admits this driver."""
-        started = time.monotonic()
-        instance = self.instance
-        if not watch.read_to_end(timeout=timeout):
-            return
-        if watch.history.admits(self.follower.log_id, self.driver, instance):
-            previous = self._fence_confirmed.get(watch.cluster)
-            if previous is None or previous[0] != instance or previous[1] < started:
-                self._fence_confirmed[watch.cluster] = (instance, started)
 
     def _folded(self, folded: Folded) -> None:
         """On the follower's thread, after each batch: who this driver is now, and the

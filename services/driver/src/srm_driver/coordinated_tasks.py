@@ -1,9 +1,17 @@
-"""The tasks the coordinator assigns this driver in the event log (the default mode).
+"""The tasks the coordinators assign this driver in the event logs (the default mode).
 
-Follows the log through :class:`ControlLink` (assignment, lease, incarnation), reports
-halts and losses to the leader, forwards operators' resumes, and, for each flow whose
-heartbeat task runs here, watches the source and tells the leader when what the flow
-matches differs from its task configs (SRM's follower-to-leader notification).
+Every target cluster holds the log of the flows into it; a driver serves every target of
+its configuration, or those it is pinned to (``--target``, SRM's Driver Target Cluster
+key). It follows each served log through a :class:`ControlLink` of its own (assignment,
+lease, incarnation; a target that is down costs only its own flows), and its work is the
+union of what each log assigns it. It reports halts and losses to the leader of the
+flow's log, forwards operators' resumes there, and, for each flow whose heartbeat task
+runs here, watches the source and tells that leader when what the flow matches differs
+from its task configs (SRM's follower-to-leader notification).
+
+The runtime applies one assignment at a time and reports one generation; the logs have
+one each. So the source numbers the combinations it hands out and maps the number the
+runtime reports back to each log's generation (:meth:`report_for`).
 """
 
 from __future__ import annotations
@@ -15,13 +23,9 @@ from collections.abc import Callable
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
 from srm_common.adapters.http_client import HttpCredentials
-from srm_common.adapters.kafka_log import (
-    ControlLogError,
-    ControlTopicRefused,
-    check_control_topics,
-)
-from srm_common.config.control import ControlSettings, effective_flow
-from srm_common.config.model import SrmConfig
+from srm_common.adapters.kafka_log import ControlLogError, ControlTopicRefused
+from srm_common.config.control import ControlPlane, ControlSettings, effective_flow
+from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.refresh import Due, RefreshSchedule
 from srm_common.control.state import ControlState, parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
@@ -34,90 +38,137 @@ from srm_driver.tasks import Assignment, Report, TopicPartition
 
 log = logging.getLogger(__name__)
 
+ISSUED_KEPT = 64  # generation combinations remembered (the runtime reports a recent one)
+
 
 class CoordinatedTaskSource:
-    """See the module docstring."""
+    """See the module docstring. ``plane`` holds the logs of the targets served;
+    ``link_ports(log)`` builds one link's clients."""
 
     def __init__(
         self,
         config: SrmConfig,
-        settings: ControlSettings,
+        plane: ControlPlane,
         driver_id: str,
         discovery: Discovery,
-        link_ports: Callable[[], LinkPorts],
+        *,
+        link_ports: Callable[[ControlSettings], LinkPorts],
         clock: Callable[[], float] = time.monotonic,
         credentials: HttpCredentials | None = None,
     ) -> None:
         self.driver_id = driver_id
         self._clock = clock
         self._config = config
-        self._settings = settings
-        self._flows = {flow.name: flow for flow in config.flows.values()}
+        self._plane = plane
+        self._flows: dict[str, FlowConfig] = {
+            flow.name: flow for flow in config.flows.values() if flow.target in plane.logs
+        }
         self._discovery = discovery
         self._link_ports = link_ports
         self._watch_due: dict[str, RefreshSchedule] = {}
-        self.link: ControlLink | None = None
-        self.client = CoordinatorClient(self._leader_url, driver_id, credentials)
+        self.links: dict[str, ControlLink] = {}
+        self.clients = {
+            target: CoordinatorClient(self._leader_of(target), driver_id, credentials)
+            for target in plane.targets
+        }
         self.changed = threading.Event()
+        # Combination number -> each log's generation in it (see the module docstring).
+        self._issued: dict[int, dict[str, int]] = {}
+        self._last: tuple[tuple[str, int], ...] | None = None
+        self._report: Report | None = None
 
     def start(self, url: str, report: Report) -> None:
-        try:  # a control topic of the wrong shape is refused with the fix...
-            check_control_topics(self._settings, timeout=10)
-        except ControlTopicRefused:
-            raise
-        except ControlLogError as exc:  # ...an unreachable control cluster is waited for
-            log.warning("cannot check the control topics now: %s", exc)
-        targets = {name: flow.target for name, flow in self._flows.items()}
-        self.link = ControlLink(
-            self._settings, self.driver_id, url, report, self._link_ports(), flow_targets=targets
-        )
-        self.changed = self.link.changed
-        self.link.start()
-        self.client.start()
+        self._report = report
+        for target, settings in self._plane.logs.items():
+            ports = self._link_ports(settings)
+            try:  # a control topic of the wrong shape is refused with the fix...
+                ports.check()
+            except ControlTopicRefused:
+                raise
+            except ControlLogError as exc:  # ...a cluster that does not answer is waited for
+                log.warning("cannot check the control topics of %s now: %s", settings.name, exc)
+            flows = {name: target for name, flow in self._flows.items() if flow.target == target}
+            self.links[target] = ControlLink(
+                settings,
+                self.driver_id,
+                url,
+                self._report_of(target),
+                ports,
+                flow_targets=flows,
+                changed=self.changed,
+            )
+        for link in self.links.values():
+            link.start()
+        for client in self.clients.values():
+            client.start()
 
-    @property
-    def state(self) -> ControlState:
-        return self.link.state if self.link else ControlState()
+    def state_of(self, target: str) -> ControlState:
+        link = self.links.get(target)
+        return link.state if link else ControlState()
 
-    def _leader_url(self) -> str | None:
-        leader = self.state.leader
-        return leader.url if leader else None
+    def _leader_of(self, target: str) -> Callable[[], str | None]:
+        def leader_url() -> str | None:
+            leader = self.state_of(target).leader
+            return leader.url if leader else None
+
+        return leader_url
+
+    def _report_of(self, target: str) -> Report:
+        """What the runtime runs, as ``target``'s log sees it: its generation there and
+        the tasks of the flows into ``target``."""
+
+        def report() -> tuple[int, frozenset[str]]:
+            assert self._report is not None
+            number, running = self._report()
+            generation = self._issued.get(number, {}).get(target, -1)
+            prefix = {name for name, flow in self._flows.items() if flow.target == target}
+            return generation, frozenset(t for t in running if t.rpartition("|")[0] in prefix)
+
+        return report
 
     def assignment(self) -> Assignment | None:
-        link = self.link
-        if link is None:
+        if not self.links:
             return None
-        state = link.state
-        flows = {name: effective_flow(flow, state.flow(name)) for name, flow in self._flows.items()}
-        if not link.is_member(state) or link.replaced:
-            return Assignment(generation=state.generation, flows=flows)
+        flows: dict[str, FlowConfig] = {}
         source: dict[str, list[SourceTask]] = {}
         heartbeats: set[str] = set()
         checkpoints: dict[str, CheckpointTask] = {}
-        for task_id in state.tasks_of(self.driver_id):
-            name, kind, _index = parse_task_id(task_id)
-            if name not in flows:
-                continue  # a flow of clusters this driver's configuration does not name
-            if kind == "source":
-                task = state.source_task(task_id)
-                if task is not None:
-                    source.setdefault(name, []).append(task)
-            elif kind == "heartbeat":
-                heartbeats.add(name)
-            else:
-                checkpoint = state.checkpoint_task(task_id)
-                if checkpoint is not None:
-                    checkpoints[task_id] = checkpoint
-        for name in heartbeats:
-            self._watch(state, name)
-        resumes = {
-            (info.flow, info.topic, info.partition): ResumeRequest(
-                info.request_id, info.mode, info.offset, info.by
+        resumes: dict[tuple[str, str, int], ResumeRequest] = {}
+        generations: dict[str, int] = {}
+        for target, link in self.links.items():
+            state = link.state
+            generations[target] = state.generation
+            mine = {n: f for n, f in self._flows.items() if f.target == target}
+            flows.update({n: effective_flow(f, state.flow(n)) for n, f in mine.items()})
+            if not link.is_member(state) or link.replaced:
+                continue
+            for task_id in state.tasks_of(self.driver_id):
+                name, kind, _index = parse_task_id(task_id)
+                if name not in mine:
+                    continue  # not a flow of this driver's configuration into this target
+                if kind == "source":
+                    task = state.source_task(task_id)
+                    if task is not None:
+                        source.setdefault(name, []).append(task)
+                elif kind == "heartbeat":
+                    heartbeats.add(name)
+                else:
+                    checkpoint = state.checkpoint_task(task_id)
+                    if checkpoint is not None:
+                        checkpoints[task_id] = checkpoint
+            resumes.update(
+                {
+                    (info.flow, info.topic, info.partition): ResumeRequest(
+                        info.request_id, info.mode, info.offset, info.by
+                    )
+                    for info in state.resumes.values()
+                    if info.flow in mine
+                }
             )
-            for info in state.resumes.values()
-        }
+        for name in heartbeats:
+            self._watch(self.state_of(self._flows[name].target), name)
         return Assignment(
-            generation=state.generation,
+            generation=self._number(generations),
             flows=flows,
             source={
                 name: tuple(sorted(tasks, key=lambda t: t.index)) for name, tasks in source.items()
@@ -127,18 +178,47 @@ class CoordinatedTaskSource:
             resumes=resumes,
         )
 
+    def _number(self, generations: dict[str, int]) -> int:
+        """The number of this combination of the logs' generations (a new one when it
+        changed); the runtime reports it back once it applied the assignment."""
+        key = tuple(sorted(generations.items()))
+        if key != self._last or not self._issued:
+            number = max(self._issued, default=0) + 1
+            self._issued[number] = dict(generations)
+            for old in sorted(self._issued)[:-ISSUED_KEPT]:
+                del self._issued[old]
+            self._last = key
+        return max(self._issued)
+
     def lease_ms(self, flow: str) -> int:
-        return self.link.lease_ms(flow) if self.link else 0
+        config = self._flows.get(flow)
+        link = self.links.get(config.target) if config is not None else None
+        return link.lease_ms(flow) if link is not None else 0
 
     def log_status(self) -> dict[str, object] | None:
-        """The event log as this driver reads it (identity, problem, skipped records),
-        and the fences on each cluster its flows write into."""
-        if self.link is None:
+        """Each served log as this driver reads it (identity, problem, skipped records,
+        its generation and whether this driver is a member), by target."""
+        if not self.links:
             return None
-        return {**self.link.log_status(), "fences": self.link.fence_status()}
+        return {
+            target: {
+                **link.log_status(),
+                "generation": link.state.generation,
+                "member": link.is_member(),
+                "lease_ms": link.lease_ms(),
+            }
+            for target, link in self.links.items()
+        }
+
+    def _client(self, flow: str) -> CoordinatorClient | None:
+        config = self._flows.get(flow)
+        return self.clients.get(config.target) if config is not None else None
 
     def publish(self, event: CopyEvent) -> None:
         source, target = event.flow.split("->")
+        client = self._client(event.flow)
+        if client is None:
+            return
         if event.kind == "halted":
             body: dict[str, object] = {
                 "topic": event.topic,
@@ -146,7 +226,7 @@ class CoordinatedTaskSource:
                 "kind": event.detail,
                 "reason": event.text,
             }
-            self.client.report(f"/v1/flows/{source}/{target}/partitions/halted", body)
+            client.report(f"/v1/flows/{source}/{target}/partitions/halted", body)
         elif event.kind == "lost":
             body = {
                 "topic": event.topic,
@@ -154,9 +234,12 @@ class CoordinatedTaskSource:
                 "first_offset": event.first,
                 "end_offset": event.end,
             }
-            self.client.report(f"/v1/flows/{source}/{target}/partitions/lost", body)
+            client.report(f"/v1/flows/{source}/{target}/partitions/lost", body)
 
     def resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> str:
+        client = self._client(flow)
+        if client is None:
+            return f"not applied: this driver does not serve the target of {flow}"
         body = {
             "flow": flow,
             "topic": key[0],
@@ -168,7 +251,7 @@ class CoordinatedTaskSource:
         }
         try:
             # Relayed for the operator who asked this driver: the leader records them.
-            status, answer = self.client.post("/v1/commands/resume", body, request.by)
+            status, answer = client.post("/v1/commands/resume", body, request.by)
         except CoordinatorUnavailable as exc:
             return f"not applied: {exc}"
         if status >= 300:
@@ -176,13 +259,17 @@ class CoordinatedTaskSource:
         return "requested (recorded in the event log)"
 
     def fatal(self) -> str | None:
-        return self.link.replaced if self.link else None
+        return next((link.replaced for link in self.links.values() if link.replaced), None)
 
     def notify_leader(self, name: str, reason: str) -> bool:
-        """Ask the leader to rediscover flow ``name``; False if no leader answered."""
+        """Ask the leader of the flow's log to rediscover flow ``name``; False if no
+        leader answered."""
         source, target = name.split("->")
+        client = self._client(name)
+        if client is None:
+            return False
         try:
-            status, _ = self.client.post(
+            status, _ = client.post(
                 f"/v1/flows/{source}/{target}/refresh", {"driver": self.driver_id, "reason": reason}
             )
         except CoordinatorUnavailable as exc:
@@ -232,6 +319,7 @@ class CoordinatedTaskSource:
 
     def close(self) -> None:
         self._discovery.close()
-        self.client.close()
-        if self.link is not None:
-            self.link.close()
+        for client in self.clients.values():
+            client.close()
+        for link in self.links.values():
+            link.close()

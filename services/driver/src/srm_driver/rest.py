@@ -60,13 +60,13 @@ class ResumeBody(BaseModel):
 
 def flow_leases(driver: Driver) -> dict[str, int]:
     """Milliseconds each flow may still write here: the flows this driver copies, or every
-    flow of the configuration while it copies none (leases are held per flow)."""
+    flow it serves while it copies none (leases are held per target's log)."""
     assert driver.runtime is not None and driver.source is not None
     assignment = driver.runtime.assignment
     copied = (
         sorted(name for name, tasks in assignment.source.items() if tasks) if assignment else []
     )
-    names = copied or sorted(flow.name for flow in driver.settings.config.flows.values())
+    names = copied or sorted(driver.settings.flows)
     return {name: driver.source.lease_ms(name) for name in names}
 
 
@@ -88,9 +88,9 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
 
     def flow_name(source: str, target: str) -> str:
         name = f"{source}->{target}"
-        if (source, target) not in driver.settings.config.flows:
-            known = ", ".join(f.name for f in driver.settings.config.flows.values())
-            raise HTTPException(404, f"no flow {name}; flows: {known}")
+        if name not in driver.settings.flows:
+            known = ", ".join(driver.settings.flows)
+            raise HTTPException(404, f"no flow {name} on this driver; flows: {known}")
         return name
 
     @app.get("/v1/driver")
@@ -102,6 +102,8 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
             "driver": driver.settings.driver_id,
             "url": driver.url,
             "mode": "standalone" if driver.settings.standalone else "coordinated",
+            # The target clusters it serves (None: every target of its configuration).
+            "targets": list(driver.settings.pinned) if driver.settings.pinned else None,
             "generation": generation,
             "running": sorted(running),
             "leases": leases,
@@ -114,7 +116,8 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
 
     @app.get("/v1/flows")
     def flows() -> list[str]:
-        return [flow.name for flow in driver.settings.config.flows.values()]
+        """The flows this driver runs tasks of (those into the targets it serves)."""
+        return list(driver.settings.flows)
 
     @app.get("/v1/flows/{source}/{target}/status")
     def status(source: str, target: str) -> dict[str, object]:

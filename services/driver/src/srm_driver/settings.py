@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from srm_common.config.control import ControlSettings, control_settings
+from srm_common.config.control import ControlPlane, control_plane, pinned_targets
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.errors import ConfigError
 
@@ -27,7 +27,8 @@ class DriverSettings:
     """A driver's validated settings."""
 
     config: SrmConfig
-    control: ControlSettings
+    # The logs of the targets this driver serves (every target, unless pinned).
+    control: ControlPlane
     spark_master: str
     spark_conf: Mapping[str, str]
     jars: tuple[Path, ...]
@@ -41,6 +42,18 @@ class DriverSettings:
     token_file: Path | None = None
     # Which copy slot runs the copy loops: the JVM's or the Python one (srm.copier).
     copier: str = "jvm"
+    # The target clusters it is pinned to (--target, SRM's Driver Target Cluster); None:
+    # every target.
+    pinned: tuple[str, ...] | None = None
+
+    @property
+    def flows(self) -> dict[str, FlowConfig]:
+        """The flows this driver runs tasks of: those into the targets it serves."""
+        return {
+            flow.name: flow
+            for flow in self.config.flows.values()
+            if self.pinned is None or flow.target in self.pinned
+        }
 
 
 def driver_settings(
@@ -54,12 +67,16 @@ def driver_settings(
     driver_id: str | None,
     standalone: bool,
     token_file: Path | None = None,
+    target: str | None = None,
 ) -> DriverSettings:
+    """``target``: ``--target A,B`` (else SRM's Driver Target Cluster key)."""
     check_spark_settings(spark_master, spark_conf)
     copier = copier_choice(config)
+    pinned = pinned_targets(config, target)
     return DriverSettings(
         config=config,
-        control=control_settings(config),
+        control=control_plane(config).serving(pinned),
+        pinned=pinned,
         spark_master=spark_master,
         spark_conf=dict(spark_conf),
         jars=tuple(driver_jars(jars_folder)) if copier == "jvm" else (),

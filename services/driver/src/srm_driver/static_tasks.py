@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
-from srm_common.config.model import SrmConfig
+from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.refresh import RefreshSchedule, refreshed
 from srm_common.control.state import FlowTasks, checkpoint_task_id
@@ -32,12 +32,20 @@ class StaticTaskSource:
     """See the module docstring."""
 
     def __init__(
-        self, config: SrmConfig, discovery: Discovery, clock: Callable[[], float] = time.monotonic
+        self,
+        config: SrmConfig,
+        discovery: Discovery,
+        clock: Callable[[], float] = time.monotonic,
+        flows: Mapping[str, FlowConfig] | None = None,
     ) -> None:
+        """``flows``: the flows to run (those into the targets a pinned driver serves);
+        default every flow of ``config``."""
         self._config = config
         self._discovery = discovery
         self._clock = clock
-        self._flows = {flow.name: flow for flow in config.flows.values()}
+        self._flows = (
+            dict(flows) if flows is not None else {f.name: f for f in config.flows.values()}
+        )
         self._tasks: dict[str, FlowTasks] = {}
         self._due = {name: RefreshSchedule() for name in self._flows}
         self._generation = 0

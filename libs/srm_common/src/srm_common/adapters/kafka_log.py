@@ -1,4 +1,6 @@
-"""The event log and driver heartbeats on Kafka (confluent-kafka).
+"""The event logs and driver heartbeats on Kafka (confluent-kafka), one set per log
+(:class:`~srm_common.config.control.ControlSettings`: a target cluster's, or the single
+log of an earlier release).
 
 * :class:`EventLogWriter` is the coordinator leader's only way to write: a transactional
   producer with the fixed id of :class:`ControlSettings`. ``fence()`` (init) bumps the
@@ -15,6 +17,7 @@ KIP-848-era brokers completely, and the drivers already use it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -39,16 +42,11 @@ from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, encode, event_key
 from srm_common.control.integrity import RESTORE_HINT, LogGuard, LogProblem
-from srm_common.errors import ControlLogError, Fenced
+from srm_common.errors import ControlLogError, ControlTopicRefused, Fenced
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
-
-
-class ControlTopicRefused(ControlLogError):
-    """A control topic exists in a shape the control path cannot work with; the message
-    says how to fix it."""
 
 
 def ensure_control_topics(
@@ -69,8 +67,9 @@ def ensure_control_topics(
         existing = set(admin.list_topics(timeout=timeout).topics)
     except KafkaException as exc:
         raise ControlLogError(
-            f"cannot reach the control cluster {settings.cluster!r}"
-            f" ({settings.client.get('bootstrap.servers')}): {exc}; is it running?"
+            f"cannot reach cluster {settings.cluster!r}"
+            f" ({settings.client.get('bootstrap.servers')}) for the log of {settings.name}:"
+            f" {exc}; is it running?"
         ) from exc
     if not create_events and settings.events_topic not in existing:
         del wanted[settings.events_topic]
@@ -105,7 +104,7 @@ def check_control_topics(
 ) -> list[str]:
     """Refuse control topics that exist in a shape the control path cannot work with,
     with :class:`ControlTopicRefused` saying how to fix it (:class:`ControlLogError` when
-    the control cluster does not answer); return warnings (a replication
+    the cluster does not answer); return warnings (a replication
     factor below ``srm.control.replication.factor``). Missing topics pass (a coordinator
     creates them).
 
@@ -131,8 +130,8 @@ def check_control_topics(
     why = {
         settings.events_topic: "events of one log are read in order from partition 0 only;"
         " this topic cannot be shrunk: rebuild it with one partition by"
-        " `srm-control restore --from-db URL --replace` (a coordinator's --projection"
-        " database) or use a new srm.control.topic.prefix",
+        f" `srm-control restore --target {settings.cluster} --from-db URL --replace` (the"
+        " gateway's read model) or use a new srm.control.topic.prefix",
         settings.drivers_topic: "heartbeats are read from partition 0 only, so drivers"
         " beating to another one would be removed as silent; it holds only the last hour"
         f" of heartbeats: delete it ({delete} {settings.drivers_topic}) and start a"
@@ -304,6 +303,7 @@ class EventLogReader:
         admin: AdminClient | None = None,
     ) -> None:
         self.topic = settings.events_topic
+        self.cluster = settings.cluster
         self._consumer = consumer or kafka_clients.consumer(
             {
                 **settings.client,
@@ -321,6 +321,7 @@ class EventLogReader:
         self.guard = LogGuard(self.topic, known_log=known_log)
         self.problem: LogProblem | None = None
         self.restarted = False
+        self.missing = False
         self.at_end = False
         # The next offset this reader will read (-1 before it has read anything).
         self.position = -1
@@ -514,9 +515,13 @@ class EventLogReader:
         if where.offset >= 0:
             self.position = where.offset
 
-    def read_to_end(self, timeout: float = TIMEOUT_S) -> list[Envelope]:
+    def read_to_end(
+        self, timeout: float = TIMEOUT_S, *, missing_ok: bool = False
+    ) -> list[Envelope]:
         """Everything committed so far; :class:`ControlLogError` if the end is not reached.
         Stops early, returning what may be folded, when :attr:`problem` is set.
+        ``missing_ok``: a log whose topic does not exist (and that this reader knew
+        nothing of) is empty at once (:attr:`missing` set), not waited for.
 
         Only on a new reader: librdkafka signals a partition's end once per arrival
         there, so a reader already at the end would wait for news forever."""
@@ -524,18 +529,21 @@ class EventLogReader:
         events: list[Envelope] = []
         self.at_end = False
         while not self.check_topic(min(timeout, 10.0)):
+            if missing_ok:
+                self.missing = True
+                return []
             if time.monotonic() > deadline:
                 raise ControlLogError(
-                    f"the event log {self.topic} does not exist: no coordinator has started"
-                    " with this srm.control.topic.prefix yet (start srm-coordinator), or it"
-                    f" was deleted ({RESTORE_HINT})"
+                    f"the event log {self.topic} does not exist on {self.cluster}: no"
+                    " coordinator has led it with this srm.control.topic.prefix yet (start"
+                    f" srm-coordinator), or it was deleted ({RESTORE_HINT})"
                 )
             time.sleep(0.2)
         while not self.at_end and self.problem is None:
             if time.monotonic() > deadline:
                 raise ControlLogError(
-                    f"could not read the event log {self.topic} to its end within"
-                    f" {timeout:.0f} s; is the control cluster up?"
+                    f"could not read the event log {self.topic} on {self.cluster} to its end"
+                    f" within {timeout:.0f} s; is {self.cluster} up?"
                 )
             events.extend(self.poll(0.5))
         return events
@@ -580,7 +588,7 @@ class EventLogEnd:
         self._admin = kafka_clients.admin(dict(settings.client))
 
     def query(self, timeout: float = 5.0) -> int:
-        """The end offset; :class:`ControlLogError` if the control cluster did not answer."""
+        """The end offset; :class:`ControlLogError` if the log's cluster did not answer."""
         request = {TopicPartition(self.topic, 0): OffsetSpec.latest()}
         try:
             futures = self._admin.list_offsets(
@@ -592,7 +600,7 @@ class EventLogEnd:
 
     def topic_id(self, timeout: float = 5.0) -> str | None:
         """The events topic's id now; None when it does not exist; ControlLogError when
-        the control cluster did not say."""
+        the log's cluster did not say."""
         topic_id = _describe(self._admin, self.topic, timeout)
         if topic_id == _UNKNOWN:
             raise ControlLogError("cannot describe the event log topic")
@@ -621,21 +629,69 @@ class EventLogEnd:
 
 
 def read_log(
-    settings: ControlSettings, *, timeout: float = TIMEOUT_S, known_log: str | None = None
+    settings: ControlSettings,
+    *,
+    timeout: float = TIMEOUT_S,
+    known_log: str | None = None,
+    missing_ok: bool = False,
 ) -> list[Envelope]:
     """The whole committed event log (for srm-control and tests); records that are not
     events are skipped (and logged). :class:`ControlLogError` with the reason when the
-    log is not the ``known_log`` or holds an event of a newer SRM."""
+    log is not the ``known_log`` or holds an event of a newer SRM. ``missing_ok``: a log
+    whose topic does not exist is empty, at once."""
     reader = EventLogReader(
         settings, client_id=f"srm-log-reader-{time.time_ns()}", known_log=known_log
     )
     try:
-        events = reader.read_to_end(timeout)
+        events = reader.read_to_end(timeout, missing_ok=missing_ok)
         if reader.problem is not None:
             raise ControlLogError(reader.problem.message)
         return events
     finally:
         reader.close()
+
+
+def read_logs(
+    logs: Sequence[ControlSettings], *, timeout: float = TIMEOUT_S
+) -> dict[str, list[Envelope] | ControlLogError]:
+    """Every log of ``logs`` read at once (one thread each: a cluster that does not
+    answer costs one timeout, not one per log), by log name; a log that could not be
+    read is the :class:`ControlLogError` that says why; a log whose topic does not exist
+    (nothing ever led it, or the single log of an earlier release never was) is left
+    out of the answer."""
+    found: dict[str, list[Envelope] | ControlLogError] = {}
+    missing: set[str] = set()
+
+    def read(settings: ControlSettings) -> None:
+        try:
+            reader = EventLogReader(settings, client_id=f"srm-log-reader-{time.time_ns()}")
+            try:
+                events = reader.read_to_end(timeout, missing_ok=True)
+                if reader.problem is not None:
+                    raise ControlLogError(reader.problem.message)
+                if reader.missing:
+                    missing.add(settings.name)
+                else:
+                    found[settings.name] = events
+            finally:
+                reader.close()
+        except ControlLogError as exc:
+            found[settings.name] = exc
+
+    threads = [
+        threading.Thread(target=read, args=(settings,), name=f"read {settings.name}", daemon=True)
+        for settings in logs
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout + 15)
+    for settings in logs:
+        if settings.name not in found and settings.name not in missing:
+            found[settings.name] = ControlLogError(
+                f"the log of {settings.name} was not read in time; is {settings.cluster} up?"
+            )
+    return found
 
 
 # -- driver heartbeats -----------------------------------------------------------------

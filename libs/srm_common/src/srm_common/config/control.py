@@ -1,16 +1,26 @@
 """Where the control path lives and how fast it reacts: the ``srm.control.*`` and
 ``srm.driver.*`` keys, read once from a loaded configuration.
 
-The event log, the driver heartbeats and the coordinator election are three topics in
-one *control cluster* (any configured alias; the first by default); every cluster a flow
-writes into also holds a fence topic, from which drivers renew their leases into it
-while the control cluster cannot be reached (:mod:`srm_common.control.fences`). Their names share a
-prefix and end in ``.internal``, so MM2's default topic filter never replicates them.
+Every cluster some flow writes into (every cluster, when each ordered pair is a flow)
+holds the control path *of the flows into it*, as SRM's Connect groups do: an event
+log, the heartbeats of the drivers that serve it and its coordinators' election, three
+one-partition topics sharing a prefix (:class:`ControlSettings`, one per target in
+:class:`ControlPlane`). A lost cluster stops only the flows that read from or write to
+it; the others keep copying *and* changing. Names end in ``.internal``, so MM2's default
+topic filter never replicates them.
+
+Releases before per-target logs kept one log for every flow on one *control cluster*
+(``srm.control.cluster``, the first alias by default) under other names; that log is
+read once per target to move its configuration into the target's log
+(:attr:`ControlPlane.legacy`), then only for history.
+
+SRM's *Driver Target Cluster* key (``streams.replication.manager.driver.target.cluster``)
+pins a driver (and a coordinator) to the targets it names (:func:`pinned_targets`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -21,11 +31,16 @@ if TYPE_CHECKING:
     from srm_common.control.state import FlowState
 
 DEFAULT_PREFIX = "srm-control"
+TARGET_KEY = "streams.replication.manager.driver.target.cluster"
+LEGACY_PREFIX = "legacy@"
 
 
 @dataclass(frozen=True)
 class ControlSettings:
-    """The control path's topics, clients and timings."""
+    """The control path of one log: its cluster, topics, clients and timings.
+
+    ``cluster`` is the target cluster whose flows the log holds; ``legacy`` marks the
+    single log of earlier releases (other topic names, on ``srm.control.cluster``)."""
 
     cluster: str
     client: Mapping[str, str]
@@ -35,9 +50,12 @@ class ControlSettings:
     replication_factor: int
     lease_ms: int = 5000
     write_timeout_ms: int = 10000
-    # Client settings of every cluster some flow writes into: each holds the fence
-    # topic that leases into it are renewed from (srm_common.control.fences).
-    targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    legacy: bool = False
+
+    @property
+    def name(self) -> str:
+        """How the log is called everywhere: its target's alias, or ``legacy@<alias>``."""
+        return f"{LEGACY_PREFIX}{self.cluster}" if self.legacy else self.cluster
 
     @property
     def wait_out_ms(self) -> int:
@@ -62,36 +80,93 @@ class ControlSettings:
 
     @property
     def events_topic(self) -> str:
-        """The event log: every fact about configuration and assignment, kept forever."""
-        return f"{self.prefix}.events.internal"
+        """The event log: every fact about the flows into this cluster, kept forever."""
+        return f"{self.prefix}.{'events' if self.legacy else 'log'}.internal"
 
     @property
     def drivers_topic(self) -> str:
-        """Driver heartbeats: membership and what each driver runs (short retention)."""
-        return f"{self.prefix}.drivers.internal"
-
-    @property
-    def fences_topic(self) -> str:
-        """On every target cluster: the members that may hold a lease into it."""
-        return f"{self.prefix}.fences.internal"
+        """Heartbeats of the drivers serving this cluster (short retention)."""
+        return f"{self.prefix}.{'drivers' if self.legacy else 'beats'}.internal"
 
     @property
     def election_topic(self) -> str:
-        """One partition; the coordinator that the group assigns it to leads."""
-        return f"{self.prefix}.election.internal"
+        """One partition; the coordinator that the group assigns it to leads the log."""
+        return f"{self.prefix}.{'election' if self.legacy else 'leader'}.internal"
 
     @property
     def transactional_id(self) -> str:
-        """Fixed for every coordinator: a new leader's init fences the old one."""
-        return f"{self.prefix}.coordinator"
+        """Fixed for every coordinator of this log: a new leader's init fences the old."""
+        return f"{self.prefix}.{'coordinator' if self.legacy else 'log-leader'}"
 
     @property
     def election_group(self) -> str:
-        return f"{self.prefix}.coordinators"
+        return f"{self.prefix}.{'coordinators' if self.legacy else 'leaders'}"
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """Every log of a configuration: one per target cluster (``logs``, by alias), and
+    where the single log of earlier releases would be (``legacy``)."""
+
+    logs: Mapping[str, ControlSettings]
+    legacy: ControlSettings
+    # Flow name -> the target whose log holds it.
+    flow_targets: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(sorted(self.logs))
+
+    @property
+    def lease_ms(self) -> int:
+        """The timings every log shares (``srm.driver.*``)."""
+        return self.legacy.lease_ms
+
+    @property
+    def write_timeout_ms(self) -> int:
+        return self.legacy.write_timeout_ms
+
+    def log(self, target: str) -> ControlSettings:
+        return self.logs[target]
+
+    def log_of(self, flow: str) -> ControlSettings | None:
+        """The log that holds ``flow`` (None: no such configured flow)."""
+        target = self.flow_targets.get(flow)
+        return self.logs.get(target) if target is not None else None
+
+    def serving(self, targets: Sequence[str] | None) -> ControlPlane:
+        """The plane of only these targets (None: all)."""
+        if targets is None:
+            return self
+        chosen = {t: self.logs[t] for t in targets if t in self.logs}
+        flows = {f: t for f, t in self.flow_targets.items() if t in chosen}
+        return replace(self, logs=chosen, flow_targets=flows)
+
+    def with_client(self, overrides: Mapping[str, str]) -> ControlPlane:
+        """Every log's client with ``overrides`` (srm-control's ``--props``)."""
+        return replace(
+            self,
+            logs={t: replace(s, client={**s.client, **overrides}) for t, s in self.logs.items()},
+            legacy=replace(self.legacy, client={**self.legacy.client, **overrides}),
+        )
+
+
+def control_plane(config: SrmConfig) -> ControlPlane:
+    """The logs of ``config``; :class:`ConfigError` naming the key if a value is bad."""
+    base = control_settings(config)
+    targets = sorted({flow.target for flow in config.flows.values()})
+    logs = {
+        alias: replace(base, cluster=alias, client=config.cluster(alias).client_config("admin"))
+        for alias in targets
+    }
+    flows = {flow.name: flow.target for flow in config.flows.values()}
+    return ControlPlane(logs=logs, legacy=replace(base, legacy=True), flow_targets=flows)
 
 
 def control_settings(config: SrmConfig) -> ControlSettings:
-    """The control settings of ``config``; :class:`ConfigError` naming the key if bad."""
+    """The timings and prefix of ``config``'s control path, on ``srm.control.cluster``
+    (the place of the single log of earlier releases); :class:`ConfigError` naming the
+    key if bad. The logs themselves are :func:`control_plane`'s."""
     extra = config.extra
     alias = extra.get("srm.control.cluster", "").strip() or (config.aliases or ("",))[0]
     if alias not in config.clusters:
@@ -130,11 +205,36 @@ def control_settings(config: SrmConfig) -> ControlSettings:
         replication_factor=factor,
         lease_ms=lease,
         write_timeout_ms=write_timeout,
-        targets={
-            alias: config.cluster(alias).client_config("admin")
-            for alias in sorted({flow.target for flow in config.flows.values()})
-        },
     )
+
+
+def pinned_targets(config: SrmConfig, flag: str | None = None) -> tuple[str, ...] | None:
+    """The targets a driver or coordinator serves: ``flag`` (``--target A,B``), else
+    SRM's Driver Target Cluster key, else None (every target). :class:`ConfigError`
+    naming what is wrong: an unknown alias, or a cluster no flow writes into."""
+    key = "--target" if flag is not None else TARGET_KEY
+    raw = flag if flag is not None else config.extra.get(TARGET_KEY)
+    if raw is None or not raw.strip():
+        if flag is not None:
+            raise ConfigError("--target needs one or more cluster aliases, comma separated")
+        return None
+    chosen = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    targets = {flow.target for flow in config.flows.values()}
+    for alias in chosen:
+        if alias not in config.clusters:
+            known = ", ".join(config.aliases) or "none"
+            raise ConfigError(
+                f"{key}: unknown cluster alias {alias!r}; known aliases: {known}",
+                source=None if flag is not None else config.source,
+                key=None if flag is not None else TARGET_KEY,
+            )
+        if alias not in targets:
+            raise ConfigError(
+                f"{key}: no flow writes into {alias!r}; targets: {', '.join(sorted(targets))}",
+                source=None if flag is not None else config.source,
+                key=None if flag is not None else TARGET_KEY,
+            )
+    return chosen
 
 
 _TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

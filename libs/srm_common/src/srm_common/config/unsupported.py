@@ -52,6 +52,7 @@ READ_ANYWHERE = frozenset({"offset.storage.partitions", "offset.storage.replicat
 
 READ_AT_TOP_LEVEL = READ_ANYWHERE | {
     "srm.control.cluster",
+    "streams.replication.manager.driver.target.cluster",
     "srm.control.topic.prefix",
     "srm.control.replication.factor",
     "srm.driver.session.timeout.ms",

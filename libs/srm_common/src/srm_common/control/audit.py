@@ -68,9 +68,11 @@ def changes(
     ]
 
 
-def entry(envelope: Envelope) -> dict[str, object]:
-    """One change as JSON: where in the log, when, what, who."""
+def entry(envelope: Envelope, log: str | None = None) -> dict[str, object]:
+    """One change as JSON: in which log (``log``: a target alias, or ``legacy@<alias>``
+    for the single log of an earlier release) and where in it, when, what, who."""
     return {
+        **({"log": log} if log is not None else {}),
         "offset": envelope.offset,
         "at": format_time(envelope.at_ms),
         "type": envelope.event.TYPE,

@@ -44,6 +44,7 @@ from srm_common.control.schema import (
     EventDecodeError,
     FlowDisabled,
     FlowEnabled,
+    LogMigrated,
     LogStarted,
     NewerEvent,
     NotAnEvent,
@@ -247,10 +248,17 @@ def describe(envelope: Envelope) -> str:
     """One human line for audit output, e.g. ``topics allowlist of a->b: + orders.*``."""
     event = envelope.event
     if isinstance(event, LogStarted):
+        of = f" of the flows into {event.target}" if event.target else ""
         if event.restored_from is None:
-            return f"event log {event.log_id} started"
+            origin = f" ({event.source})" if event.source else ""
+            return f"event log {event.log_id}{of} started{origin}"
         lost = event.restored_from
-        return f"event log {event.log_id} restored from lost log {lost} ({event.source})"
+        return f"event log {event.log_id}{of} restored from lost log {lost} ({event.source})"
+    if isinstance(event, LogMigrated):
+        return (
+            f"the configuration of the flows into {event.target} moved to their own log"
+            f" {event.log_id} (on {event.target})"
+        )
     if isinstance(event, CoordinatorElected):
         return f"coordinator {event.coordinator} leads (epoch {event.epoch}, {event.url})"
     if isinstance(event, ConfigApplied):

@@ -26,6 +26,7 @@ from srm_common.control.schema import (
     GroupsAllowRemoved,
     GroupsDenied,
     GroupsDenyRemoved,
+    LogMigrated,
     LogStarted,
     NewerEvent,
     NotAnEvent,
@@ -44,6 +45,7 @@ from srm_common.control.schema import (
     pattern_event_class,
     upcast_driver_joined_v1_to_v2,
     upcast_driver_joined_v2_to_v3,
+    upcast_log_started_v1_to_v2,
     upcast_task_configs_v1_to_v2,
 )
 
@@ -66,6 +68,7 @@ __all__ = [
     "GroupsAllowed",
     "GroupsDenied",
     "GroupsDenyRemoved",
+    "LogMigrated",
     "LogStarted",
     "NewerEvent",
     "NotAnEvent",
@@ -89,4 +92,5 @@ __all__ = [
     "upcast_driver_joined_v1_to_v2",
     "upcast_driver_joined_v2_to_v3",
     "upcast_task_configs_v1_to_v2",
+    "upcast_log_started_v1_to_v2",
 ]

@@ -49,9 +49,9 @@ from srm_common.control.schema import (
 )
 
 RESTORE_HINT = (
-    "restore it with `srm-control restore --from-db URL` (a coordinator's --projection"
-    " database) or `srm-control restore --from-audit FILE` (an `srm-control audit --at"
-    " TIME --json` export); see docs/control-path.md"
+    "restore it with `srm-control restore --target <its cluster> --from-db URL` (the"
+    " gateway's read model) or `... --from-audit FILE` (an `srm-control audit --at TIME"
+    " --json` export); see docs/control-path.md"
 )
 
 

@@ -49,13 +49,30 @@ class LogStarted(Event):
     """The log's identity, its first event: ``log_id`` is random, so a log recreated
     under the same topic name is told apart from the one a reader knew. A log written by
     ``srm-control restore`` names the lost log in ``restored_from`` and what it was
-    rebuilt from in ``source`` (a SQL projection or an audit export; "" otherwise). A log
-    older than log ids gets one from the first leader that reads it (not first then)."""
+    rebuilt from in ``source`` (a SQL projection or an audit export; "" otherwise; a log
+    that took over the configuration of the single log of an earlier release says so
+    there too). A log older than log ids gets one from the first leader that reads it
+    (not first then). v2 added ``target``: the cluster whose flows the log holds (v1
+    records decode with ``""``: the single log of releases before per-target logs)."""
 
     TYPE = "log.started"
+    VERSION = 2
     log_id: str
     restored_from: str | None
     source: str
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LogMigrated(Event):
+    """Written into the single log of an earlier release: the configuration of the
+    flows into ``target`` moved to that cluster's own log ``log_id``, so it is never
+    moved again. A release before per-target logs reads this as an event of a newer SRM
+    and stops folding there (its coordinators stand by)."""
+
+    TYPE = "log.migrated"
+    target: str
+    log_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +372,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
         LogStarted,
+        LogMigrated,
         CoordinatorElected,
         ConfigApplied,
         FlowEnabled,
@@ -425,7 +443,13 @@ def upcast_task_configs_v1_to_v2(data: Data) -> Data:
     }
 
 
+def upcast_log_started_v1_to_v2(data: Data) -> Data:
+    """v1 logs were the one log of every flow: no target."""
+    return {**data, "target": ""}
+
+
 UPCASTERS: Mapping[tuple[str, int], Callable[[Data], Data]] = {
+    ("log.started", 1): upcast_log_started_v1_to_v2,
     ("driver.joined", 1): upcast_driver_joined_v1_to_v2,
     ("driver.joined", 2): upcast_driver_joined_v2_to_v3,
     ("task_configs.generated", 1): upcast_task_configs_v1_to_v2,

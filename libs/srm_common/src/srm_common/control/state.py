@@ -23,6 +23,7 @@ from srm_common.control.schema import (
     FlowBaseline,
     FlowDisabled,
     FlowEnabled,
+    LogMigrated,
     LogStarted,
     PartitionHalted,
     PartitionResumeRequested,
@@ -215,8 +216,10 @@ class ControlState:
 
     offset: int = -1
     at_ms: int = 0
-    # The log's identity (its log.started event; None in a log older than log ids).
+    # The log's identity (its log.started event; None in a log older than log ids), and
+    # the target cluster whose flows it holds ("": the single log of earlier releases).
     log_id: str | None = None
+    target: str = ""
     leader: Leader | None = None
     config_path: str | None = None
     baseline: Mapping[str, FlowBaseline] = field(default_factory=dict[str, FlowBaseline])
@@ -238,6 +241,8 @@ class ControlState:
     )
     # The newest COMMANDS_REMEMBERED command ids, oldest first.
     commands: Mapping[str, AppliedCommand] = field(default_factory=dict[str, AppliedCommand])
+    # In the single log of an earlier release: target -> the log its flows moved to.
+    migrated: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def lost(self, key: str) -> int:
         """Offsets of partition ``key`` lost to retention before they were copied."""
@@ -302,6 +307,9 @@ class ControlState:
                 key: [list(r) for r in ranges] for key, ranges in sorted(self.losses.items())
             },
             "commands": {key: _plain(c) for key, c in sorted(self.commands.items())},
+            # Only where there is something: the digests of earlier logs stay as they were.
+            **({"target": self.target} if self.target else {}),
+            **({"migrated": dict(sorted(self.migrated.items()))} if self.migrated else {}),
         } | self._parts_content()
 
     def _parts_content(self) -> dict[str, object]:
@@ -352,7 +360,9 @@ def apply(state: ControlState, envelope: Envelope) -> ControlState:
         # A restored log is a new history: nothing folded before its first event counts
         # (a SQL projection replays the lost log and then the restored one).
         base = state if event.restored_from is None else ControlState(state.offset, state.at_ms)
-        return replace(base, log_id=event.log_id)
+        return replace(base, log_id=event.log_id, target=event.target)
+    if isinstance(event, LogMigrated):
+        return replace(state, migrated={**state.migrated, event.target: event.log_id})
     if isinstance(event, CoordinatorElected):
         leader = Leader(event.coordinator, event.url, event.epoch, envelope.at_ms)
         return replace(state, leader=leader)

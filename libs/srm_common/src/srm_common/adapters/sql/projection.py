@@ -1,11 +1,12 @@
-"""SqlProjection: the control event log copied into SQL for audit history and replay.
+"""SqlProjection: the control event logs copied into SQL for audit history and replay.
 
 The gateway owns this database (its ``--db-url``) and is its only writer; ``srm-control
 audit --db`` and ``restore --from-db`` open it read-only (``migrate=False``). The
 gateway's projector feeds decoded events in log order; each becomes one ``srm_events`` row keyed
-by its log offset. The last applied position *is* the largest stored offset, so it is
-written in the same transaction as the rows and a replay after a crash only re-offers
-events that are then skipped (STYLE.md, events). Readers get history filtered by time and
+by its log (a target cluster's alias; ``''`` for the single log of an earlier release)
+and its offset there. The last applied position of a log *is* its largest stored offset,
+so it is written in the same transaction as the rows and a replay after a crash only
+re-offers events that are then skipped (STYLE.md, events). Readers get history filtered by time and
 flow, or the stored record values to rebuild any other view.
 """
 
@@ -71,6 +72,8 @@ class ProjectedEvent:
     flow: str | None
     summary: str
     value: bytes
+    # The log the event is in: a target cluster's alias ("": an earlier release's single log).
+    log: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,34 +159,40 @@ class SqlProjection:
         events: Iterable[ProjectedEvent],
         also: Callable[[Connection], None] | None = None,
     ) -> int:
-        """Store the events after ``last_offset()`` in one transaction; return how many.
+        """Store the events after their log's ``last_offset()`` in one transaction; return
+        how many.
 
-        Events at or below the last stored offset (already projected, or redelivered
-        within the batch) are skipped, so re-applying a batch inserts nothing. Order of
-        the input does not matter. ``also`` runs in the same transaction (the gateway
-        replaces its current-state tables there).
+        Events at or below the last stored offset of their log (already projected, or
+        redelivered within the batch) are skipped, so re-applying a batch inserts
+        nothing. Order of the input does not matter. ``also`` runs in the same transaction
+        (the gateway replaces its current-state tables there).
         """
-        batch = sorted(events, key=lambda event: event.offset)
+        batch = sorted(events, key=lambda event: (event.log, event.offset))
         with self._translated("apply events"), self._engine.begin() as connection:
-            newest = _max_offset(connection)
+            newest: dict[str, int] = {}
             rows: list[dict[str, object]] = []
             for event in batch:
-                if event.offset > newest:
+                if event.log not in newest:
+                    newest[event.log] = _max_offset(connection, event.log)
+                if event.offset > newest[event.log]:
                     rows.append(_row_of(event))
-                    newest = event.offset
+                    newest[event.log] = event.offset
             if rows:
                 connection.execute(insert(_events), rows)
             if also is not None:
                 also(connection)
         return len(rows)
 
-    def last_offset(self) -> int:
-        """The highest projected log offset, or -1 when nothing is projected yet."""
-        return self.status().last_offset
+    def last_offset(self, log: str = "") -> int:
+        """The highest projected offset of ``log``, or -1 when none is projected yet."""
+        return self.status(log).last_offset
 
-    def status(self) -> ProjectionStatus:
-        """Row count and last offset, for health and lag reporting."""
+    def status(self, log: str | None = None) -> ProjectionStatus:
+        """Row count and last offset (of ``log``; of any log when None), for health and
+        lag reporting."""
         query = select(func.count(), func.max(_events.c.log_offset))
+        if log is not None:
+            query = query.where(_events.c.log == log)
         with self._translated("read status"), self._engine.connect() as connection:
             count, newest = connection.execute(query).one()
         return ProjectionStatus(events=count, last_offset=-1 if newest is None else newest)
@@ -203,7 +212,7 @@ class SqlProjection:
         """
         if limit is not None and limit < 0:
             raise SrmError(f"history limit must be 0 or more, got {limit}")
-        query = select(_events).order_by(_events.c.log_offset)
+        query = select(_events).order_by(_events.c.log, _events.c.log_offset)
         if since_ms is not None:
             query = query.where(_events.c.at_ms >= since_ms)
         if until_ms is not None:
@@ -215,22 +224,35 @@ class SqlProjection:
         with self._translated("read history"), self._engine.connect() as connection:
             return [_event_of(row) for row in connection.execute(query)]
 
-    def values_until(self, *, until_ms: int | None = None) -> list[tuple[int, bytes]]:
-        """``(offset, value)`` of every event with ``at_ms <= until_ms``, by offset, to replay.
+    def values_until(
+        self, *, until_ms: int | None = None, log: str = ""
+    ) -> list[tuple[int, bytes]]:
+        """``(offset, value)`` of every event of ``log`` with ``at_ms <= until_ms``, by
+        offset, to replay.
 
         Values are the bytes exactly as stored in the log; decoding is the caller's.
         """
-        query = select(_events.c.log_offset, _events.c.value).order_by(_events.c.log_offset)
+        return self.values_by_log(until_ms=until_ms).get(log, [])
+
+    def values_by_log(self, *, until_ms: int | None = None) -> dict[str, list[tuple[int, bytes]]]:
+        """``(offset, value)`` of every event with ``at_ms <= until_ms``, by log, each by
+        offset: every log there is, to replay."""
+        query = select(_events.c.log, _events.c.log_offset, _events.c.value).order_by(
+            _events.c.log, _events.c.log_offset
+        )
         if until_ms is not None:
             query = query.where(_events.c.at_ms <= until_ms)
+        found: dict[str, list[tuple[int, bytes]]] = {}
         with self._translated("read values"), self._engine.connect() as connection:
-            return [(offset, bytes(value)) for offset, value in connection.execute(query)]
+            for log, offset, value in connection.execute(query):
+                found.setdefault(log, []).append((offset, bytes(value)))
+        return found
 
-    def values_of_type(self, type_: str) -> list[tuple[int, bytes]]:
-        """``(offset, value)`` of every event of wire type ``type_``, by offset."""
+    def values_of_type(self, type_: str, log: str = "") -> list[tuple[int, bytes]]:
+        """``(offset, value)`` of every event of ``log`` of wire type ``type_``, by offset."""
         query = (
             select(_events.c.log_offset, _events.c.value)
-            .where(_events.c.type == type_)
+            .where(_events.c.type == type_, _events.c.log == log)
             .order_by(_events.c.log_offset)
         )
         with self._translated("read values"), self._engine.connect() as connection:
@@ -293,13 +315,15 @@ def _password_of(url: str) -> str | None:
         return None
 
 
-def _max_offset(connection: Connection) -> int:
-    newest = connection.execute(select(func.max(_events.c.log_offset))).scalar()
+def _max_offset(connection: Connection, log: str) -> int:
+    query = select(func.max(_events.c.log_offset)).where(_events.c.log == log)
+    newest = connection.execute(query).scalar()
     return -1 if newest is None else int(newest)
 
 
 def _row_of(event: ProjectedEvent) -> dict[str, object]:
     return {
+        "log": event.log,
         "log_offset": event.offset,
         "at_ms": event.at_ms,
         "type": event.type,
@@ -321,4 +345,5 @@ def _event_of(row: Row[Any]) -> ProjectedEvent:
         flow=row.flow,
         summary=row.summary,
         value=bytes(row.value),
+        log=row.log,
     )

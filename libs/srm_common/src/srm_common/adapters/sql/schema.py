@@ -1,7 +1,8 @@
 """The gateway's SQL read model as SQLAlchemy metadata: what the migrations must produce.
 
-``srm_events``: one row per control event, keyed by its position in the log, so the table
-is both an audit trail and a replayable copy of the log (``value`` holds the stored
+``srm_events``: one row per control event, keyed by its log (a target cluster's alias;
+``''`` for the single log of an earlier release) and its position there, so the table is
+both an audit trail and a replayable copy of every log (``value`` holds the stored
 bytes). ``srm_drivers``, ``srm_assignments``, ``srm_halts``: the state after the last
 projected event (members, which driver runs which task, halted partitions), replaced in
 the same transaction as the events. ``srm_metric_windows``: closed windows of the
@@ -38,6 +39,7 @@ metadata = MetaData()
 events = Table(
     "srm_events",
     metadata,
+    Column("log", String(255), primary_key=True, server_default=""),
     Column("log_offset", BigInteger, primary_key=True, autoincrement=False),
     Column("at_ms", BigInteger, nullable=False),
     Column("type", String(128), nullable=False),
