@@ -5,10 +5,15 @@ ports of its own (free loopback ports, never make up's 9092 / 9192 / 8080), so i
 next to anyone's `make up` or `docker-compose up`. Then, with numbered records produced
 to ``orders`` on ``primary`` from the host (~1500/s, ``srm_local.testing.SteadyProducer``):
 
-    step        under load                                   then
-    1 driver    the stack as started                         stop producing, wait until
-    3 drivers   docker-compose up -d --scale driver=3        primary.orders on backup ends
-    1 driver    docker-compose up -d --scale driver=1        where orders ends, compare
+    step        under load                                          then
+    1 driver    the stack as started                                stop producing, wait
+    3 drivers   docker-compose up -d --scale driver-backup=3        until primary.orders on
+    1 driver    docker-compose up -d --scale driver-backup=1        backup ends where orders
+                                                                    ends, compare
+
+The drivers scaled are backup's set (``driver-backup``, pinned to backup: they run
+primary->backup); primary's set (``driver-primary``, one) runs the reverse flow
+throughout, so the group counted on the gateway is backup's drivers and that one.
 
 Each comparison reads both topics whole and wants every partition of the copy equal to
 its source (keys, values, headers, timestamps, in order): 0 missing, 0 duplicated. The
@@ -48,7 +53,17 @@ RESERVED_PORTS = frozenset({9092, 9192, 8080})
 TOPIC = "orders"
 REMOTE = "primary.orders"
 AGGREGATORS = ("metrics-aggregator-primary", "metrics-aggregator-backup")
-LOGGED_SERVICES = ("coordinator-1", "coordinator-2", "driver", "gateway", "postgres", *AGGREGATORS)
+DRIVERS = "driver-backup"  # the set scaled: the drivers pinned to backup
+OTHER_DRIVERS = 1  # driver-primary, pinned to primary, not scaled
+LOGGED_SERVICES = (
+    "coordinator-1",
+    "coordinator-2",
+    DRIVERS,
+    "driver-primary",
+    "gateway",
+    "postgres",
+    *AGGREGATORS,
+)
 # What the aggregators publish (srm_common.metrics.aggregate.AGGREGATED_TOPIC).
 AGGREGATED_TOPIC = "srm-metrics-aggregated.internal"
 
@@ -246,8 +261,8 @@ def check_stack(
     gateway = f"http://127.0.0.1:{ports['gateway']}"
 
     begun = time.monotonic()
-    run.say(f"docker-compose up -d --scale driver={counts[0]} (waits for both clusters)")
-    compose.run("up", "-d", "--scale", f"driver={counts[0]}")
+    run.say(f"docker-compose up -d --scale {DRIVERS}={counts[0]} (waits for both clusters)")
+    compose.run("up", "-d", "--scale", f"{DRIVERS}={counts[0]}")
     run.say("up returned; waiting for the gateway and the drivers to join")
     check_gateway(run, gateway, counts[0])
     up = f"up, {counts[0]} driver(s) in the group"
@@ -269,9 +284,9 @@ def check_stack(
             run.say(f"{REMOTE} exists on backup")
         else:
             name = f"{previous} -> {drivers} drivers under load"
-            run.say(f"producing; docker-compose up -d --scale driver={drivers} --no-recreate")
-            compose.run("up", "-d", "--scale", f"driver={drivers}", "--no-recreate")
-            run.say(f"scale returned: {len(compose.containers('driver'))} driver container(s)")
+            run.say(f"producing; docker-compose up -d --scale {DRIVERS}={drivers} --no-recreate")
+            compose.run("up", "-d", "--scale", f"{DRIVERS}={drivers}", "--no-recreate")
+            run.say(f"scale returned: {len(compose.containers(DRIVERS))} {DRIVERS} container(s)")
             wait_for_drivers(run, gateway, drivers)
         time.sleep(load_seconds)
         producer.finish()
@@ -421,15 +436,15 @@ def compare(primary: str, backup: str) -> testing.CopyCount:
 
 
 def wait_for_drivers(run: Run, gateway: str, drivers: int) -> None:
-    """The group (the event log, as the gateway reads it) has ``drivers`` members and every
-    task of both replications is assigned."""
+    """The drivers (every log, as the gateway reads them) are ``drivers`` of backup's set
+    and primary's one, and every task of both replications is assigned."""
     begun = time.monotonic()
 
     def settled() -> object:
         members = get_json(f"{gateway}/v1/drivers")["drivers"]  # type: ignore[index]
         replications = get_json(f"{gateway}/v2/replications")["replications"]  # type: ignore[index]
         states = {f"{r['source']}->{r['target']}": r["status"] for r in replications}
-        if len(members) == drivers and set(states.values()) == {"running"}:
+        if len(members) == drivers + OTHER_DRIVERS and set(states.values()) == {"running"}:
             return members
         return None
 

@@ -39,11 +39,20 @@ def test_clusters_publish_make_ups_ports_on_loopback_only() -> None:
     assert set(COMPOSE["volumes"]) == {"primary-data", "backup-data", "postgres-data"}
 
 
+def test_one_driver_set_per_target_each_pinned_to_it() -> None:
+    """SRM's Driver Target Cluster: each site's drivers run the flows into it only."""
+    for alias in ("primary", "backup"):
+        command = SERVICES[f"driver-{alias}"]["command"]
+        assert command[command.index("--target") + 1] == alias
+    assert "driver" not in SERVICES, "no driver set serving every target"
+
+
 def test_drivers_scale_and_every_service_is_watched() -> None:
-    driver = SERVICES["driver"]
-    # --scale driver=N needs replicas that differ: no fixed name, host port or id.
-    assert "container_name" not in driver and "ports" not in driver
-    assert "--id" not in driver["command"]
+    for name in ("driver-primary", "driver-backup"):
+        driver = SERVICES[name]
+        # --scale driver-backup=N needs replicas that differ: no fixed name, port or id.
+        assert "container_name" not in driver and "ports" not in driver
+        assert "--id" not in driver["command"]
     # The aggregators answer nothing (Faust's web server is off): no health check; their
     # process exiting is what the restart policy sees.
     aggregators = {"metrics-aggregator-primary", "metrics-aggregator-backup"}
@@ -55,7 +64,8 @@ def test_drivers_scale_and_every_service_is_watched() -> None:
             assert service["healthcheck"]["test"][:2] == ["CMD", "pg_isready"], name
         else:
             assert service["healthcheck"]["test"][:2] == ["CMD", "srm-healthcheck"], name
-    for name in ("coordinator-1", "coordinator-2", "driver", "gateway", *aggregators):
+    drivers = ("driver-primary", "driver-backup")
+    for name in ("coordinator-1", "coordinator-2", *drivers, "gateway", *aggregators):
         assert "./deploy/compose:/etc/srm:ro" in SERVICES[name]["volumes"], name
 
 
@@ -90,14 +100,15 @@ def test_the_gateways_read_model_is_in_postgres_with_the_password_from_a_secret(
 def test_every_http_api_takes_changes_only_with_tokens_from_secrets() -> None:
     """The tokens file (hashes) reaches every service, each client's own token by path;
     no token is written in this file or on a command line."""
-    http = {"coordinator-1", "coordinator-2", "driver", "gateway"}
+    http = {"coordinator-1", "coordinator-2", "driver-primary", "driver-backup", "gateway"}
     for name in http:
         service = SERVICES[name]
         assert service["environment"]["SRM_HTTP_TOKENS_FILE"] == "/run/secrets/srm-http-tokens"
         assert "srm-http-tokens" in service["secrets"], name
-    driver = SERVICES["driver"]
-    assert driver["environment"]["SRM_TOKEN_FILE"] == "/run/secrets/srm-driver-token"
-    assert "srm-driver-token" in driver["secrets"]
+    for name in ("driver-primary", "driver-backup"):
+        driver = SERVICES[name]
+        assert driver["environment"]["SRM_TOKEN_FILE"] == "/run/secrets/srm-driver-token"
+        assert "srm-driver-token" in driver["secrets"]
     command = SERVICES["gateway"]["command"]
     assert command[command.index("--token-file") + 1] == "/run/secrets/srm-gateway-token"
     assert "srm-gateway-token" in SERVICES["gateway"]["secrets"]

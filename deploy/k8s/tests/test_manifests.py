@@ -41,11 +41,18 @@ WORKLOADS = {
 }
 
 
+def _kind(name: str) -> str:
+    """The service a workload runs: ``srm-driver-backup`` (one driver set per target
+    cluster) is ``srm-driver``."""
+    return "srm-driver" if name.startswith("srm-driver-") else name
+
+
 def _containers() -> Iterator[tuple[str, dict, dict]]:
+    """(the service a workload runs, its pod spec, a container) of every workload."""
     for name, workload in WORKLOADS.items():
         pod = workload["spec"]["template"]["spec"]
         for container in pod["containers"]:
-            yield name, pod, container
+            yield _kind(name), pod, container
 
 
 @pytest.fixture
@@ -75,7 +82,7 @@ def test_every_manifest_is_valid_against_the_kubernetes_schemas(version: str) ->
 
 
 def test_the_validator_catches_a_misplaced_field() -> None:
-    broken = yaml.safe_load(yaml.safe_dump(WORKLOADS["srm-driver"]))
+    broken = yaml.safe_load(yaml.safe_dump(WORKLOADS["srm-driver-backup"]))
     broken["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, VERSIONS[0], strict=True)
@@ -91,7 +98,7 @@ def test_the_services_run_their_images_with_arguments_their_command_accepts() ->
         "srm-driver": srm_driver.cli._parser(),
         "srm-api-gateway": srm_api_gateway.cli._parser(),
     }
-    assert set(WORKLOADS) == set(IMAGES)
+    assert {_kind(name) for name in WORKLOADS} == set(IMAGES)
     for name, _pod, container in _containers():
         image = IMAGES[name]
         assert container["image"] == f"srm/{image}:latest"  # as `make images` tags them
@@ -201,6 +208,8 @@ def test_every_container_has_requests_and_limits() -> None:
 
 def test_services_and_budgets_select_their_workloads() -> None:
     labels = {name: w["spec"]["template"]["metadata"]["labels"] for name, w in WORKLOADS.items()}
+    drivers = [name for name in WORKLOADS if _kind(name) == "srm-driver"]
+    assert sorted(drivers) == ["srm-driver-backup", "srm-driver-primary"]
     for name, workload in WORKLOADS.items():
         assert workload["spec"]["selector"]["matchLabels"].items() <= labels[name].items()
     for doc in APPLIED:
@@ -221,14 +230,31 @@ def test_services_and_budgets_select_their_workloads() -> None:
 def test_drivers_never_let_spark_run_a_copy_task_twice() -> None:
     from srm_driver.spark import check_spark_settings
 
-    driver = WORKLOADS["srm-driver"]
-    (container,) = driver["spec"]["template"]["spec"]["containers"]
-    env = {item["name"]: item.get("value") for item in container["env"]}
-    check_spark_settings(env["SRM_SPARK_MASTER"], {})
-    assert driver["kind"] == "Deployment"
-    # A new driver joins before an old one leaves; SIGTERM gets time to hand over.
-    assert driver["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-    assert driver["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 60
+    for name in ("srm-driver-backup", "srm-driver-primary"):
+        driver = WORKLOADS[name]
+        (container,) = driver["spec"]["template"]["spec"]["containers"]
+        env = {item["name"]: item.get("value") for item in container["env"]}
+        check_spark_settings(env["SRM_SPARK_MASTER"], {})
+        assert driver["kind"] == "Deployment"
+        # A new driver joins before an old one leaves; SIGTERM gets time to hand over.
+        assert driver["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+        assert driver["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 60
+
+
+def test_one_driver_set_per_target_cluster_each_pinned_to_it(tmp_path: Path) -> None:
+    """SRM's Driver Target Cluster: each set runs the flows into its cluster only."""
+    import srm_driver.cli
+
+    (configmap,) = [doc for doc in APPLIED if doc["kind"] == "ConfigMap"]
+    path = tmp_path / "srm.yaml"
+    path.write_text(configmap["data"]["srm.yaml"])
+    targets = {flow.target for flow in load_config(path).flows.values()}
+    pinned = {}
+    for name, workload in WORKLOADS.items():
+        if _kind(name) == "srm-driver":
+            (container,) = workload["spec"]["template"]["spec"]["containers"]
+            pinned[name] = srm_driver.cli._parser().parse_args(container["args"]).target
+    assert pinned == {f"srm-driver-{alias}": alias for alias in targets}
 
 
 def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token() -> None:
@@ -249,9 +275,11 @@ def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token()
 def test_the_gateways_postgresql_is_an_optional_external_url_from_a_secret(tmp_path: Path) -> None:
     import srm_api_gateway.cli
 
-    assert set(WORKLOADS) == {"srm-coordinator", "srm-driver", "srm-api-gateway"}, (
-        "no database runs in the manifests"
-    )
+    assert {_kind(name) for name in WORKLOADS} == {
+        "srm-coordinator",
+        "srm-driver",
+        "srm-api-gateway",
+    }, "no database runs in the manifests"
     pod = WORKLOADS["srm-api-gateway"]["spec"]["template"]["spec"]
     args = srm_api_gateway.cli._parser().parse_args(pod["containers"][0]["args"])
     volumes = {v["name"]: v for v in pod["volumes"]}

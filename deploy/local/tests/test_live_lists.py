@@ -38,7 +38,7 @@ def test_the_plan_uses_the_logs_lists_once_the_log_has_the_flow(tmp_path: Path) 
     path.write_text(CONFIG)
     config = load_config(path)
     log = InMemoryEventLog()
-    lists = LiveLists(config, log.reader)
+    lists = LiveLists(config, {"backup": log.reader})
     topics = {"orders", "sales.eu", "sales.tmp"}
     assert copied(lists, topics) == ["orders"]  # nothing in the log yet: the file
 

@@ -31,6 +31,10 @@ examples:
   srm-local kafka up --secured --fresh the clusters with SASL_SSL (SCRAM), mutual TLS and
                                        an authorizer (docs/security.md)
   srm-local kafka status               which local clusters run, where
+  srm-local kafka stop dr              stop one cluster (the stack of `up` keeps running:
+                                       only dr's flows wait; kill -STOP $(cat
+                                       .run/kafka/dr/kafka.pid) freezes it instead)
+  srm-local kafka start dr             start it again, with its data, while the stack runs
   srm-local jars                       fetch the Kafka and Spark-connector jars now
 
 ports: SRM_PRIMARY_PORT / SRM_BACKUP_PORT move the default clusters; each cluster uses
@@ -97,6 +101,16 @@ def _parser() -> argparse.ArgumentParser:
     kafka_down.set_defaults(handler=_cmd_down)
     kafka_status = kafka_commands.add_parser("status", help="show local clusters")
     kafka_status.set_defaults(handler=_cmd_kafka_status)
+    kafka_start = kafka_commands.add_parser(
+        "start", help="start one stopped cluster again (its data kept), e.g. while `up` runs"
+    )
+    kafka_start.add_argument("alias", help="the cluster's alias (srm-local kafka status)")
+    kafka_start.set_defaults(handler=_cmd_kafka_start)
+    kafka_stop = kafka_commands.add_parser(
+        "stop", help="stop one cluster (controlled shutdown); the stack keeps running"
+    )
+    kafka_stop.add_argument("alias", help="the cluster's alias (srm-local kafka status)")
+    kafka_stop.set_defaults(handler=_cmd_kafka_stop)
     return parser
 
 
@@ -155,6 +169,39 @@ def _cmd_kafka_status(_args: argparse.Namespace) -> int:
         pid = cluster.pid()
         state = f"running (pid {pid})" if pid else "stopped"
         print(f"{cluster.alias:<10} {cluster.bootstrap_servers:<18} {state:<22} {cluster.folder}")
+    return 0
+
+
+def _one_cluster(alias: str):  # type: ignore[no-untyped-def]
+    """The local cluster ``alias`` under the run folder; exit 2 naming the known ones."""
+    clusters = {c.alias: c for c in find_clusters(run_dir())}
+    if alias not in clusters:
+        known = ", ".join(clusters) or "none (start the stack first: make up)"
+        print(f"srm-local: no local cluster {alias!r}; known: {known}", file=sys.stderr)
+        raise SystemExit(2)
+    return clusters[alias]
+
+
+def _cmd_kafka_start(args: argparse.Namespace) -> int:
+    cluster = _one_cluster(args.alias)
+    if cluster.is_running():
+        print(f"{cluster.alias} runs already ({cluster.bootstrap_servers})")
+        return 0
+    print(f"starting {cluster.alias} on {cluster.bootstrap_servers} with its data...", flush=True)
+    took = cluster.start()
+    print(f"{cluster.alias} answers again after {took:.1f} s; its flows catch up")
+    return 0
+
+
+def _cmd_kafka_stop(args: argparse.Namespace) -> int:
+    cluster = _one_cluster(args.alias)
+    if cluster.stop():
+        print(
+            f"stopped {cluster.alias} ({cluster.bootstrap_servers}); start it again with"
+            f" `srm-local kafka start {cluster.alias}`"
+        )
+    else:
+        print(f"{cluster.alias} was not running")
     return 0
 
 

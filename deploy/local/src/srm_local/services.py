@@ -182,12 +182,16 @@ def driver_service(
     name: str = "driver",
     port: int = 0,
     token_file: Path | None = None,
+    target: str | None = None,
 ) -> ServiceProcess:
     """``srm-driver`` for the stack's configuration (ports moved by SRM_<ALIAS>_PORT);
-    ``token_file`` is what it bears to the coordinator leader."""
+    ``token_file`` is what it bears to the coordinator leader; ``target``: the one
+    cluster whose flows it runs (``--target``), else every target."""
     spark_master = os.environ.get("SRM_SPARK_MASTER", "local[2]")
     args = [*_config_args(config_path, overrides), "--id", name, "--port", str(port)]
     if token_file is not None:
         args += ["--token-file", str(token_file)]
+    if target is not None:
+        args += ["--target", target]
     env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
     return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master], env)

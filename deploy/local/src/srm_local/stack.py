@@ -24,6 +24,7 @@ from srm_common.config import SrmConfig, load_config
 from srm_common.errors import ConfigError
 from srm_common.replication_plan import describe_allowed, plan_replication, render_plan
 
+from srm_local.cluster_watch import ClusterWatch
 from srm_local.clusters import (
     ClusterSpec,
     ClusterSpecError,
@@ -152,16 +153,35 @@ def run_stack(*, config_path: str | None, fresh: bool, detach: bool) -> int:
             stack_pid_file().unlink(missing_ok=True)
 
 
+def stack_drivers(targets: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The drivers to run, (name, target or None for every target): SRM_DRIVERS_PER_TARGET
+    drivers pinned to each target cluster (``driver-<target>-<n>``: one driver set per
+    site, as SRM's Driver Target Cluster deploys them), else SRM_DRIVERS drivers serving
+    every target (default 1)."""
+    per_target = _count("SRM_DRIVERS_PER_TARGET", 0)
+    if per_target:
+        return [(f"driver-{t}-{i + 1}", t) for t in targets for i in range(per_target)]
+    return [(f"driver-{i + 1}", None) for i in range(_count("SRM_DRIVERS", 1))]
+
+
+def _count(variable: str, default: int) -> int:
+    value = os.environ.get(variable, "").strip() or str(default)
+    if not value.isdigit():
+        raise ClusterSpecError(f"{variable}={value!r} is not a number of drivers; e.g. 2")
+    return int(value)
+
+
 def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess]:
-    """Two coordinators (a leader and a standby), SRM_DRIVERS drivers (default 1), a
-    metrics aggregator per cluster some flow writes into, and the API gateway.
+    """Two coordinators (a leader and a standby of every target's log), the drivers of
+    :func:`stack_drivers`, a metrics aggregator per cluster some flow writes into, and
+    the API gateway.
 
     Their HTTP APIs take changes only from principals of a tokens file made afresh here
     (:func:`stack_tokens`): srm-control, each driver, the gateway."""
     base = int(os.environ.get("SRM_SERVICE_PORT", "8090"))
-    count = int(os.environ.get("SRM_DRIVERS", "1"))
-    drivers = [f"driver-{i + 1}" for i in range(count)]
-    tokens = stack_tokens(drivers)
+    targets = sorted({flow.target for flow in load_config(path).flows.values()})
+    drivers = stack_drivers(targets)
+    tokens = stack_tokens([name for name, _target in drivers])
     overrides = {**overrides, "srm.http.tokens.file": str(tokens.tokens_file)}
     services = [
         coordinator_service(f"coordinator-{i + 1}", base + i, path, overrides) for i in range(2)
@@ -173,10 +193,10 @@ def stack_services(path: Path, overrides: dict[str, str]) -> list[ServiceProcess
             name=name,
             port=base + 10 + i,
             token_file=tokens.token_file(f"driver:{name}"),
+            target=target,
         )
-        for i, name in enumerate(drivers)
+        for i, (name, target) in enumerate(drivers)
     ]
-    targets = sorted({flow.target for flow in load_config(path).flows.values()})
     services += [aggregator_service(path, overrides, cluster) for cluster in targets]
     return [*services, gateway_service(path, overrides, tokens.token_file("api-gateway"))]
 
@@ -345,7 +365,7 @@ def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
     if not services:
         return ["  services         not started (--detach starts only the clusters)"]
     roles = {
-        "coordinator": "srm-coordinator: event log, leader election, assignment",
+        "coordinator": "srm-coordinator: every target's log, leader elections, assignment",
         "driver": "srm-driver: runs the tasks it is assigned",
         "gateway": "srm-api-gateway: dashboard at /, replications, metrics; OpenAPI at /docs",
         "aggregator": "srm-metrics-aggregator: raw metrics -> 1 min / 1 h windows",
@@ -353,6 +373,9 @@ def service_lines(services: Sequence[ServiceProcess]) -> list[str]:
     lines = []
     for service in services:
         role = roles[next((r for r in roles if service.name.startswith(r)), "coordinator")]
+        if "--target" in service.command:
+            target = service.command[service.command.index("--target") + 1]
+            role = f"srm-driver: runs the tasks of the flows into {target}, pinned there"
         if "--port" in service.command:
             where = f"http://127.0.0.1:{service.command[service.command.index('--port') + 1]}"
         else:
@@ -386,15 +409,19 @@ def watch(
         signal.signal(signum, on_term)
     known = dict(topics)
     lists = LiveLists(config)
+    health = ClusterWatch(tuple(c.alias for c in clusters))
     try:
         while True:
             time.sleep(WATCH_SECONDS)
-            gone = [c.alias for c in clusters if not c.is_running()]
-            if gone:
-                print(f"cluster(s) {', '.join(gone)} stopped; stopping the stack")
+            current = list_topics()
+            running = [c.alias for c in clusters if c.is_running()]
+            for line in health.observe(running, current):
+                print(f"\n[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+            if health.all_stopped():
+                print("every cluster stopped; stopping the stack")
                 stop_services(services)
                 stop_clusters(clusters)
-                return 0 if len(gone) == len(clusters) else 1
+                return 0
             for service in services:
                 if service.exit_code() is not None:
                     print(
@@ -403,8 +430,9 @@ def watch(
                     )
                     service.restarts += 1
                     service.start()
-            current = list_topics()
             edited = lists.poll()
+            # A cluster that does not answer is not "its topics vanished": keep the last.
+            current = {**{a: t for a, t in known.items() if a not in current}, **current}
             if current != known or edited:
                 what = "topics changed" if current != known else "the event log's lists changed"
                 known = current

@@ -327,14 +327,27 @@ def control_config(
     )
 
 
-def control_state(config: Path):  # type: ignore[no-untyped-def]
-    """The control state replayed from the event log ``config`` names (to its end now)."""
-    from srm_common.adapters.kafka_log import read_log
+def control_log(config: Path, target: str | None = None):  # type: ignore[no-untyped-def]
+    """The :class:`ControlSettings` of one target's log of ``config``: ``target``, or the
+    one target of its enabled flows (ValueError when they have several: name one)."""
     from srm_common.cli_support import load_or_exit
-    from srm_common.config.control import control_settings
+    from srm_common.config.control import control_plane
+
+    loaded = load_or_exit("test", config, [])
+    if target is None:
+        targets = sorted({flow.target for flow in loaded.enabled_flows()})
+        if len(targets) != 1:
+            raise ValueError(f"the enabled flows write into {targets}: name the target")
+        target = targets[0]
+    return control_plane(loaded).log(target)
+
+
+def control_state(config: Path, target: str | None = None):  # type: ignore[no-untyped-def]
+    """The state of one target's log (:func:`control_log`), replayed to its end now."""
+    from srm_common.adapters.kafka_log import read_log
     from srm_common.control.state import replay
 
-    return replay(read_log(control_settings(load_or_exit("test", config, [])), timeout=15))
+    return replay(read_log(control_log(config, target), timeout=15))
 
 
 def content(records: Iterable[Record]) -> list[tuple[object, ...]]:
@@ -646,14 +659,12 @@ def wait_caught_up(
 
 
 class ControlGroup:
-    """The group of drivers of a configuration as the event log and their REST APIs show
-    it (for tests that start coordinators and drivers as processes)."""
+    """The group of drivers of one target's log (:func:`control_log`: ``target``, or the
+    one target of the enabled flows) as the log and the drivers' REST APIs show it (for
+    tests that start coordinators and drivers as processes)."""
 
-    def __init__(self, config: Path) -> None:
-        from srm_common.cli_support import load_or_exit
-        from srm_common.config.control import control_settings
-
-        self.settings = control_settings(load_or_exit("test", config, []))
+    def __init__(self, config: Path, target: str | None = None) -> None:
+        self.settings = control_log(config, target)
 
     def state(self):  # type: ignore[no-untyped-def]
         from srm_common.adapters.kafka_log import read_log
@@ -668,12 +679,13 @@ class ControlGroup:
         return [envelope.event for envelope in read_log(self.settings, timeout=15)]
 
     def running(self, driver: str, state=None) -> set[str]:  # type: ignore[no-untyped-def]
-        """What ``driver`` says it runs (empty when it does not answer)."""
+        """What ``driver`` says it runs of this log's tasks (empty when it does not answer)."""
         current = state or self.state()
         try:
-            return set(get_json(f"{current.drivers[driver].url}/v1/driver", timeout=3)["running"])
+            found = get_json(f"{current.drivers[driver].url}/v1/driver", timeout=3)["running"]
         except (OSError, KeyError, ValueError):
             return set()
+        return {task for task in found if task.rpartition("|")[0] in current.tasks}
 
     def settled(self, drivers: Iterable[str]) -> bool:
         """Every task assigned to one of ``drivers``, and each runs exactly what it holds.
