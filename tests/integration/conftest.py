@@ -163,3 +163,127 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
         return answers
 
     return run
+
+
+# -- a network cut for the process backend ---------------------------------------------
+
+
+class TcpProxy:
+    """A TCP forwarder from ``port`` to ``target`` on loopback that a test can cut: the
+    way to cut a local cluster off the network with the process backend (CI's), where
+    ``docker network disconnect`` is not available. A broker advertises the proxy's port,
+    so every client of it (drivers, coordinators, the gateway, producers) goes through.
+
+    ``cut()`` acts as a network that drops packets: nothing more passes either way,
+    existing connections stall (what is read is dropped), new ones are accepted and
+    stall too, so clients see timeouts rather than refusals (the harder fault, as in a
+    partition). ``heal()`` closes every stalled connection (their streams are broken)
+    and forwards again: clients reconnect."""
+
+    def __init__(self, target: int) -> None:
+        import socket
+        import threading
+
+        self.target = target
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.cut_off = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
+        self._thread.start()
+
+    def cut(self) -> None:
+        self.cut_off.set()
+
+    def heal(self) -> None:
+        with self._lock:
+            stalled, self._sockets = self._sockets, set()
+        for sock in stalled:
+            _close_quietly(sock)
+        self.cut_off.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        _close_quietly(self._listener)
+        self.heal()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = (
+                    None
+                    if self.cut_off.is_set()
+                    else socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                )
+                if upstream is not None:
+                    upstream.settimeout(None)  # idle Kafka connections are normal
+            except OSError:
+                _close_quietly(client)
+                continue
+            with self._lock:
+                self._sockets.add(client)
+                if upstream is not None:
+                    self._sockets.add(upstream)
+            if upstream is None:
+                threading.Thread(target=self._drain, args=(client,), daemon=True).start()
+                continue
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source, sink) -> None:  # type: ignore[no-untyped-def]
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if not self.cut_off.is_set():
+                    sink.sendall(data)
+        except OSError:
+            pass
+        _close_quietly(source)
+        _close_quietly(sink)
+
+    def _drain(self, sock) -> None:  # type: ignore[no-untyped-def]
+        try:
+            while sock.recv(65536):
+                pass
+        except OSError:
+            pass
+        _close_quietly(sock)
+
+
+def _close_quietly(sock) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
+
+
+@pytest.fixture
+def tcp_proxy() -> Iterator[Callable[[int], TcpProxy]]:
+    """``tcp_proxy(port)``: a :class:`TcpProxy` to ``port``; all closed at the end."""
+    proxies: list[TcpProxy] = []
+
+    def start(port: int) -> TcpProxy:
+        proxy = TcpProxy(port)
+        proxies.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in proxies:
+        proxy.close()

@@ -1,9 +1,11 @@
 """The control path on real Kafka: coordinators, srm-control, audit, failover, fencing.
 
-Two ``srm-coordinator`` processes share one event log. srm-control's changes become
-events; ``audit --at`` rebuilds an earlier state; killing the leader with SIGKILL hands
-the log to the standby, whose replayed state is the same as a fresh replay, as the
-gateway's SQL read model's, and as the dead leader's last state.
+Two ``srm-coordinator`` processes serve the log of every target cluster (backup's holds
+primary->backup, the flow these tests change; primary's the heartbeat-only reverse).
+srm-control's changes become events; ``audit --at`` rebuilds an earlier state; killing
+the leader with SIGKILL hands the log to the standby, whose replayed state is the same
+as a fresh replay, as the gateway's SQL read model's, and as the dead leader's last
+state.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from srm_common.adapters.kafka_log import EventLogWriter, Fenced, read_log
-from srm_common.cli_support import load_or_exit
-from srm_common.config.control import control_settings
 from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
 from srm_coordinator import control_cli
 from srm_coordinator.audit import format_time
@@ -180,7 +180,7 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         )
         assert code == 0, err
         c2_url = _state(config).leader.url
-        served = _get(f"{c2_url}/v1/state")
+        served = _get(f"{c2_url}/v1/state")["logs"]["backup"]
         fresh = _state(config)
         assert served["digest"] == fresh.digest()
 
@@ -197,7 +197,7 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
                 capsys=capsys,
             )
             assert code == 0, err
-            return json.loads(out)["digest"]
+            return json.loads(out)["logs"]["backup"]["digest"]
 
         testing.wait_until(
             lambda: replayed_from_db() == fresh.digest(),
@@ -216,7 +216,7 @@ def test_a_new_leader_fences_the_old_one(kafka, tmp_path, unique_name):  # type:
     append fails, and what it had not committed is never read."""
     prefix = unique_name("fence")
     config = _config(kafka, tmp_path, prefix)
-    settings = control_settings(load_or_exit("test", config, []))
+    settings = testing.control_log(config)
     from srm_common.adapters.kafka_log import ensure_control_topics
 
     ensure_control_topics(settings)
@@ -335,9 +335,9 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
             coordinator.kill9()
 
 
-def _leader_log(process: testing.CoordinatorProcess) -> dict:  # type: ignore[type-arg]
-    """The coordinator's view of the event log (GET /v1/leader), from the URL it printed."""
-    return _get(f"{_leader_log_url(process)}/v1/leader")["log"]
+def _leader_log(process: testing.CoordinatorProcess, target: str = "backup") -> dict:  # type: ignore[type-arg]
+    """The coordinator's view of a target's log (GET /v1/leader), from the URL it printed."""
+    return _get(f"{_leader_log_url(process)}/v1/leader")["logs"][target]["log"]
 
 
 def _copied(kafka, remote: str) -> int:  # type: ignore[no-untyped-def]
@@ -365,8 +365,9 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         },
         replication={"srm.control.topic.prefix": prefix},
     )
-    settings = control_settings(load_or_exit("test", config, []))
+    settings = testing.control_log(config)  # backup's: primary->backup's log
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
+        kafka.created.append(("backup", name))
         kafka.created.append(("primary", name))
     coordinators = [
         testing.CoordinatorProcess(
@@ -404,7 +405,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         # 1. Junk in the event log.
         subprocess.run(
             f"echo junk | {Path(sys.executable).parent}/kafka-console-producer"
-            f" --bootstrap-server {kafka['primary']} --topic {settings.events_topic}",
+            f" --bootstrap-server {kafka['backup']} --topic {settings.events_topic}",
             shell=True,
             check=True,
             capture_output=True,
@@ -425,14 +426,14 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         assert f"skipped the record at {where}: control event at offset" in (
             coordinators[1].log_text()
         )
-        assert testing.get_json(f"{driver_url}/v1/driver")["control_log"]["skipped"] == 1
+        assert testing.get_json(f"{driver_url}/v1/driver")["control_log"]["backup"]["skipped"] == 1
         with capsys.disabled():
             print(f"\njunk at {where}: skipped by c1, c2 and d1; copying went on")
 
         # 2. The event log deleted while running.
         before = lists()
         deleted = time.monotonic()
-        testing.delete_topics(kafka["primary"], [settings.events_topic])
+        testing.delete_topics(kafka["backup"], [settings.events_topic])
         testing.wait_until(
             lambda: all(
                 (_leader_log(c)["problem"] or "").startswith("event log lost") for c in coordinators
@@ -442,14 +443,21 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
             detail=logs,
         )
         reported = time.monotonic() - deleted
-        states = [_get(f"{_leader_log_url(c)}/v1/state") for c in coordinators]
-        leaders = [_get(f"{_leader_log_url(c)}/v1/leader")["leading"] for c in coordinators]
+        states = [_get(f"{_leader_log_url(c)}/v1/state")["logs"]["backup"] for c in coordinators]
+        leaders = [
+            _get(f"{_leader_log_url(c)}/v1/leader")["logs"]["backup"]["leading"]
+            for c in coordinators
+        ]
         assert states[0]["digest"] == states[1]["digest"], "coordinators diverged"
         assert leaders == [False, False]
+        assert any(
+            _get(f"{_leader_log_url(c)}/v1/leader")["logs"]["primary"]["leading"]
+            for c in coordinators
+        ), "primary's log is not concerned: still led"
         copied = _copied(kafka, remote)
         time.sleep(10)
         copied_while_lost = _copied(kafka, remote) - copied
-        assert settings.events_topic not in testing.list_topics(kafka["primary"]), (
+        assert settings.events_topic not in testing.list_topics(kafka["backup"]), (
             "nobody may start an empty log in the lost one's place"
         )
         assert "event log lost" in driver_log_problem(driver_url)
@@ -458,6 +466,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         # 3. Restore from the gateway's SQL read model.
         code, out, err = _control(config, "restore", "--from-db", db_url, capsys=capsys)
         assert code == 0, err
+        assert "primary: the events topic" in out and "; skipped" in out, "primary's is not lost"
         restored = time.monotonic()
         testing.wait_until(lambda: lists() == before, 120, "the same --list", detail=logs)
         listed = time.monotonic() - restored
@@ -498,7 +507,7 @@ def _leader_log_url(process: testing.CoordinatorProcess) -> str:
 
 
 def driver_log_problem(url: str) -> str:
-    return testing.get_json(f"{url}/v1/driver")["control_log"]["problem"] or ""
+    return testing.get_json(f"{url}/v1/driver")["control_log"]["backup"]["problem"] or ""
 
 
 def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
@@ -506,10 +515,12 @@ def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_pat
     compacted: the coordinator does not start, and says how to fix each."""
     prefix = unique_name("shape")
     config = _config(kafka, tmp_path, prefix)
-    settings = control_settings(load_or_exit("test", config, []))
-    kafka.create_topic("primary", settings.election_topic, partitions=2)
-    kafka.create_topic("primary", settings.events_topic, config={"cleanup.policy": "compact"})
-    kafka.created.append(("primary", settings.drivers_topic))
+    settings = testing.control_log(config)  # backup's
+    kafka.create_topic("backup", settings.election_topic, partitions=2)
+    kafka.create_topic("backup", settings.events_topic, config={"cleanup.policy": "compact"})
+    for name in (settings.drivers_topic, settings.events_topic, settings.election_topic):
+        kafka.created.append(("primary", name))  # primary's log, made before backup's refused
+    kafka.created.append(("backup", settings.drivers_topic))
     coordinator = testing.CoordinatorProcess(
         config, tmp_path / "c1.log", "c1", "--projection", "none"
     )
@@ -521,7 +532,7 @@ def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_pat
     assert "has 2 partitions, not 1: each partition elects a coordinator" in refused
     assert f"--delete --topic {settings.election_topic}" in refused
 
-    testing.delete_topics(kafka["primary"], [settings.election_topic])
+    testing.delete_topics(kafka["backup"], [settings.election_topic])
     coordinator.start()
     assert coordinator.process.wait(60) == 1
     refused = coordinator.log_text().strip().splitlines()[-1]

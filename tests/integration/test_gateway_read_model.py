@@ -14,8 +14,6 @@ import pytest
 from sqlalchemy import create_engine, select
 from srm_common.adapters.kafka_log import read_log
 from srm_common.adapters.sql.schema import events
-from srm_common.cli_support import load_or_exit
-from srm_common.config.control import control_settings
 from srm_coordinator import control_cli
 from srm_local import testing
 
@@ -27,12 +25,16 @@ def _get(url: str) -> dict:  # type: ignore[type-arg]
         return json.loads(response.read())
 
 
-def _rows(db_url: str) -> list[tuple[int, str]]:
-    """(offset, summary) of every row, by offset."""
+def _rows(db_url: str, log: str = "backup") -> list[tuple[int, str]]:
+    """(offset, summary) of every row of ``log``'s log, by offset."""
     engine = create_engine(db_url)
     try:
         with engine.connect() as connection:
-            query = select(events.c.log_offset, events.c.summary).order_by(events.c.log_offset)
+            query = (
+                select(events.c.log_offset, events.c.summary)
+                .where(events.c.log == log)
+                .order_by(events.c.log_offset)
+            )
             return [(int(o), str(t)) for o, t in connection.execute(query)]
     finally:
         engine.dispose()
@@ -64,9 +66,9 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         },
         replication={"srm.control.topic.prefix": prefix, "srm.http.tokens.file": str(tokens)},
     )
-    settings = control_settings(load_or_exit("test", config, []))
+    settings = testing.control_log(config)  # backup's: the log of primary->backup
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
-        kafka.created.append(("primary", name))
+        kafka.created += [("primary", name), ("backup", name)]
     db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
     coordinator = testing.CoordinatorProcess(
         config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
@@ -85,7 +87,10 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         gateway.start()
         testing.wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
         testing.wait_until(
-            lambda: _get(f"{gateway.url()}/v1/state")["state"].get("leader") is not None,
+            lambda: (
+                _get(f"{gateway.url()}/v1/state")["logs"]["backup"]["state"].get("leader")
+                is not None
+            ),
             60,
             "c1 leads (as the gateway reads the log)",
             detail=logs,
@@ -122,7 +127,7 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
             detail=logs,
         )
         trail = _get(f"{gateway.url()}/v1/audit?all=true")
-        assert trail["total"] == len(rows)
+        assert trail["total"] == len(rows) + len(_rows(db_url, "primary")), "every log's rows"
         assert f"{prefix}-refunds" in json.dumps(trail["changes"][-5:])
         ready = _get(f"{gateway.url()}/readyz")
         assert ready["status"] == "ready" and ready["read_model"]["status"] == "ok"

@@ -399,7 +399,7 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     )
     print("  files: " + ", ".join(f[5:] for f in files))
     print("  topics: " + ", ".join(t[6:] for t in topics))
-    assert f"topic primary:{prefix}.events.internal" in places, "the event log was searched"
+    assert f"topic backup:{prefix}.log.internal" in places, "the event log was searched"
     assert "topic backup:srm-metrics-raw.internal" in places, "raw metrics were searched"
     assert "topic backup:srm-metrics-aggregated.internal" in places, "and aggregated ones"
     assert "file gateway.db" in places, "the gateway's read model was searched"

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 from srm_common import telemetry
 from srm_common.adapters.otlp_receiver import OtlpReceiver
-from srm_common.cli_support import load_or_exit
-from srm_common.config.control import control_settings
 from srm_coordinator import control_cli
 from srm_local import testing
 
@@ -27,9 +25,9 @@ SERVICES = {"srm-control", "srm-api-gateway", "srm-coordinator", "srm-driver"}
 
 def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
     config = testing.control_config(tmp_path, kafka.bootstrap, prefix)
-    settings = control_settings(load_or_exit("test", config, []))
+    settings = testing.control_log(config)
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
-        kafka.created.append(("primary", name))
+        kafka.created += [("primary", name), ("backup", name)]
     return config
 
 
