@@ -255,12 +255,12 @@ class ControlLink:
         if folded.fresh:
             self._check_identity(folded.state)
             self.changed.set()
-            self._events_read.add(len(folded.fresh))
+            self._events_read.add(len(folded.fresh), {"srm.log": self.settings.name})
             try:
                 self._trace_applied(folded.before, folded.state, folded.fresh)
             except Exception as exc:  # noqa: BLE001 - a trace never stops the following
                 log.warning("cannot trace what the events applied: %s", exc)
-        self._log_position.set(self.follower.position)
+        self._log_position.set(self.follower.position, {"srm.log": self.settings.name})
 
     def _trace_applied(
         self, before: ControlState, after: ControlState, events: list[Envelope]
