@@ -177,18 +177,23 @@ class TcpProxy:
     ``cut()`` acts as a network that drops packets: nothing more passes either way,
     existing connections stall (what is read is dropped), new ones are accepted and
     stall too, so clients see timeouts rather than refusals (the harder fault, as in a
-    partition). ``heal()`` closes every stalled connection (their streams are broken)
-    and forwards again: clients reconnect."""
+    partition, or ``docker pause``). ``heal()`` closes every stalled connection (their
+    streams are broken) and forwards again: clients reconnect. ``refuse()`` closes the
+    proxy's port, as a dead broker's port is closed (for a broker killed behind it: a
+    proxy that accepted and at once closed would show clients a broker that breaks
+    every handshake, which no real failure does); ``listen()`` opens it again."""
 
     def __init__(self, target: int) -> None:
         import socket
         import threading
 
         self.target = target
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener: socket.socket | None = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.cut_off = threading.Event()
         self._stop = threading.Event()
+        self._open = threading.Event()
+        self._open.set()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
@@ -204,9 +209,26 @@ class TcpProxy:
             _close_quietly(sock)
         self.cut_off.clear()
 
+    def refuse(self) -> None:
+        """Close the port (connections are refused) and every connection through it."""
+        self._open.clear()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            _close_quietly(listener)
+        self.heal()  # the accept loop, woken by the shutdown, waits for listen()
+
+    def listen(self) -> None:
+        """Open the port again (the same one: clients know only it)."""
+        import socket
+
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._open.set()
+
     def close(self) -> None:
         self._stop.set()
-        _close_quietly(self._listener)
+        self._open.set()
+        if self._listener is not None:
+            _close_quietly(self._listener)
         self.heal()
 
     def _accept(self) -> None:
@@ -214,10 +236,16 @@ class TcpProxy:
         import threading
 
         while not self._stop.is_set():
+            self._open.wait()
+            listener = self._listener
+            if listener is None:
+                continue
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
-                return
+                if self._open.is_set() and listener is self._listener:
+                    return  # closed for good
+                continue
             try:
                 upstream = (
                     None

@@ -599,12 +599,14 @@ def count_copy(source: Mapping[int, list[Record]], target: Mapping[int, list[Rec
 
 
 class SteadyProducer(threading.Thread):
-    """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s."""
+    """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s
+    (``per_tick`` records every 50 ms: 75)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, per_tick: int = 75) -> None:
         super().__init__(daemon=True)
         self.topic = topic
         self.partitions = partitions
+        self.per_tick = per_tick
         self.stop = threading.Event()
         self.sent = 0
         self.errors: list[str] = []
@@ -614,7 +616,7 @@ class SteadyProducer(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for _ in range(75):
+            for _ in range(self.per_tick):
                 n = self.sent
                 self._producer.produce(
                     self.topic,

@@ -299,7 +299,7 @@ def _restore(
     carried = [f for f in lost.flows if flows(f)]
     print(f"{target}: {describe(envelopes[0])}")
     print(
-        f"{target}: {len(envelopes)} events: {len(carried)} flows with their lists,"
+        f"{target}: {len(envelopes)} events: {len(carried)} flow(s) with their lists,"
         f" {sum(flows(h.flow) for h in lost.halts.values())} halted partitions,"
         f" {sum(flows(r.flow) for r in lost.resumes.values())} resumes,"
         f" {sum(len(r) for k, r in lost.losses.items() if flows(k.split('|')[0]))} losses"

@@ -127,7 +127,8 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
     def tasks(source: str, target: str) -> list[dict[str, object]]:
         name = flow_name(source, target)
         if isinstance(driver.source, CoordinatedTaskSource):
-            return flow_task_configs(driver.source.state, name)
+            # The flow's task configs are in the log of its target.
+            return flow_task_configs(driver.source.state_of(target), name)
         return []
 
     @app.post("/v1/flows/{source}/{target}/refresh")
