@@ -90,6 +90,15 @@ def test_a_recreated_topic_is_lost_not_folded_onto_the_old_state() -> None:
     assert feed(guard, value(FlowEnabled("x->y")), start=4) == []
 
 
+def test_the_restore_hint_names_the_target_whose_log_is_lost() -> None:
+    guard = LogGuard(TOPIC, cluster="backup")
+    guard.topic_seen("A")
+    feed(guard, GENESIS)
+    guard.topic_seen("B")
+    assert guard.problem is not None
+    assert "srm-control restore --target backup --from-db URL" in guard.problem.message
+
+
 def test_offsets_going_back_or_a_second_log_or_a_deleted_topic_are_lost() -> None:
     back = LogGuard(TOPIC)
     feed(back, GENESIS, value(FlowEnabled("a->b")))

@@ -41,7 +41,7 @@ from srm_common.adapters.topic_ids import checked_topic_id
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope, encode, event_key
-from srm_common.control.integrity import RESTORE_HINT, LogGuard, LogProblem
+from srm_common.control.integrity import RESTORE_HINT, LogGuard, LogProblem, restore_hint
 from srm_common.errors import ControlLogError, ControlTopicRefused, Fenced
 
 log = logging.getLogger(__name__)
@@ -304,6 +304,8 @@ class EventLogReader:
     ) -> None:
         self.topic = settings.events_topic
         self.cluster = settings.cluster
+        # The target named in a restore hint (none for the single log of an earlier release).
+        self._target = "" if settings.legacy else settings.cluster
         self._consumer = consumer or kafka_clients.consumer(
             {
                 **settings.client,
@@ -318,7 +320,7 @@ class EventLogReader:
             }
         )
         self._admin = admin or kafka_clients.admin(dict(settings.client))
-        self.guard = LogGuard(self.topic, known_log=known_log)
+        self.guard = LogGuard(self.topic, known_log=known_log, cluster=self._target)
         self.problem: LogProblem | None = None
         self.restarted = False
         self.missing = False
@@ -489,7 +491,7 @@ class EventLogReader:
         """Read the topic from its start again: does it hold a restore of the lost log?"""
         self._probed = (topic_id, now)
         self._probing = True
-        self.guard = LogGuard(self.topic, known_log=self._lost_known)
+        self.guard = LogGuard(self.topic, known_log=self._lost_known, cluster=self._target)
         self.guard.topic_seen(topic_id)
         self._held, self._carried = [], []
         self.at_end = False
@@ -536,7 +538,7 @@ class EventLogReader:
                 raise ControlLogError(
                     f"the event log {self.topic} does not exist on {self.cluster}: no"
                     " coordinator has led it with this srm.control.topic.prefix yet (start"
-                    f" srm-coordinator), or it was deleted ({RESTORE_HINT})"
+                    f" srm-coordinator), or it was deleted ({restore_hint(self._target)})"
                 )
             time.sleep(0.2)
         while not self.at_end and self.problem is None:

@@ -55,6 +55,17 @@ RESTORE_HINT = (
 )
 
 
+def restore_hint(cluster: str = "") -> str:
+    """How to restore the log of the flows into ``cluster`` (every lost or empty log when
+    the cluster is not known: srm-control restore without --target)."""
+    target = f" --target {cluster}" if cluster else ""
+    return (
+        f"restore it with `srm-control restore{target} --from-db URL` (the gateway's read"
+        " model) or `... --from-audit FILE` (an `srm-control audit --at TIME --json`"
+        " export); see docs/control-path.md"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class LogProblem:
     """Why a reader folds nothing more: ``lost`` (another log, or none) or ``newer`` (an
@@ -82,8 +93,9 @@ class LogGuard:
     log read is a restore of ``known_log``.
     """
 
-    def __init__(self, topic: str, *, known_log: str | None = None) -> None:
+    def __init__(self, topic: str, *, known_log: str | None = None, cluster: str = "") -> None:
         self.topic = topic
+        self.cluster = cluster
         self.known_log = known_log
         self.log_id: str | None = None
         self.topic_id: str | None = None
@@ -107,7 +119,7 @@ class LogGuard:
         self.problem = LogProblem(
             "lost",
             f"event log lost: {why}; folding nothing more, the state stays as {log} left"
-            f" it; {RESTORE_HINT}",
+            f" it; {restore_hint(self.cluster)}",
             offset,
         )
 
