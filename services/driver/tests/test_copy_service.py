@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -148,7 +148,9 @@ class Harness:
         flow: FlowConfig,
         loaded: Mapping[tuple[str, int], Progress] = {},  # noqa: B006
         others: Sequence[FlowConfig] = (),
+        store: Callable[[Journal, FakeFacts], FakeStore] | None = None,
     ) -> None:
+        """``store``: the progress store of ``flow`` (default: one holding ``loaded``)."""
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
@@ -160,7 +162,11 @@ class Harness:
         adapters = {
             f.name: FlowAdapters(
                 flow=f,
-                store=FakeStore(self.journals[f.name], loaded if f is flow else {}),
+                store=(
+                    store(self.journals[f.name], self.facts)
+                    if store is not None and f is flow
+                    else FakeStore(self.journals[f.name], loaded if f is flow else {})
+                ),
                 syncs=FakeSyncs(self.journals[f.name]),
                 facts=self.facts,  # type: ignore[arg-type]
                 settings=unit_settings(f, write_timeout_ms=10_000),
@@ -172,7 +178,7 @@ class Harness:
             adapters=lambda f: adapters[f.name],
             flows={f.name: f for f in (flow, *others)},
             job=self.job,
-            lease_ms=lambda name: self.leases.get(name, self.lease),
+            lease_ms=lambda name: self.lease_of(name),
             publish=self.events.append,
             write_timeout_ms=10_000,
             clock=self.clock,
@@ -180,6 +186,10 @@ class Harness:
         self.service.tick()  # the copy job starts
 
     seq = 0
+
+    def lease_of(self, flow: str) -> int:
+        """The lease the service is told for ``flow`` now (a test may replace it)."""
+        return self.leases.get(flow, self.lease)
 
     def report(
         self,
@@ -792,3 +802,53 @@ def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_plans_of_the_others(
     finally:
         release.set()
         hung.join(10)
+
+
+class CopiedMeanwhileStore(FakeStore):
+    """Loading the progress takes long enough (a pause, a slow broker) for another
+    driver to copy on: the source grows and the recorded progress moves with it."""
+
+    def __init__(self, journal: Journal, facts: FakeFacts) -> None:
+        super().__init__(journal, {})
+        self.facts = facts
+
+    def load(self) -> dict[tuple[str, int], Progress]:
+        self.facts.facts = PartitionFacts("S1", 0, 2000, "T1", 1500)
+        return {TP: Progress(1500, 1500, 1600, "S1", "T1")}
+
+
+def test_progress_recorded_while_the_facts_were_read_is_never_taken_for_a_truncation(
+    flow: FlowConfig,
+) -> None:
+    """The progress is read before the source's end, so a source end read before a pause
+    can never be compared with progress another driver recorded during it."""
+    h = Harness(flow, store=CopiedMeanwhileStore)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 1000)
+    plan = started(h)
+    assert not h.service.status(FLOW)["halted"]
+    assert plan["start"] == 1500, plan
+
+
+def test_a_halt_found_after_the_lease_ran_out_is_not_recorded(flow: FlowConfig) -> None:
+    """A driver that lost its lease while deciding may be a woken zombie whose partition is
+    another driver's now: it halts nothing, and decides again once it may write."""
+    h = Harness(flow, loaded={TP: Progress(1500, 1500, 1600, "S1", "T1")})
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 1500)  # ends before 1500: truncated
+    gather = h.facts.gather
+
+    def gather_then_lose_the_lease(routes):  # type: ignore[no-untyped-def]
+        found = gather(routes)
+        h.lease = 0  # paused while reading: the lease ran out meanwhile
+        return found
+
+    h.facts.gather = gather_then_lose_the_lease  # type: ignore[method-assign]
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.tick()
+    assert not h.service.status(FLOW)["halted"]
+    assert not [e for e in h.events if e.kind == "halted"]
+    h.facts.gather = gather  # type: ignore[method-assign]
+    h.lease = 5000
+    h.clock.now += 60
+    h.tick()
+    (halt,) = h.service.status(FLOW)["halted"]
+    assert halt["kind"] == "truncated"

@@ -102,9 +102,14 @@ class Planner:
         loaded from Kafka (read once per pass, if any partition needed it)."""
         try:
             adapters = self._adapters(flow)
-            facts, unreadable = adapters.facts.gather({s.key: s.remote for s in states})
+            # Progress first, then the facts: progress only ever names source offsets that
+            # existed when it was written, so facts read after it are never older than it.
+            # Read the other way round, a driver paused between the two reads (or slow)
+            # finds the progress another driver recorded meanwhile past the source end it
+            # read before, and would halt a healthy partition as truncated.
             if recorded is None and any(s.progress is None for s in states):
                 recorded = adapters.store.load()
+            facts, unreadable = adapters.facts.gather({s.key: s.remote for s in states})
         except SrmError as exc:
             with self._ledger.lock:
                 for state in states:
@@ -134,7 +139,7 @@ class Planner:
             if state.key not in facts:
                 continue
             try:
-                claim = self._decide(adapters, state, facts[state.key], loaded.get(state.key))
+                claim = self._decide(adapters, flow, state, facts[state.key], loaded.get(state.key))
             except SrmError as exc:
                 with self._ledger.lock:
                     state.retry_later(self._clock(), str(exc))
@@ -149,6 +154,7 @@ class Planner:
     def _decide(
         self,
         adapters: FlowAdapters,
+        flow: str,
         state: PartitionState,
         facts: PartitionFacts,
         loaded: Progress | None,
@@ -166,6 +172,13 @@ class Planner:
             adapters, state.key, state.remote, state.where, progress, facts, request
         )
         if isinstance(restart.decision, Halt):
+            if self._lease_ms(flow) <= 0:
+                # The lease ran out while this was decided (a pause, a lost control
+                # path): the partition may be another driver's by now, and what was
+                # read may be stale. Only a driver that may write it halts it.
+                with self._ledger.lock:
+                    state.retry_later(self._clock(), NO_LEASE)
+                return None
             with self._ledger.lock:
                 self._ledger.halt(state, restart.decision)
             return None
