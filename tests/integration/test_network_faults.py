@@ -24,8 +24,10 @@ host listener 9094); containers would use ``<alias>:9092`` on the run's network.
   (the default bridge), the published port would survive the disconnect and only
   in-network peers would be cut; the test checks that the host port really refuses.
 
-The control cluster is the one not cut, so the fault hits only the data path of the
-flow (``tests/integration/test_cluster_outage.py`` kills the control cluster itself).
+The flow's log lives in its target (``backup``): cutting the source hits only the data
+path; cutting the target cuts the flow's control path too (its driver loses its lease
+and rejoins when backup is back). ``tests/integration/test_site_loss.py`` kills and cuts
+a whole site among three.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def _seconds_until_copied(target: str, remote: str, records: int, timeout: float
 def test_the_source_paused_for_a_minute_loses_and_doubles_nothing(
     kafka_containers, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
-    """``primary`` (the source) paused for a minute under load, the control cluster on
+    """``primary`` (the source) paused for a minute under load, the flow's log on
     ``backup``: the driver copies nothing meanwhile, resumes when it wakes."""
     _cut_off_for_a_minute(kafka_containers, tmp_path, unique_name, cut="primary", how="pause")
 
@@ -97,8 +99,8 @@ def test_the_source_paused_for_a_minute_loses_and_doubles_nothing(
 def test_the_target_disconnected_for_a_minute_loses_and_doubles_nothing(
     kafka_containers, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
-    """``backup`` (the target) off the network for a minute under load, the control
-    cluster on ``primary``: the copy stops writing, resumes when it is reachable again."""
+    """``backup`` (the target, where the flow's log is) off the network for a minute
+    under load: the copy stops writing, resumes when it is reachable again."""
     _cut_off_for_a_minute(kafka_containers, tmp_path, unique_name, cut="backup", how="disconnect")
 
 
@@ -132,7 +134,6 @@ def _run(clusters, tmp_path, unique_name, *, cut: str, how: str, started: float)
         },
         replication={
             "tasks.max": PARTITIONS,
-            "srm.control.cluster": "backup" if cut == "primary" else "primary",
             "srm.control.topic.prefix": unique_name("ctl"),
             **TIMINGS,
         },

@@ -221,7 +221,8 @@ def test_the_driver_and_srm_control_stop_with_one_line_when_refused(
     config = _config(tmp_path, keys)
     for name, args in (
         ("srm-driver", ("--standalone",)),
-        ("srm-control", ("topics", "--source", "primary", "--target", "backup", "--list")),
+        # The log of a flow lives in its target: the flow into primary reads primary.
+        ("srm-control", ("topics", "--source", "backup", "--target", "primary", "--list")),
     ):
         started = time.monotonic()
         code, lines = _command(name, config, *args)

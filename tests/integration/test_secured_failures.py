@@ -44,8 +44,9 @@ def _run(command: list[str], folder: Path, timeout: float = 60) -> tuple[int | N
 
 @pytest.mark.parametrize("fault", ["wrong password", "untrusted CA"])
 def test_each_command_stops_with_one_line(kafka_secured, tmp_path, unique_name, fault):  # type: ignore[no-untyped-def]
-    # The fault is on primary: the control cluster, a flow's source, and the cluster
-    # whose raw metrics the aggregator folds here; backup is configured right.
+    # The fault is on primary: a flow's source, the cluster whose log srm-control reads
+    # for the flow into it (backup->primary), and the cluster whose raw metrics the
+    # aggregator folds here; backup is configured right.
     primary, backup = kafka_secured["primary"], kafka_secured["backup"]
     if fault == "wrong password":
         bad = primary.mm2_keys(Credential(primary.admin.username, WRONG))
@@ -71,7 +72,7 @@ def test_each_command_stops_with_one_line(kafka_secured, tmp_path, unique_name, 
         "srm-coordinator": [str(BIN / "srm-coordinator"), "--config", config, "--id", "c1"],
         "srm-control": [
             *(str(BIN / "srm-control"), "--config", config),
-            *("topics", "--source", "primary", "--target", "backup", "--list"),
+            *("topics", "--source", "backup", "--target", "primary", "--list"),
         ],
         "srm-metrics-aggregator": [
             *(str(BIN / "srm-metrics-aggregator"), "--config", config),
