@@ -278,7 +278,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         drivers["c"].start()
         testing.wait_until(
             lambda: groups["c"].settled(["driver-c"]),
-            180,
+            300,  # a restart starts Spark again: the first start's bound
             "driver-c runs c's tasks again after its restart",
             detail=logs,
         )
