@@ -58,6 +58,7 @@ def test_bad_config_value_is_one_message(
 def test_missing_driver_jars_are_one_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SRM_COPIER", "jvm")  # only the JVM slot needs the jars
     monkeypatch.delenv("SRM_DRIVER_JARS", raising=False)
     assert main(["--config", str(_config(tmp_path))]) == 2
     err = capsys.readouterr().err

@@ -40,8 +40,8 @@ class DriverSettings:
     progress_topics: Mapping[str, tuple[int, int]]
     # The token this driver bears to the leader (else $SRM_TOKEN_FILE).
     token_file: Path | None = None
-    # Which copy slot runs the copy loops: the JVM's or the Python one (srm.copier).
-    copier: str = "jvm"
+    # Which copy slot runs the copy loops: the Python one (issue 20's decision) or the JVM's.
+    copier: str = "python"
     # The target clusters it is pinned to (--target, SRM's Driver Target Cluster); None:
     # every target.
     pinned: tuple[str, ...] | None = None
@@ -100,9 +100,10 @@ COPIERS = ("jvm", "python")
 
 
 def copier_choice(config: SrmConfig) -> str:
-    """``srm.copier`` (top level), else ``$SRM_COPIER``, else ``jvm``: which copy slot
-    copies (both speak the same protocol; ``make bench`` measures them side by side)."""
-    raw = config.extra.get("srm.copier") or os.environ.get("SRM_COPIER") or "jvm"
+    """``srm.copier`` (top level), else ``$SRM_COPIER``, else ``python``: which copy slot
+    copies (both speak the same protocol; ``make bench`` measured them side by side and
+    the Python slot won, docs/design.md section 3a)."""
+    raw = config.extra.get("srm.copier") or os.environ.get("SRM_COPIER") or "python"
     value = raw.strip().lower()
     if value not in COPIERS:
         raise ConfigError(
