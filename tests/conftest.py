@@ -287,18 +287,14 @@ def http_tokens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.Ht
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """A local[2] SparkSession with the driver's jars (Kafka clients, our copier) and Spark's
-    Kafka connector (which only test_spark_kafka_connector.py uses, to show why the driver
-    does not)."""
-    from srm_driver.spark import driver_jars, spark_session, stop_session
-    from srm_local.jars import driver_jars_dir, spark_connector_jars
+    """A local[2] SparkSession as the driver starts it, plus Spark's Kafka connector (which
+    only test_spark_kafka_connector.py uses, to show why the driver does not)."""
+    from srm_driver.spark import spark_session, stop_session
+    from srm_local.jars import spark_connector_jars
 
-    # Both folders hold the same kafka-clients jar; Spark refuses a second jar of a name.
-    ours = driver_jars(str(driver_jars_dir()))
-    names = {jar.name for jar in ours}
     session = spark_session(
         "local[2]",
-        jars=[*ours, *(jar for jar in spark_connector_jars() if jar.name not in names)],
+        jars=spark_connector_jars(),
         app_name="srm-tests",
         conf={"spark.driver.memory": "1g"},
     )

@@ -43,7 +43,6 @@ class BenchOptions:
     latency_rate: int = 500
     latency_warmup: float = 15.0
     skip_srm: bool = False
-    skip_srm_python: bool = False
     skip_mm2: bool = False
     skip_mm2_tuned: bool = False
     skip_raw: bool = False
@@ -99,12 +98,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--latency-seconds", type=float, default=45.0, help="steady-rate phase length (45)")
     add("--latency-rate", type=_positive_int, default=500, help="records/s in that phase (500)")
     add("--latency-warmup", type=float, default=15.0, help="seconds excluded at its start (15)")
-    add("--skip-srm", action="store_true", help="do not run SRM's driver (JVM copy slot)")
-    add(
-        "--skip-srm-python",
-        action="store_true",
-        help="do not run SRM's driver with the Python copy slot",
-    )
+    add("--skip-srm", action="store_true", help="do not run SRM's driver")
     add("--skip-mm2", action="store_true", help="do not run MirrorMaker 2 with defaults")
     add("--skip-mm2-tuned", action="store_true", help="do not run MirrorMaker 2 tuned")
     add("--skip-raw", action="store_true", help="do not run Kafka's perf tools")
@@ -186,7 +180,6 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         latency_rate=args.latency_rate,
         latency_warmup=args.latency_warmup,
         skip_srm=args.skip_srm,
-        skip_srm_python=args.skip_srm_python,
         skip_mm2=args.skip_mm2,
         skip_mm2_tuned=args.skip_mm2_tuned,
         skip_raw=args.skip_raw,

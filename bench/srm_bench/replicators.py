@@ -5,10 +5,9 @@ written by :func:`shared_properties`: one flow ``primary->backup`` limited to th
 benchmark's topics, ``tasks.max`` = partitions, replication factor 1 for every topic
 they create, offsets flushed every 10 s, heartbeats and checkpoints on as by default.
 
-* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract), with the
-  JVM copy slot (``srm.copier = jvm``);
-* ``srm_python``: the same driver with the Python copy slot (``srm.copier = python``,
-  ``srm-python.properties``, ``srm-python.log``), while both slots exist (issue 20);
+* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract): its copy
+  slots are Python (librdkafka in PySpark's workers). Until issue 20's decision a JVM
+  slot ran here and the Python one as ``srm_python``; result files of schema 3 hold both;
 * ``mirrormaker2``: Apache MirrorMaker 2 in dedicated mode,
   ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``, with the heap and GC
   options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use, and every client
@@ -27,21 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from srm_local.jars import driver_jars_dir
 from srm_local.mirrormaker import log4j2_properties, with_logging
 from srm_local.tools import tool_command
 
 from srm_bench.stack import SOURCE, TARGET
 
 SRM = "srm"
-SRM_PYTHON = "srm_python"
 MM2 = "mirrormaker2"
 MM2_TUNED = "mirrormaker2_tuned"
-REPLICATORS = (SRM, SRM_PYTHON, MM2, MM2_TUNED)  # the table's column order
-SRM_DRIVERS = (SRM, SRM_PYTHON)
-LABELS = {SRM: "SRM driver", SRM_PYTHON: "SRM Python", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
-# Each SRM run's copy slot (srm.copier), written into its file.
-COPIERS = {SRM: "jvm", SRM_PYTHON: "python"}
+REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
+LABELS = {SRM: "SRM driver", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
 
 # MirrorMaker 2 tuned the way a careful operator would for this workload (1 KiB records,
 # 8 partitions, one broker per cluster, a catch-up then a 500 records/s latency phase),
@@ -56,12 +50,12 @@ COPIERS = {SRM: "jvm", SRM_PYTHON: "python"}
 # consumers' configuration. Both show in mm2-tuned.log's ProducerConfig/ConsumerConfig dumps.
 MM2_TUNED_PROPERTIES: Mapping[str, str] = MappingProxyType(
     {
-        # SRM's copier and the raw producer perf tool batch 256 KiB: 256 records of 1 KiB
+        # SRM's copy slots and the raw producer perf tool batch 256 KiB: 256 records of 1 KiB
         # per batch instead of 16, so 16 times fewer batches and produce requests per MB.
         f"{TARGET}.producer.batch.size": "262144",
         # Batches fill from each poll's burst of records during catch-up without waiting;
         # at 500 records/s (about 60 per partition and second) no batch fills, so linger
-        # is pure added latency: keep 5 ms (SRM's copier, Kafka 4's default), stated so
+        # is pure added latency: keep 5 ms (Kafka 4's default; SRM's slots linger 1), so
         # it does not depend on the client version (Kafka 3 had 0).
         f"{TARGET}.producer.linger.ms": "5",
         # Connect sends one request at a time per connection so that a retry cannot
@@ -158,12 +152,9 @@ def shared_properties(
 
 
 def replicator_properties(name: str, shared: Mapping[str, str]) -> dict[str, str]:
-    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned
-    and the copy slot for SRM's driver."""
+    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned."""
     if name == MM2_TUNED:
         return {**shared, **MM2_TUNED_PROPERTIES}
-    if name in COPIERS:
-        return {**shared, "srm.copier": COPIERS[name]}
     return dict(shared)
 
 
@@ -200,14 +191,12 @@ def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
 
 
 def srm_driver(folder: Path, spark_master: str | None, name: str = SRM) -> Replicator:
-    """SRM's driver as ``name`` (``srm``: the JVM copy slot; ``srm_python``: the Python one)."""
-    stem = "srm-python" if name == SRM_PYTHON else "srm"
-    config = folder / f"{stem}.properties"
+    """SRM's driver as ``name``, with ``srm.properties`` and ``srm.log``."""
+    config = folder / "srm.properties"
     command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:
         command += ["--spark-master", spark_master]
-    env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
-    return Replicator(name, command, config, folder / f"{stem}.log", env)
+    return Replicator(name, command, config, folder / "srm.log")
 
 
 def srm_driver_command() -> list[str]:

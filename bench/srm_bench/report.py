@@ -21,23 +21,21 @@ from srm_bench.replicators import (
     MM2_TUNED_PROPERTIES,
     REPLICATORS,
     SRM,
-    SRM_PYTHON,
 )
 
-SCHEMA_VERSION = 3  # 2: MirrorMaker 2 tuned; 3: SRM with the Python copy slot (docs/benchmark.md)
+# 2: MirrorMaker 2 tuned; 3: srm (JVM copy slot) beside srm_python (Python copy slot);
+# 4: srm is the Python copy slot, the only one (docs/benchmark.md, "The JSON").
+SCHEMA_VERSION = 4
 
 # The table's columns after the label: (heading, width).
 _COLUMNS = (
     (LABELS[SRM], 12),
-    (LABELS[SRM_PYTHON], 12),
     (LABELS[MM2], 15),
     (LABELS[MM2_TUNED], 11),
     ("raw limit", 11),
     ("SRM/MM2", 9),
     ("SRM/MM2-tuned", 15),
     ("SRM/raw", 9),
-    ("Py/JVM", 8),
-    ("Py/MM2-tuned", 14),
 )
 _LABEL_WIDTH = 30
 
@@ -103,9 +101,8 @@ class BenchReport:
         return {**rates, "raw": self.raw.records_s if self.raw else None}
 
     def row_ratios(self) -> dict[str, dict[str, float | None]]:
-        """SRM over each MirrorMaker 2 for every row of the table, and the Python copy
-        slot over the JVM one and over MM2 tuned (None: one is missing)."""
-        pairs = [(SRM, MM2), (SRM, MM2_TUNED), (SRM_PYTHON, SRM), (SRM_PYTHON, MM2_TUNED)]
+        """SRM over each MirrorMaker 2 for every row of the table (None: one is missing)."""
+        pairs = [(SRM, MM2), (SRM, MM2_TUNED)]
         return {
             f"{_SHORT[one]}_over_{_SHORT[other]}": {
                 row.key: _ratio(self._figure(one, row.path), self._figure(other, row.path))
@@ -133,8 +130,6 @@ class BenchReport:
                 "mm2_over_raw": _ratio(mb_s[MM2], mb_s["raw"]),
                 "mm2_tuned_over_raw": _ratio(mb_s[MM2_TUNED], mb_s["raw"]),
                 "mm2_tuned_over_mm2": _ratio(mb_s[MM2_TUNED], mb_s[MM2]),
-                "srm_python_over_srm": _ratio(mb_s[SRM_PYTHON], mb_s[SRM]),
-                "srm_python_over_mm2_tuned": _ratio(mb_s[SRM_PYTHON], mb_s[MM2_TUNED]),
             },
             "row_ratios": self.row_ratios(),
             "latency_ms": {
@@ -186,19 +181,16 @@ class BenchReport:
         heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in _COLUMNS]
         lines = ["".join(heading)]
         for row in _ROWS:
-            srm, python, mm2, tuned = (self._figure(name, row.path) for name in REPLICATORS)
+            srm, mm2, tuned = (self._figure(name, row.path) for name in REPLICATORS)
             limit = getattr(self.raw, row.raw) if self.raw and row.raw else None
             cells = (
                 _cell(srm, row.spec),
-                _cell(python, row.spec),
                 _cell(mm2, row.spec),
                 _cell(tuned, row.spec),
                 _cell(limit, row.spec),
                 _cell(_ratio(srm, mm2), ".2f"),
                 _cell(_ratio(srm, tuned), ".2f"),
                 _cell(_ratio(srm, limit), ".2f"),
-                _cell(_ratio(python, srm), ".2f"),
-                _cell(_ratio(python, tuned), ".2f"),
             )
             padded = (f"{cell:>{width}}" for cell, (_, width) in zip(cells, _COLUMNS, strict=True))
             lines.append(f"{row.label:<{_LABEL_WIDTH}}" + "".join(padded))
@@ -271,7 +263,7 @@ class BenchReport:
         return {name: self.systems[name] for name in REPLICATORS if name in self.systems}
 
 
-_SHORT = {SRM: "srm", SRM_PYTHON: "srm_python", MM2: "mm2", MM2_TUNED: "mm2_tuned"}
+_SHORT = {SRM: "srm", MM2: "mm2", MM2_TUNED: "mm2_tuned"}
 
 
 def _get(result: object, *path: str) -> float | None:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from srm_local.clusters import free_ports
-from srm_local.jars import driver_jars_dir
 
 from srm_bench.catchup import ReplicatorFailedError, RunningReplicator
 from srm_bench.machine import ForeignCpu, describe_machine, describe_versions
@@ -230,7 +229,7 @@ def _run_coordinated(
     config = folder / "srm-coordinated.properties"
     write_properties(config, _properties(options, stack), options.srm_set)
     coordinator_port, *driver_ports = free_ports(3)
-    env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
+    env: dict[str, str] = {}  # the drivers need no jars (the copy slots are Python)
     bin_dir = Path(sys.executable).parent
     coordinator = _process(
         "coordinator",

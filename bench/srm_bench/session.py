@@ -36,8 +36,6 @@ from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
     SRM,
-    SRM_DRIVERS,
-    SRM_PYTHON,
     Replicator,
     latency_topic,
     mirrormaker2,
@@ -142,8 +140,6 @@ def _systems(options: BenchOptions) -> list[str]:
         systems.append(MM2_TUNED)
     if not options.skip_srm:
         systems.append(SRM)
-    if not options.skip_srm_python:
-        systems.append(SRM_PYTHON)
     return systems
 
 
@@ -151,7 +147,7 @@ def _run_replicator(
     name: str, options: BenchOptions, stack: BenchStack, folder: Path, report: BenchReport
 ) -> SystemResult:
     dataset = options.dataset()
-    if name in SRM_DRIVERS and not srm_driver_available():
+    if name == SRM and not srm_driver_available():
         raise RuntimeError("srm-driver is not installed in this environment (.venv/bin/srm-driver)")
     say(f"  wiping and restarting backup ({stack.reset_target():.1f} s)")
     source_admin = stack.source_admin()
@@ -167,7 +163,7 @@ def _run_replicator(
         [dataset.topic, latency],
         dataset.partitions,
     )
-    extra = options.srm_set if name in SRM_DRIVERS else options.mm2_set
+    extra = options.srm_set if name == SRM else options.mm2_set
     written = write_properties(replicator.config_path, replicator_properties(name, shared), extra)
     report.configs[name] = {
         "config_file": replicator.config_path.name,

@@ -18,7 +18,6 @@ from srm_bench.replicators import (
     MM2_TUNED,
     MM2_TUNED_PROPERTIES,
     SRM,
-    SRM_PYTHON,
     latency_topic,
     mirrormaker2,
     replicator_properties,
@@ -99,8 +98,7 @@ def test_tuned_file_is_the_default_file_plus_the_tuned_keys_when_written() -> No
     shared = shared_properties("127.0.0.1:1", "127.0.0.1:2", ["bench-data", "bench-x"], 8)
     default, tuned = replicator_properties(MM2, shared), replicator_properties(MM2_TUNED, shared)
     assert default == shared
-    assert replicator_properties(SRM, shared) == {**shared, "srm.copier": "jvm"}
-    assert replicator_properties(SRM_PYTHON, shared) == {**shared, "srm.copier": "python"}
+    assert replicator_properties(SRM, shared) == shared
     assert tuned == {**shared, **MM2_TUNED_PROPERTIES}
     assert not set(MM2_TUNED_PROPERTIES) & set(shared), "tuning adds keys, changes none"
 
@@ -163,15 +161,13 @@ def test_tuned_mm2_has_its_own_file_log_and_latency_topic(
 
 
 def test_replicators_run_in_order_and_each_skip_option_leaves_one_out() -> None:
-    assert _systems(parse_options([])) == [MM2, MM2_TUNED, SRM, SRM_PYTHON]
-    assert _systems(parse_options(["--skip-mm2-tuned"])) == [MM2, SRM, SRM_PYTHON]
-    assert _systems(parse_options(["--skip-srm", "--skip-mm2", "--skip-srm-python"])) == [MM2_TUNED]
+    assert _systems(parse_options([])) == [MM2, MM2_TUNED, SRM]
+    assert _systems(parse_options(["--skip-mm2-tuned"])) == [MM2, SRM]
+    assert _systems(parse_options(["--skip-srm", "--skip-mm2"])) == [MM2_TUNED]
     assert parse_options(["--skip-mm2-tuned"]).describe()["skip_mm2_tuned"] is True
 
 
-def _report(
-    with_mm2: bool, with_tuned: bool = False, with_srm: bool = True, with_python: bool = False
-) -> BenchReport:
+def _report(with_mm2: bool, with_tuned: bool = False, with_srm: bool = True) -> BenchReport:
     options = BenchOptions(size_mb=100)
     report = BenchReport(
         options=options,
@@ -186,9 +182,6 @@ def _report(
     latency = LatencyResult(50.0, 300.0, 80.0, 400.0, 100, 100, 0, 0, 0, 120, 500.0)
     if with_srm:
         report.systems[SRM] = SystemResult(catchup, latency, 650.0, 1.0)
-    if with_python:
-        python = CatchupResult(20.0, 8.0, 9.0, 102400, 13.5, 13824.0, 5.0, 500.0, 24.0, 3, 0)
-        report.systems[SRM_PYTHON] = SystemResult(python, latency, 500.0, 1.0)
     if with_mm2:
         report.systems[MM2] = SystemResult(catchup, latency, 1500.0, 1.0)
     if with_tuned:
@@ -206,10 +199,9 @@ def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path:
     path = _report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     assert data["throughput_mb_s"] == {
         "srm": 15.0,
-        "srm_python": None,
         "mirrormaker2": None,
         "mirrormaker2_tuned": None,
         "raw": 30.0,
@@ -241,11 +233,8 @@ def test_json_has_every_ratio_when_all_three_ran(tmp_path: Path) -> None:
 
 def test_table_shows_ratios_when_both_replicators_ran() -> None:
     table = _report(with_mm2=True).table()
-    # SRM, SRM Python, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw, Py/JVM,
-    # Py/MM2-tuned
-    assert _row(table, "copy rate, MB/s") == [
-        "15.0", "-", "15.0", "-", "30.0", "1.00", "-", "0.50", "-", "-",
-    ]  # fmt: skip
+    # SRM, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
+    assert _row(table, "copy rate, MB/s") == ["15.0", "15.0", "-", "30.0", "1.00", "-", "0.50"]
     assert "raw limit: consumer perf" in table
 
 
@@ -256,41 +245,21 @@ def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> N
                     "SRM/MM2-tuned", "SRM/raw"):  # fmt: skip
         assert heading in header
     assert _row(table, "copy rate, MB/s") == [
-        "15.0", "-", "15.0", "30.0", "30.0", "1.00", "0.50", "0.50", "-", "-",
+        "15.0", "15.0", "30.0", "30.0", "1.00", "0.50", "0.50",
     ]  # fmt: skip
     assert _row(table, "peak RSS (process tree), MB") == [
-        "650", "-", "1,500", "1,300", "-", "0.43", "0.50", "-", "-", "-",
+        "650", "1,500", "1,300", "-", "0.43", "0.50", "-",
     ]  # fmt: skip
-    assert _row(table, "latency p99, ms") == ["300.0", "-", "300.0", "600.0", "-", "1.00",
-                                              "0.50", "-", "-", "-"]  # fmt: skip
-    assert _row(table, "CPU time to catch up, s")[-4:] == ["1.50", "-", "-", "-"]
+    assert _row(table, "latency p99, ms") == ["300.0", "300.0", "600.0", "-", "1.00", "0.50", "-"]
+    assert _row(table, "CPU time to catch up, s")[-2:] == ["1.50", "-"]
     # Every figure lines up under its heading.
     assert len({len(line) for line in table.splitlines()[2:11]}) == 1
 
 
 def test_table_ratios_are_dashes_when_srm_was_skipped() -> None:
     table = _report(with_mm2=True, with_tuned=True, with_srm=False).table()
-    assert _row(table, "copy rate, MB/s") == [
-        "-", "-", "15.0", "30.0", "30.0", "-", "-", "-", "-", "-",
-    ]  # fmt: skip
-    assert _row(table, "latency p50, ms")[-5:] == ["-", "-", "-", "-", "-"]
-
-
-def test_table_and_json_compare_the_python_slot_with_the_jvm_slot_and_mm2_tuned(
-    tmp_path: Path,
-) -> None:
-    report = _report(with_mm2=True, with_tuned=True, with_python=True)
-    table = report.table()
-    assert "SRM Python" in table.splitlines()[2] and "Py/JVM" in table.splitlines()[2]
-    assert _row(table, "copy rate, MB/s")[1] == "13.5"
-    assert _row(table, "copy rate, MB/s")[-2:] == ["0.90", "0.45"]
-    assert _row(table, "CPU time to catch up, s")[-2:] == ["0.80", "1.20"]
-    assert len({len(line) for line in table.splitlines()[2:11]}) == 1
-    data = json.loads(report.write_json(tmp_path).read_text())
-    assert data["ratios"]["srm_python_over_srm"] == 0.9
-    assert data["row_ratios"]["srm_python_over_srm"]["cpu_seconds"] == 0.8
-    assert data["row_ratios"]["srm_python_over_mm2_tuned"]["copy_mb_s"] == 0.45
-    assert data["latency_ms"]["srm_python"] == {"p50": 50.0, "p99": 300.0}
+    assert _row(table, "copy rate, MB/s") == ["-", "15.0", "30.0", "30.0", "-", "-", "-"]
+    assert _row(table, "latency p50, ms")[-4:] == ["-", "-", "-", "-"]
 
 
 def test_table_notes_list_every_tuned_key_when_printed() -> None:

@@ -5,7 +5,7 @@
 #   srm/base             + Python 3.11, Java 17 runtime, srm-healthcheck
 #   srm/kafka            + the official Apache Kafka jars, KRaft single node
 #   srm/coordinator      + srm-coordinator (and srm-control) with their locked dependencies
-#   srm/driver           + srm-driver, PySpark, the Kafka client jars and srm-copier.jar
+#   srm/driver           + srm-driver, PySpark and confluent-kafka (the copy slots are Python)
 #   srm/api-gateway      + srm-api-gateway (FastAPI) with its locked dependencies
 #   srm/metrics-aggregator + srm-metrics-aggregator (Faust) with its locked dependencies
 #   srm/postgres         srm/debian + Debian's postgresql: the gateway's read model store
@@ -99,11 +99,6 @@ for service in "${services[@]}"; do
     step "srm/$service"
     wheels "srm-$service" "$service"
     paths=("deploy/images/$service" "$context/$service/deps" "$context/$service/workspace")
-    if [[ $service == driver ]]; then
-        [[ -f .cache/jars/driver/srm-copier.jar ]] || { echo "no copier jar: run make jars" >&2; exit 1; }
-        link_jars "$context/driver/jars" .cache/jars/driver
-        paths+=("$context/driver/jars")
-    fi
     build "srm/$service" "deploy/images/$service/Dockerfile" "${paths[@]}"
 done
 

@@ -18,7 +18,6 @@ from typing import NoReturn
 
 import pytest
 from srm_common.config import load_config
-from srm_local.jars import driver_jars_dir
 
 
 class InProcessDriver:
@@ -32,7 +31,6 @@ class InProcessDriver:
             load_config(config_path),
             spark_master=str(session.sparkContext.master),
             spark_conf={},
-            jars_folder=str(driver_jars_dir()),
             host="127.0.0.1",
             port=0,
             driver_id=driver_id,

@@ -3,7 +3,7 @@
 A real MIT KDC (Debian's krb5-kdc, :mod:`srm_local.kdc`) and two single-node clusters
 with a GSSAPI listener and StandardAuthorizer (:mod:`srm_local.kerberized`: only the
 product's principal ``srm@SRM.LOCAL`` is let in). The stack (a coordinator, a driver
-copying in Spark's JVM, the metrics aggregator on Faust and the gateway on aiokafka) is
+copying in PySpark's workers, the metrics aggregator on Faust and the gateway on aiokafka) is
 configured as an MM2 user writes it: ``security.protocol=SASL_PLAINTEXT``,
 ``sasl.mechanism=GSSAPI``, ``sasl.kerberos.service.name=kafka`` and ``sasl.jaas.config``
 with ``Krb5LoginModule``, a keytab and a principal. The test's own clients use the

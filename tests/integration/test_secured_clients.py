@@ -10,7 +10,6 @@ services do. The data is checked with the harness's own librdkafka clients
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -191,11 +190,8 @@ def test_a_store_with_a_wrong_password_is_one_line_naming_the_key(
 
 
 def _command(name: str, config: Path, *args: str) -> tuple[int, list[str]]:
-    from srm_local.jars import driver_jars_dir
-
     done = subprocess.run(
         [str(Path(sys.executable).parent / name), "--config", str(config), *args],
-        env={**os.environ, "SRM_DRIVER_JARS": str(driver_jars_dir())},
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,7 +1,7 @@
 """Secrets from config providers on secured clusters: the stack replicates with the SCRAM
 login in a secrets file (``${file:...}``) and the trust store password in the environment
-(``${env:...}``), and the copier's Java clients resolve both themselves: the copy
-channel's answers carry the placeholders, never the values.
+(``${env:...}``), and the copy slots resolve both where they run: the copy channel's
+answers carry the placeholders, never the values.
 
 The configuration is MM2's keys; the test's own clients are librdkafka with the harness's
 keys (``srm_local.secured``), so the data checked never depends on the product.
@@ -87,7 +87,7 @@ def test_replicates_when_secrets_come_from_a_file_and_the_environment(
                 == testing.end_offsets(primary.bootstrap_servers, topic, primary.client_config())
             ),
             300,
-            "the copier, resolving the placeholders itself, copies everything",
+            "the copy slots, resolving the placeholders themselves, copy everything",
             step=2,
             detail=logs,
         )

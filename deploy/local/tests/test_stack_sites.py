@@ -23,7 +23,6 @@ def test_drivers_per_target_are_pinned_each_to_its_site(
 ) -> None:
     monkeypatch.setenv("SRM_RUN_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("SRM_DRIVERS_PER_TARGET", "2")
-    monkeypatch.setattr("srm_local.services.driver_jars_dir", lambda: tmp_path)
     config = tmp_path / "srm.yaml"
     config.write_text(CONFIG)
     services = {s.name: s for s in stack.stack_services(config, {})}

@@ -24,7 +24,6 @@ def test_make_up_hands_each_service_its_token_by_path_and_prints_no_token(
 ) -> None:
     monkeypatch.setenv("SRM_RUN_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("SRM_DRIVERS", "2")
-    monkeypatch.setattr("srm_local.services.driver_jars_dir", lambda: tmp_path)
     config = tmp_path / "srm.yaml"
     config.write_text(CONFIG)
     services = stack.stack_services(config, {})

@@ -55,17 +55,51 @@ def test_bad_config_value_is_one_message(
     )
 
 
-def test_missing_driver_jars_are_one_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("set", "srm.copier = 'jvm': the JVM copy slot was removed"),
+        ("env", "$SRM_COPIER = 'JVM': the JVM copy slot was removed"),
+        ("other", "srm.copier = 'rust': the only copy slot is python"),
+    ],
+)
+def test_a_config_asking_for_the_removed_jvm_slot_is_one_message(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    message: str,
 ) -> None:
-    monkeypatch.setenv("SRM_COPIER", "jvm")  # only the JVM slot needs the jars
-    monkeypatch.delenv("SRM_DRIVER_JARS", raising=False)
-    assert main(["--config", str(_config(tmp_path))]) == 2
+    monkeypatch.delenv("SRM_COPIER", raising=False)
+    args = ["--config", str(_config(tmp_path))]
+    if how == "env":
+        monkeypatch.setenv("SRM_COPIER", "JVM")
+    else:
+        args += ["--set", f"srm.copier={'jvm' if how == 'set' else 'rust'}"]
+    assert main(args) == 2
     err = capsys.readouterr().err
-    assert "SRM_DRIVER_JARS is not set" in err and len(err.strip().splitlines()) == 1
-    monkeypatch.setenv("SRM_DRIVER_JARS", str(tmp_path))
-    assert main(["--config", str(_config(tmp_path))]) == 2
-    assert "no srm-copier.jar there; run `make jars`" in capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "remove" in err
+
+
+def test_srm_copier_python_is_accepted_and_no_jars_are_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from srm_driver.settings import driver_settings
+
+    monkeypatch.delenv("SRM_DRIVER_JARS", raising=False)
+    monkeypatch.setenv("SRM_COPIER", "python")
+    config = load_config(_config(tmp_path))
+    settings = driver_settings(
+        config,
+        spark_master="local[1]",
+        spark_conf={},
+        host="127.0.0.1",
+        port=0,
+        driver_id="d1",
+        standalone=True,
+    )
+    assert settings.driver_id == "d1"
 
 
 def test_missing_file_is_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,6 @@ folder first, so an interrupted download is never mistaken for a good one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -97,60 +96,12 @@ def spark_connector_jars() -> list[Path]:
     return sorted(jar for jar in folder.glob("*.jar") if _artifact_name(jar.name) not in bundled)
 
 
-def driver_jars_dir() -> Path:
-    """The folder a driver's ``SRM_DRIVER_JARS`` points at: the Kafka client jar of
-    Spark's connector (the version Spark is tested with) and ``srm-copier.jar``, compiled
-    from ``services/driver/jvm/src`` against the installed PySpark. Built at install time
-    (``make jars``), again whenever a source, PySpark or the client jar changes."""
-    clients = [jar for jar in spark_connector_jars() if _artifact_name(jar.name) == "kafka-clients"]
-    if not clients:
-        raise JarFetchError("Spark's Kafka connector brought no kafka-clients jar")
-    sources = sorted((project_root() / "services" / "driver" / "jvm" / "src").rglob("*.java"))
-    digest = hashlib.sha256()
-    for source in sources:
-        digest.update(source.read_bytes())
-    digest.update("\n".join(sorted(p.name for p in _pyspark_jars_dir().glob("*.jar"))).encode())
-    digest.update(clients[0].name.encode())
-    folder = cache_dir() / "jars" / "driver"
-    stamp = folder / ".built"
-    if stamp.is_file() and stamp.read_text().strip() == digest.hexdigest():
-        return folder
-    _build_copier(sources, clients, folder)
-    stamp.write_text(digest.hexdigest() + "\n")
-    return folder
-
-
-def _build_copier(sources: list[Path], clients: list[Path], folder: Path) -> None:
-    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-    if javac is None or jar_tool is None:
-        raise JarFetchError("javac and jar (a Java 17 JDK) are needed to build the copier")
-    print(f"building the copier jar into {folder}...", flush=True)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    classpath = os.pathsep.join([str(_pyspark_jars_dir() / "*"), *(str(j) for j in clients)])
-    with tempfile.TemporaryDirectory(dir=folder.parent) as work:
-        classes = Path(work) / "classes"
-        compiled = subprocess.run(
-            [javac, "--release", "17", "-nowarn", "-d", str(classes), "-cp", classpath]
-            + [str(source) for source in sources],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if compiled.returncode != 0:
-            raise JarFetchError(f"building the copier failed:\n{compiled.stderr.strip()}")
-        subprocess.run(
-            [jar_tool, "cf", str(folder / "srm-copier.jar"), "-C", str(classes), "."], check=True
-        )
-    for jar in clients:
-        shutil.copy2(jar, folder / jar.name)
-
-
 def fetch_all() -> None:
-    """Fetch every jar the stack needs and build the copier (what ``make jars`` runs)."""
+    """Fetch every jar the stack and its tests need (what ``make jars`` runs): Kafka's,
+    and Spark's Kafka connector (only test_spark_kafka_connector.py uses it, to show why
+    the driver does not). Nothing is compiled: the copy slots are Python."""
     kafka_jars_dir()
-    driver_jars_dir()
+    spark_connector_jars()
 
 
 def _pom(name: str) -> Path:

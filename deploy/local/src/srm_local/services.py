@@ -26,7 +26,6 @@ from pathlib import Path
 from srm_common.shutdown import DRIVER_STOP_SECONDS, SERVICE_STOP_SECONDS
 
 from srm_local.guard import guarded
-from srm_local.jars import driver_jars_dir
 from srm_local.paths import run_dir
 
 STOP_MARGIN_SECONDS = 5
@@ -193,5 +192,4 @@ def driver_service(
         args += ["--token-file", str(token_file)]
     if target is not None:
         args += ["--target", target]
-    env = {"SRM_DRIVER_JARS": str(driver_jars_dir())}
-    return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master], env)
+    return ServiceProcess(name, "srm_driver", [*args, "--spark-master", spark_master])

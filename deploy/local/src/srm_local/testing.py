@@ -426,13 +426,11 @@ class DriverProcess(ChildProcess):
         spark_master: str = "local[2]",
         args: Sequence[str] = ("--standalone",),
     ) -> None:
-        from srm_local.jars import driver_jars_dir
-
         super().__init__(
             "srm_driver",
             ["--config", str(config), "--spark-master", spark_master, *args],
             log_path,
-            env={"SRM_DRIVER_JARS": str(driver_jars_dir()), **driver_http_environment()},
+            env=driver_http_environment(),
         )
         self.config = config
 

@@ -31,7 +31,7 @@ from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
-from srm_driver.copying.job import PythonCopyJob, SparkCopyJob
+from srm_driver.copying.job import CopyJob
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.service import CopyService
 from srm_driver.flow_topics import FlowTopics
@@ -125,14 +125,11 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     driver.closers.append(driver.server.stop)
     if session is None:
         log.info("starting Spark (%s)", settings.spark_master)
-        session = spark_session(settings.spark_master, jars=settings.jars, conf=settings.spark_conf)
+        session = spark_session(settings.spark_master, conf=settings.spark_conf)
         started = session
         driver.closers.append(lambda: stop_session(started))
-    job_kind = PythonCopyJob if settings.copier == "python" else SparkCopyJob
-    job = job_kind(session, driver.server.url, secret)
-    log.info("copy slots: %s", settings.copier)
-    if isinstance(job, PythonCopyJob):
-        driver.closers.append(job.close)
+    job = CopyJob(session, driver.server.url, secret)
+    driver.closers.append(job.close)
     flows = settings.flows
     copy = CopyService(
         adapters=lambda flow: flow_adapters(flow, settings),

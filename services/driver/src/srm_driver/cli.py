@@ -41,8 +41,6 @@ than 1, spark.speculation, local[N,R] with R retries) are refused.
 
 environment:
   SRM_SPARK_MASTER   default for --spark-master (local[*])
-  SRM_DRIVER_JARS    folder with the Kafka client jars and srm-copier.jar (make jars
-                     builds it: .cache/jars/driver)
   SRM_LOG_LEVEL      DEBUG, INFO (default), WARNING
 """
 
@@ -73,7 +71,6 @@ def _run(argv: Sequence[str] | None) -> int:
             config,
             spark_master=args.spark_master,
             spark_conf=spark_conf,
-            jars_folder=None,
             host=args.host,
             port=args.port,
             driver_id=args.id,

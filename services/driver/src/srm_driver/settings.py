@@ -1,7 +1,7 @@
 """Everything a driver is started with, validated once, before anything connects.
 
 From the command line (``--config``, ``--spark-master``...), the environment
-(``SRM_SPARK_MASTER``, ``SRM_DRIVER_JARS``) and the configuration file. A bad value is
+(``SRM_SPARK_MASTER``) and the configuration file. A bad value is
 one :class:`~srm_common.errors.ConfigError` (or :class:`SparkSetupError`) naming it and
 saying what would be valid.
 """
@@ -19,7 +19,7 @@ from srm_common.config.control import ControlPlane, control_plane, pinned_target
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.errors import ConfigError
 
-from srm_driver.spark import check_spark_settings, driver_jars
+from srm_driver.spark import check_spark_settings
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,6 @@ class DriverSettings:
     control: ControlPlane
     spark_master: str
     spark_conf: Mapping[str, str]
-    jars: tuple[Path, ...]
     host: str
     port: int
     driver_id: str
@@ -40,8 +39,6 @@ class DriverSettings:
     progress_topics: Mapping[str, tuple[int, int]]
     # The token this driver bears to the leader (else $SRM_TOKEN_FILE).
     token_file: Path | None = None
-    # Which copy slot runs the copy loops: the Python one (issue 20's decision) or the JVM's.
-    copier: str = "python"
     # The target clusters it is pinned to (--target, SRM's Driver Target Cluster); None:
     # every target.
     pinned: tuple[str, ...] | None = None
@@ -61,7 +58,6 @@ def driver_settings(
     *,
     spark_master: str,
     spark_conf: Mapping[str, str],
-    jars_folder: str | None,
     host: str,
     port: int,
     driver_id: str | None,
@@ -71,7 +67,7 @@ def driver_settings(
 ) -> DriverSettings:
     """``target``: ``--target A,B`` (else SRM's Driver Target Cluster key)."""
     check_spark_settings(spark_master, spark_conf)
-    copier = copier_choice(config)
+    check_copier(config)
     pinned = pinned_targets(config, target)
     return DriverSettings(
         config=config,
@@ -79,13 +75,11 @@ def driver_settings(
         pinned=pinned,
         spark_master=spark_master,
         spark_conf=dict(spark_conf),
-        jars=tuple(driver_jars(jars_folder)) if copier == "jvm" else (),
         host=host,
         port=port,
         driver_id=driver_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}",
         standalone=standalone,
         token_file=token_file,
-        copier=copier,
         progress_topics={
             flow.name: (
                 _int_setting(config, flow, "offset.storage.partitions", 25, minimum=1),
@@ -96,23 +90,30 @@ def driver_settings(
     )
 
 
-COPIERS = ("jvm", "python")
-
-
-def copier_choice(config: SrmConfig) -> str:
-    """``srm.copier`` (top level), else ``$SRM_COPIER``, else ``python``: which copy slot
-    copies (both speak the same protocol; ``make bench`` measured them side by side and
-    the Python slot won, docs/design.md section 3a)."""
-    raw = config.extra.get("srm.copier") or os.environ.get("SRM_COPIER") or "python"
-    value = raw.strip().lower()
-    if value not in COPIERS:
+def check_copier(config: SrmConfig) -> None:
+    """``srm.copier`` (top level) or ``$SRM_COPIER``, kept from when two copy slots were
+    measured side by side (issue 20): ``python`` is accepted (it is the only slot), and
+    ``jvm`` is one message, because a configuration asking for the removed slot should
+    not silently run another one. Nothing has connected yet when this refuses."""
+    for raw, key in (
+        (config.extra.get("srm.copier"), "srm.copier"),
+        (os.environ.get("SRM_COPIER"), "$SRM_COPIER"),
+    ):
+        if raw is None or not raw.strip() or raw.strip().lower() == "python":
+            continue
+        removed = raw.strip().lower() == "jvm"
         raise ConfigError(
-            f"srm.copier = {raw!r}: expected jvm (Kafka's Java clients in Spark's JVM) or"
-            " python (librdkafka in PySpark's Python workers), e.g. srm.copier = python",
-            source=config.source,
-            key="srm.copier",
+            f"{key} = {raw!r}: "
+            + (
+                "the JVM copy slot was removed (the copy loop is Python: librdkafka in"
+                " PySpark's workers, docs/design.md section 3a)"
+                if removed
+                else "the only copy slot is python"
+            )
+            + f"; remove {key} (or set it to python)",
+            source=config.source if key == "srm.copier" else "environment",
+            key=key,
         )
-    return value
 
 
 def _int_setting(

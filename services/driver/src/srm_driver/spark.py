@@ -1,7 +1,7 @@
-"""The Spark side of the driver: the session, with the copier and Kafka's client jars.
+"""The Spark side of the driver: the session its copy slots run in.
 
-The jars come from settings (``SRM_DRIVER_JARS``: a folder with the Kafka client jars
-and ``srm-copier.jar``, which ``make jars`` builds at install time and images bake in).
+The slots are Python (:mod:`srm_driver.copier`, in PySpark's Python workers): Spark's
+JVM needs no jar of ours and no Kafka client.
 
 Spark must never run a copy task twice on its own (a re-run slot would copy a range
 again): task retries and speculation are refused at start-up, whatever the settings say.
@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from srm_common.adapters import kerberos
 from srm_common.errors import ConfigError, SrmError
 
 if TYPE_CHECKING:
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COPIER_JAR = "srm-copier.jar"
-# The copy loops want short pauses more than throughput from the collector: the JVM
-# options MirrorMaker 2's start script uses (G1, 20 ms pause target).
-LATENCY_JVM_OPTIONS = "-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35"
 _MASTER = re.compile(
     r"local(\[(?P<threads>\*|\d+)(,\s*(?P<retries>\d+))?\])?"
     r"|(spark|mesos)://\S+|k8s://\S+|yarn"
@@ -80,25 +75,6 @@ def check_spark_settings(master: str, conf: Mapping[str, str]) -> None:
         )
 
 
-def driver_jars(folder: str | None = None) -> list[Path]:
-    """The jars the driver puts on Spark's class path: every jar in ``SRM_DRIVER_JARS``,
-    which must hold ``srm-copier.jar``."""
-    location = folder or os.environ.get("SRM_DRIVER_JARS", "").strip()
-    if not location:
-        raise SparkSetupError(
-            "SRM_DRIVER_JARS is not set: point it at the folder with the Kafka client jars and"
-            f" {COPIER_JAR} (`make jars` builds it into .cache/jars/driver; make up and the"
-            " images set it)"
-        )
-    path = Path(location)
-    jars = sorted(path.glob("*.jar"))
-    if not any(jar.name == COPIER_JAR for jar in jars):
-        raise SparkSetupError(
-            f"SRM_DRIVER_JARS={location}: no {COPIER_JAR} there; run `make jars` to build it"
-        )
-    return jars
-
-
 def driver_address_defaults(master: str) -> dict[str, str]:
     """Where Spark's driver listens unless the environment says: loopback in local mode
     (the executors are threads of this JVM); on a cluster, Spark's own choice (the
@@ -111,31 +87,27 @@ def driver_address_defaults(master: str) -> dict[str, str]:
 def spark_session(
     master: str,
     *,
-    jars: Sequence[Path],
+    jars: Sequence[Path] = (),
     app_name: str = "srm-driver",
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A session with the copier on its class path; task retries and speculation off."""
+    """A session for the copy slots (``jars``: extra jars on Spark's class path, which the
+    driver needs none of); task retries and speculation off."""
     for key, value in driver_address_defaults(master).items():
         os.environ.setdefault(key, value)
-    # Python workers (the Python copy slots) run this very environment: its packages
+    # Python workers (the copy slots) run this very environment: its packages
     # (confluent-kafka, srm_driver) are the ones the slots import. On a cluster the same
     # path must exist on every worker (the driver image, docs/scaling.md).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     check_spark_settings(master, conf or {})
-    # The copier's Kerberos logins (Krb5LoginModule) read the krb5.conf the Python
-    # clients read (KRB5_CONFIG), which Java ignores unless told.
-    java_options = " ".join([LATENCY_JVM_OPTIONS, *kerberos.jvm_options()])
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", java_options)
-        .config("spark.executor.extraJavaOptions", java_options)
     )
     if jars:
         builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))

@@ -59,7 +59,7 @@ READ_AT_TOP_LEVEL = READ_ANYWHERE | {
     "srm.driver.heartbeat.interval.ms",
     "srm.driver.lease.ms",
     "srm.driver.write.timeout.ms",
-    "srm.copier",  # srm_driver.settings: which copy slot runs the copy loops
+    "srm.copier",  # srm_driver.settings: python accepted, jvm refused (the slot was removed)
     # The metrics aggregator's (srm_metrics_aggregator.settings) and the gateway's.
     "srm.metrics.windows",
     "srm.metrics.grace.ms",

@@ -1,8 +1,8 @@
 """Remote-topic naming (MM2 ReplicationPolicy), cycle prevention and the origin header's name.
 
 The origin rule itself (stamp, keep, drop a copy back, refuse a malformed header) is
-applied by the copy slots: the JVM's ``srm.copier.OriginRule`` and the Python slot's
-:mod:`srm_common.domain.origin`; ``golden/origin_rule.json`` holds the cases both are
+applied by the copy slots (:mod:`srm_driver.copier`) through
+:mod:`srm_common.domain.origin`; ``golden/origin_rule.json`` holds the cases it is
 tested against.
 """
 

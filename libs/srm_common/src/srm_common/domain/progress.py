@@ -359,9 +359,9 @@ def offset_syncs(pairs: Sequence[tuple[int, int]], *, shared: bool) -> list[tupl
 
     The first and the last copy, and both sides of every gap: upstream (compaction,
     transaction markers, dropped records) and, when the remote partition is shared,
-    downstream. With these, translation is exact (DESIGN.md, beyond MM2 1). The JVM copier
-    applies the same rule to acknowledgements; ``golden/offset_syncs.json`` holds the
-    cases both are tested against.
+    downstream. With these, translation is exact (DESIGN.md, beyond MM2 1). The copy
+    slots (:mod:`srm_driver.copier.partition`) apply the same rule to acknowledgements;
+    ``golden/offset_syncs.json`` holds the cases both are tested against.
     """
     syncs: list[tuple[int, int]] = []
     previous: tuple[int, int] | None = None

@@ -1,5 +1,5 @@
 """The Python copy slot: what runs inside Spark's Python workers, one long-lived task per
-slot (started by :class:`srm_driver.copying.job.PythonCopyJob`).
+slot (started by :class:`srm_driver.copying.job.CopyJob`).
 
 A slot asks the driver what to copy over the control channel
 (:mod:`srm_driver.copying.protocol`) and runs, per flow, a *unit*: a librdkafka consumer

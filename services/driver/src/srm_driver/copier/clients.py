@@ -8,8 +8,8 @@ and security: stores become PEM files of this process).
 
 What the copy's guarantees need from librdkafka beyond the driver's forced keys
 (``srm_driver.copying.clients``): the producer's gap-less guarantee (a failure that
-could leave a hole in a remote partition stops the producer: the librdkafka analogue of
-the JVM slot closing its producer in the failure callback), and a consumer that never
+could leave a hole in a remote partition stops the producer at once, before anything
+queued behind the failed record can land), and a consumer that never
 commits, never stores offsets and never reports a partition's end.
 """
 

@@ -8,8 +8,7 @@ and speculation are refused by the driver).
 While a slot runs it holds an exclusive ``flock`` on ``<locks>/<job>-<slot>.lock`` (when
 the driver's lock folder exists here: local mode). The kernel releases the lock when the
 process ends however it ends, so the driver knows that no slot process can still write
-(:meth:`srm_driver.copying.job.PythonCopyJob.active_slots`), as the JVM slot's driver asks
-its own JVM.
+(:meth:`srm_driver.copying.job.CopyJob.active_slots`).
 """
 
 from __future__ import annotations

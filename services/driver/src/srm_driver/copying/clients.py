@@ -81,8 +81,8 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
     is the target's own (shared): copies carry the origin and copy headers."""
     shared = isinstance(flow.replication_policy(), IdentityReplicationPolicy)
     return UnitSettings(
-        # Secrets from config providers go to the Java clients as placeholders, which
-        # they resolve themselves where they run (docs/security.md).
+        # Secrets from config providers go to the slots as placeholders, which they
+        # resolve where they run (docs/security.md).
         consumer=with_placeholders(copier_consumer(flow.source_consumer)),
         producer=with_placeholders(copier_producer(flow.target_producer, write_timeout_ms)),
         origin_header=ORIGIN_HEADER if shared else None,

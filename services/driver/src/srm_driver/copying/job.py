@@ -1,9 +1,9 @@
 """The copy job on Spark: one long-lived job of ``slots`` tasks, each a copy slot.
 
-Two slots speak the same protocol: the JVM's (``srm.copier.CopyJob.run``, through Py4J)
-and the Python one (:mod:`srm_driver.copier`, ``foreachPartition`` in PySpark's Python
-workers), chosen by ``srm.copier``. Either call blocks while the slots run, so it runs on
-a thread of its own; the slots find the driver through the control URL and bear the
+The slots are Python (:mod:`srm_driver.copier`): one ``foreachPartition`` task per slot
+in PySpark's Python workers, each copying with librdkafka's clients (confluent-kafka);
+nothing per record goes through Py4J. The call blocks while the slots run, so it runs
+on a thread of its own; the slots find the driver through the control URL and bear the
 driver's per-run secret in each report (``Authorization: Bearer``), which Spark hands to
 the executors with the task: protect Spark's own traffic (``spark.authenticate``,
 ``spark.network.crypto.enabled``) when executors run on other hosts. Everything here
@@ -29,20 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class SparkCopyJob:
-    """Starts and watches the one copy job of a driver."""
+class CopyJob:
+    """Starts and watches the one copy job of a driver. In local mode each slot process
+    holds a lock file in a folder of this driver while it runs, which is how
+    :meth:`active_slots` knows that none can still write; on a cluster only the slots'
+    leases tell."""
 
     def __init__(self, session: SparkSession, control_url: str, secret: str) -> None:
         self._session = session
         self._control_url = control_url
         self._secret = secret
         self.slots = max(1, int(session.sparkContext.defaultParallelism))
-        # In local mode the slots run in this process's JVM, so "none runs any more" can
-        # be asked; on a cluster only their leases tell.
         self.local = str(session.sparkContext.master).startswith("local")
         self.job_id: str | None = None
         self.error: str | None = None
         self._thread: threading.Thread | None = None
+        self._locks = tempfile.mkdtemp(prefix="srm-copy-slots-") if self.local else None
 
     def start(self) -> str:
         """Start a new job; its id (slots of other ids are told to stop)."""
@@ -59,15 +61,16 @@ class SparkCopyJob:
     def _run(self, job_id: str) -> None:
         context = self._session.sparkContext
         try:
-            context._jvm.srm.copier.CopyJob.run(  # type: ignore[union-attr]
-                context._jsc,  # type: ignore[attr-defined]
-                f"srm-copy-{job_id}",
-                self._control_url,
-                job_id,
-                self.slots,
-                self._secret,
+            context.setJobGroup(f"srm-copy-{job_id}", f"srm copy slots of job {job_id}")
+            task = functools.partial(
+                run_slots,
+                control_url=self._control_url,
+                job_id=job_id,
+                secret=self._secret,
+                locks=self._locks,
             )
-        except Exception as exc:  # noqa: BLE001 - Py4J errors: reported, the service restarts
+            context.parallelize(range(self.slots), self.slots).foreachPartition(task)
+        except Exception as exc:  # noqa: BLE001 - Spark's errors: reported, the service restarts
             self.error = _first_line(exc)
             log.error("copy job %s ended: %s", job_id, self.error)
 
@@ -87,40 +90,6 @@ class SparkCopyJob:
         if self._thread is not None:
             self._thread.join(timeout)
         return not self.running()
-
-    def active_slots(self) -> int | None:
-        """Slots still running in this JVM (local mode); None when that cannot be known."""
-        try:
-            return int(self._session.sparkContext._jvm.srm.copier.CopyJob.activeSlots())  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001 - the JVM is gone: nothing runs in it
-            return 0
-
-
-class PythonCopyJob(SparkCopyJob):
-    """The copy job whose slots are Python (:mod:`srm_driver.copier`): one task per slot
-    in PySpark's Python workers, nothing per record through Py4J. In local mode each
-    slot process holds a lock file in a folder of this driver while it runs, which is
-    how :meth:`active_slots` knows that none can still write."""
-
-    def __init__(self, session: SparkSession, control_url: str, secret: str) -> None:
-        super().__init__(session, control_url, secret)
-        self._locks = tempfile.mkdtemp(prefix="srm-copy-slots-") if self.local else None
-
-    def _run(self, job_id: str) -> None:
-        context = self._session.sparkContext
-        try:
-            context.setJobGroup(f"srm-copy-{job_id}", f"srm copy slots of job {job_id}")
-            task = functools.partial(
-                run_slots,
-                control_url=self._control_url,
-                job_id=job_id,
-                secret=self._secret,
-                locks=self._locks,
-            )
-            context.parallelize(range(self.slots), self.slots).foreachPartition(task)
-        except Exception as exc:  # noqa: BLE001 - Spark's errors: reported, the service restarts
-            self.error = _first_line(exc)
-            log.error("copy job %s ended: %s", job_id, self.error)
 
     def active_slots(self) -> int | None:
         """Slot processes of this driver still running (local mode); None on a cluster."""

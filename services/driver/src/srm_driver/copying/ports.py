@@ -42,7 +42,7 @@ class FlowAdapters:
 
 
 class CopyJob(Protocol):
-    """The Spark job the copy slots run in (:class:`srm_driver.copying.job.SparkCopyJob`)."""
+    """The Spark job the copy slots run in (:class:`srm_driver.copying.job.CopyJob`)."""
 
     slots: int
     job_id: str | None

@@ -1,9 +1,10 @@
 """The control channel between the driver and its copy slots (JSON over HTTP), parsed.
 
-A slot (``srm.copier.SlotRunner`` in the JVM) POSTs a :class:`SlotReport` to
-``/internal/v1/copy/{job}/slots/{slot}`` every ``report_ms`` or when something happened;
-the answer (built by :class:`srm_driver.copying.reports.ReportDesk`) is the whole desired
-state of the slot plus the leases of its units. Both sides are level triggered: a lost
+A slot (:class:`srm_driver.copier.control.SlotRunner`, in a PySpark worker) POSTs a
+:class:`SlotReport` to ``/internal/v1/copy/{job}/slots/{slot}`` every ``report_ms`` or
+when something happened; the answer (built by
+:class:`srm_driver.copying.reports.ReportDesk`) is the whole desired state of the slot
+plus the leases of its units. Both sides are level triggered: a lost
 request or answer is repaired by the next one.
 
 Report (slot -> driver)::
@@ -44,7 +45,7 @@ partitions it saw stopped, a unit that exited) and reports it again; every other
 taken in (:mod:`srm_driver.copying.reports`).
 
 Counters are cumulative per plan (``latency_hist``: copies per bucket of
-:data:`srm_common.metrics.raw.LATENCY_BOUNDS_MS`, which the JVM's ``LatencyHistogram``
+:data:`srm_common.metrics.raw.LATENCY_BOUNDS_MS`, which the slot's histogram
 shares; ``latency_min_ms`` -1 before the first); ``source_end`` is where the source
 partition ends as the slot's consumer last saw it and ``pending_ts`` the timestamp of the
 oldest record sent but not acknowledged, or the one waiting for its reservation (-1: not

@@ -147,7 +147,7 @@ class CopyService:
             self._job.cancel()
             self._job.join(10)
             return  # a cancelled slot may have sends in flight: its tasks are waited out
-        # Proven only in local mode (the slots ran in this JVM and none runs now) and
+        # Proven only in local mode (the slots ran on this host and none runs now) and
         # for a job that ended by our stop, not by an error that may have cut slots off.
         done = self._job_id is None or (
             self._job.local and self._job.error is None and self._job.active_slots() == 0
@@ -235,7 +235,7 @@ class CopyService:
         log.error("copy job %s ended (%s); restarting it", old, reason)
 
     def _quiet(self, now: float) -> bool:
-        """No slot of the retired job can still write: none runs in this JVM (local
+        """No slot of the retired job can still write: none runs on this host (local
         mode), or the last lease given to one ran out and its writes timed out."""
         assert self._retired_until is not None
         if self._job.local and self._job.active_slots() == 0:
