@@ -75,14 +75,32 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         for name in ("d1", "d2", "d3"):
             drivers[name].start()
         producer.start()
-        testing.wait_until(lambda: settled(["d1", "d2", "d3"]), 240, "3 drivers run", detail=logs)
+        three = ["d1", "d2", "d3"]
+        testing.wait_until(lambda: settled(three), 240, "3 drivers run", detail=logs)
         testing.wait_until(
             lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
             120,
             "copying",
             detail=logs,
         )
-        before = state()
+        # The starting point is a balanced group: every task assigned and each of the three
+        # drivers holding some. A snapshot taken while the group still gives a late member
+        # its share (incremental rebalancing: tasks unassigned for a generation) would count
+        # those tasks as never owned, and d4 taking one of them as a move nobody made.
+        start: list[object] = []
+
+        def balanced() -> bool:
+            if not settled(three):
+                return False
+            current = state()
+            held = set(current.assignment) == set(current.all_task_ids())
+            if held and all(current.tasks_of(d) for d in three):
+                start.append(current)
+                return True
+            return False
+
+        testing.wait_until(balanced, 240, "3 drivers each hold tasks", detail=logs)
+        before = start[-1]  # type: ignore[assignment]
         counts = {d: len(before.tasks_of(d)) for d in ("d1", "d2", "d3")}
         print(f"3 drivers: tasks per driver {counts} of {len(before.all_task_ids())}")
         # The flow: 12 source tasks, one checkpoint task (one group), one heartbeat task
