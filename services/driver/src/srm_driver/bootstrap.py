@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from srm_common.adapters.discovery import Discovery
@@ -34,6 +33,7 @@ from srm_driver.copying.facts import FlowFacts
 from srm_driver.copying.job import CopyJob
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.service import CopyService
+from srm_driver.driver import Driver
 from srm_driver.flow_topics import FlowTopics
 from srm_driver.heartbeats import HeartbeatEmitter
 from srm_driver.internal_writer import InternalWriter
@@ -51,45 +51,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Driver:
-    """A built driver: its settings, runtime and REST server (filled in by :func:`build`)."""
-
-    settings: DriverSettings
-    runtime: DriverRuntime | None = None
-    source: TaskSource | None = None
-    server: HttpServer | None = None
-    closers: list[object] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return self.server.url if self.server else ""
-
-    def run(self) -> None:
-        """Serve REST and run until the runtime stops; then release Spark and the server."""
-        assert self.runtime is not None and self.server is not None and self.source is not None
-        self.server.start()
-        self.source.start(self.server.url, self.runtime.report)
-        log.info(
-            "driver %s: REST at %s; %s",
-            self.settings.driver_id,
-            self.server.url,
-            "standalone" if self.settings.standalone else "waiting for an assignment",
-        )
-        try:
-            self.runtime.run()
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        for closer in self.closers:
-            try:
-                closer()  # type: ignore[operator]
-            except Exception as exc:  # noqa: BLE001 - best effort on the way out
-                log.info("while stopping: %s", exc)
-        self.closers.clear()
 
 
 def build(settings: DriverSettings, *, session: SparkSession | None = None) -> Driver:

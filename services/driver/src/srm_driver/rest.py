@@ -36,7 +36,7 @@ from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.state import ResumeRequest
 
 if TYPE_CHECKING:
-    from srm_driver.bootstrap import Driver
+    from srm_driver.driver import Driver
 
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 
