@@ -29,12 +29,9 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from srm_local.jars import kafka_classpath
-
-if TYPE_CHECKING:
-    from srm_local.secured import ClusterSecurity
 
 DEFAULT_HEAP = os.environ.get("SRM_KAFKA_HEAP", "768m")
 
@@ -95,6 +92,26 @@ def parse_cluster_spec(text: str) -> ClusterSpec:
     return ClusterSpec(alias, int(port))
 
 
+class BrokerSecurity(Protocol):
+    """What a cluster needs of its security (:class:`srm_local.secured.ClusterSecurity`):
+    declared here so that this module does not import the one that builds on it."""
+
+    ssl_port: int
+    sasl_plaintext_port: int
+
+    def broker_properties(self, host: str, port: int, controller_port: int) -> dict[str, str]:
+        """server.properties entries replacing the plaintext listeners."""
+        ...
+
+    def format_arguments(self) -> list[str]:
+        """``kafka-storage format`` arguments (SCRAM users)."""
+        ...
+
+    def client_config(self, bootstrap: str) -> dict[str, str]:
+        """librdkafka keys of the admin client."""
+        ...
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """What a local cluster is: its alias and loopback ports."""
@@ -105,7 +122,7 @@ class ClusterSpec:
     host: str = "127.0.0.1"
     properties: Mapping[str, str] = field(default_factory=dict)
     # SASL_SSL, mutual TLS and an authorizer (srm_local.secured); None: plaintext.
-    security: ClusterSecurity | None = None
+    security: BrokerSecurity | None = None
     # An older Kafka (3.x, KRaft) for compatibility tests; None: the pom's (4.1).
     version: str | None = None
     # More JVM options for the broker (srm_local.kerberized: -Djava.security.krb5.conf).
