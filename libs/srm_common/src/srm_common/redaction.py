@@ -22,6 +22,8 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 
+from srm_common.jaas import JaasSyntaxError, parse_jaas
+
 MASK = "[hidden]"
 MIN_SECRET_LENGTH = 4
 _SECRET_SUFFIXES = (
@@ -129,8 +131,6 @@ def install_log_redaction(logger: logging.Logger | None = None) -> None:
 def _jaas_values(text: str) -> list[str]:
     """The secret options of a JAAS config (``password``, ``*secret*``...); the user name
     stays readable, since error lines name it to say who was refused."""
-    from srm_common.config.jaas import JaasSyntaxError, parse_jaas
-
     try:
         options = parse_jaas(text).options
     except JaasSyntaxError:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from srm_common.config.jaas import JaasLogin, JaasSyntaxError, parse_jaas
+from srm_common.jaas import JaasLogin, JaasSyntaxError, parse_jaas
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

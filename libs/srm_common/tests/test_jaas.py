@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from srm_common.config.jaas import JaasSyntaxError, parse_jaas
+from srm_common.jaas import JaasSyntaxError, parse_jaas
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
