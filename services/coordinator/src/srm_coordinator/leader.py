@@ -32,13 +32,14 @@ from srm_common.control.events import (
     LogStarted,
 )
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
-from srm_common.control.refresh import Discoverer, DiscoveryPending, Due, RefreshSchedule, refreshed
+from srm_common.control.refresh import DiscoveryPending, Due, RefreshSchedule, refreshed
 from srm_common.control.state import ControlState, apply
 from srm_common.errors import SrmError
 from srm_common.tracecontext import TraceContext
 
 from srm_coordinator.membership import Membership
 from srm_coordinator.migration import Migration
+from srm_coordinator.ports import Discoverer
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from srm_common.config.model import FlowConfig
 from srm_common.control.beats import Beat
 from srm_common.control.events import Envelope
 from srm_common.control.integrity import LogProblem
-from srm_common.control.refresh import Discoverer
+from srm_common.domain.tasks import TopicPartition
 
 from srm_coordinator.migration import LegacyFactory
+
+
+class Discoverer(Protocol):
+    """What the leader lists sources with (:class:`srm_common.adapters.discovery.Discovery`)."""
+
+    def discover(
+        self, flow: FlowConfig, fresh_after_ms: int
+    ) -> tuple[list[TopicPartition], list[str]]:
+        """The flow's partitions and groups, from a listing started at or after
+        ``fresh_after_ms``;
+        :class:`srm_common.control.refresh.DiscoveryPending` while there is none."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class LogReader(Protocol):

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from srm_common.config.model import FlowConfig
 from srm_common.control.state import FlowTasks
 from srm_common.domain.tasks import TopicPartition
 
@@ -35,17 +34,17 @@ class DiscoveryPending(Exception):
     """No listing recent enough yet; one is being taken. Ask again next round."""
 
 
-class Discoverer(Protocol):
-    """What the leader lists sources with (:class:`srm_common.adapters.discovery.Discovery`)."""
+class RefreshSwitches(Protocol):
+    """A flow's refresh settings (:class:`srm_common.config.model.FlowConfig` has them)."""
 
-    def discover(
-        self, flow: FlowConfig, fresh_after_ms: int
-    ) -> tuple[list[TopicPartition], list[str]]:
-        """The flow's partitions and groups, from a listing started at or after
-        ``fresh_after_ms``; :class:`DiscoveryPending` while there is none."""
-        ...
-
-    def close(self) -> None: ...
+    @property
+    def refresh_topics_enabled(self) -> bool: ...
+    @property
+    def refresh_topics_interval_seconds(self) -> int: ...
+    @property
+    def refresh_groups_enabled(self) -> bool: ...
+    @property
+    def refresh_groups_interval_seconds(self) -> int: ...
 
 
 NEVER_MS = 2**63 - 1
@@ -90,7 +89,7 @@ class RefreshSchedule:
         if due.groups:
             self.groups_ms = at_ms
 
-    def listed(self, flow: FlowConfig, due: Due, now_ms: int) -> None:
+    def listed(self, flow: RefreshSwitches, due: Due, now_ms: int) -> None:
         """The due halves were refreshed: next due after their intervals, or never when
         their switch is off."""
         if due.topics:
