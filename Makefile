@@ -104,9 +104,10 @@ compose-down: ## stop the compose stack and delete its volumes (Kafka data)
 	@deploy/images/engine.sh
 	@$(COMPOSE) down -v
 
-lint: install ## ruff
+lint: install ## ruff, and the import contracts (pyproject.toml [tool.importlinter])
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
+	@set -o pipefail; $(VENV)/bin/lint-imports --no-cache --no-logo | sed -n "/^Contracts:/,\$$p"
 
 format: install ## ruff format and fixes
 	@$(VENV)/bin/ruff format .
