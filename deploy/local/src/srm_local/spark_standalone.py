@@ -8,6 +8,7 @@ names (``PYSPARK_PYTHON``, the driver's own), which exists here at the same path
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -37,10 +38,11 @@ class SparkStandalone:
     master_url: str = ""
     web_url: str = ""
     _processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def start(self, timeout: float = 120) -> SparkStandalone:
         self.folder.mkdir(parents=True, exist_ok=True)
-        port, web, *worker_webs = free_ports(2 + self.workers)
+        port, web = free_ports(2)
         self.master_url = f"spark://127.0.0.1:{port}"
         self.web_url = f"http://127.0.0.1:{web}"
         self._spawn(
@@ -48,24 +50,56 @@ class SparkStandalone:
             "org.apache.spark.deploy.master.Master",
             ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
         )
-        for n, worker_web in enumerate(worker_webs):
-            work = self.folder / f"worker-{n}"
-            self._spawn(
-                f"worker-{n}",
-                "org.apache.spark.deploy.worker.Worker",
-                ["--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
-                 "--webui-port", str(worker_web), "--work-dir", str(work), self.master_url],
-            )  # fmt: skip
+        for _ in range(self.workers):
+            self.add_worker(wait=False)
+        self.wait_workers(self.workers, timeout)
+        return self
+
+    def add_worker(self, *, wait: bool = True, timeout: float = 120) -> str:
+        """Start one more worker (``worker-<n>``, n counting every worker ever started);
+        with ``wait``, until the master counts it alive. Its name."""
+        name = f"worker-{len(self._workers)}"
+        (worker_web,) = free_ports(1)
+        work = self.folder / name
+        self._workers[name] = self._spawn(
+            name,
+            "org.apache.spark.deploy.worker.Worker",
+            ["--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
+             "--webui-port", str(worker_web), "--work-dir", str(work), self.master_url],
+        )  # fmt: skip
+        if wait:
+            self.wait_workers(self.alive_workers() + 1, timeout)
+        return name
+
+    def wait_workers(self, count: int, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
-        while self.alive_workers() < self.workers:
+        while self.alive_workers() < count:
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(
                     f"the Spark master at {self.master_url} has {self.alive_workers()} of"
-                    f" {self.workers} workers after {timeout:.0f} s; see {self.folder}/*.log"
+                    f" {count} workers after {timeout:.0f} s; see {self.folder}/*.log"
                 )
             time.sleep(0.5)
-        return self
+
+    def kill_worker(self, name: str) -> list[int]:
+        """``kill -9`` the worker ``name`` and every process under it: its executors' JVMs
+        and their Python workers (PySpark's daemon makes a process group of its own, so
+        the tree is walked, not the group). The pids killed."""
+        root = self._workers[name].pid
+        pids = [root, *_descendants(root)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._workers[name].wait(10)
+        return pids
+
+    def executor_log(self, worker: str) -> str:
+        """The stderr of every executor the worker ``worker`` ran, concatenated."""
+        return "\n".join(
+            path.read_text(errors="replace")
+            for path in sorted((self.folder / worker).rglob("stderr"))
+        )
 
     def alive_workers(self) -> int:
         try:
@@ -93,7 +127,7 @@ class SparkStandalone:
                 process.wait(10)
         self._processes.clear()
 
-    def _spawn(self, name: str, main_class: str, args: list[str]) -> None:
+    def _spawn(self, name: str, main_class: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = (self.folder / f"{name}.log").open("ab")
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_home())}
         env.pop("SPARK_CONF_DIR", None)
@@ -106,3 +140,24 @@ class SparkStandalone:
         )
         log.close()
         self._processes.append(process)
+        return process
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (from ``/proc``: Linux)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = text[text.rfind(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
