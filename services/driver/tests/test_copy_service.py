@@ -492,6 +492,99 @@ def test_an_old_report_is_refused(flow: FlowConfig) -> None:
     assert status == 409 and "older" in answer["error"]
 
 
+def run_report(
+    h: Harness, run: dict[str, object], seq: int, *partitions: dict[str, object], slot: int = 0
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    """A report of one run of ``slot`` (Spark's task attempt ``run["attempt"]``)."""
+    body = {"job": "job-1", "slot": slot, "seq": seq, "answered": -1, "exiting": False,
+            "units": [unit(FLOW, *partitions)], "run": run}  # fmt: skip
+    return h.service.on_report("job-1", slot, body)
+
+
+OLD_RUN = {"id": "a1", "attempt": 0, "executor": "executor 0 (host-a)"}
+NEW_RUN = {"id": "b2", "attempt": 1, "executor": "executor 2 (host-b)"}
+
+
+def started_on(h: Harness, run: dict[str, object]) -> tuple[int, int]:
+    """The partition planned on slot 0 while ``run`` runs it: (plan, last seq used)."""
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    run_report(h, run, 0)
+    h.service.tick()
+    h.service.work(FLOW)
+    _status, answer = run_report(h, run, 1)
+    (plan,) = answer["units"][FLOW]["partitions"]
+    return plan["plan"], 1
+
+
+def test_a_slot_run_again_by_spark_is_taken_over_after_the_old_runs_lease_and_writes(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan, seq = started_on(h, OLD_RUN)
+    h.clock.now += 2  # past the commit interval: progress at 40
+    run_report(h, OLD_RUN, seq + 1, part(plan, 40, 40))  # the old run's last lease: 5 s
+    # The old run landed 5 more before it was lost, unreported: the target ends at 45.
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 45)
+    h.facts.surplus = Surplus(5, 45)
+    granted = h.clock.now + h.lease / 1000
+    h.clock.now += 1
+    status, answer = run_report(h, NEW_RUN, 0)  # its counter starts again
+    assert status == 200, "a new run is not refused as an old report"
+    assert answer["units"][FLOW]["partitions"] == [], "nothing for it before the wait-out"
+    status, answer = run_report(h, OLD_RUN, seq + 2, part(plan, 50, 50))
+    assert status == 410 and "runs again" in answer["error"], "the old run is told to end"
+    (rerun,) = h.service.status(FLOW)["slot_reruns"]
+    assert (rerun["slot"], rerun["attempt"], rerun["previous_attempt"]) == (0, 1, 0)
+    assert rerun["executor"] == "executor 2 (host-b)" and rerun["partitions"] == 1
+    # Nothing is reconciled while the old run may still write: until its lease ended and
+    # a record handed over then has landed (write timeout 10 s + 2 s, and 2 %).
+    wait_out = granted + 0.02 * (granted - (h.clock.now - 1e-9)) + 12
+    seqs = iter(range(1, 1000))
+    while h.clock.now + 1 < wait_out:
+        h.clock.now += 1
+        run_report(h, NEW_RUN, next(seqs))
+        h.service.tick()
+        h.service.work(FLOW)
+        assert not run_report(h, NEW_RUN, next(seqs))[1]["units"][FLOW]["partitions"]
+        assert "runs again" in (h.service.status(FLOW)["errors"] or [""])[0]
+    h.clock.now = wait_out + 0.1
+    run_report(h, NEW_RUN, next(seqs))
+    h.service.work(FLOW)
+    _status, answer = run_report(h, NEW_RUN, next(seqs))
+    (replanned,) = answer["units"][FLOW]["partitions"]
+    assert replanned["plan"] > plan, "a new plan, reconciled from the last record"
+    assert (replanned["start"], replanned["down"]) == (45, 45), "after the verified copies"
+    assert h.journal.progress()[-1][1].inflight_end == replanned["reserve"]
+
+
+def test_only_a_higher_attempt_takes_a_slot_over(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan, seq = started_on(h, NEW_RUN)
+    older = {"id": "c3", "attempt": 0, "executor": "executor 1 (host-c)"}
+    twin = {"id": "d4", "attempt": 1, "executor": "executor 3 (host-d)"}
+    for run in (older, twin):
+        status, answer = run_report(h, run, 0)
+        assert status == 410, run
+    status, answer = run_report(h, NEW_RUN, seq + 1, part(plan, 10, 10))
+    assert status == 200 and answer["units"][FLOW]["partitions"][0]["plan"] == plan
+    assert h.service.status(FLOW)["slot_reruns"] == []
+
+
+def test_a_partition_released_from_a_slot_taken_over_is_held_until_the_wait_out(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    _plan, _seq = started_on(h, OLD_RUN)
+    h.service.set_owned(FLOW, {})  # the task source took it away: it is being released
+    run_report(h, NEW_RUN, 0)
+    h.service.work(FLOW)
+    assert TP in h.service.held(FLOW), "the old run may still write it: not let go yet"
+    h.clock.now += 18
+    run_report(h, NEW_RUN, 1)
+    h.service.work(FLOW)
+    assert TP not in h.service.held(FLOW), "let go after the wait-out; the next verifies"
+
+
 def test_a_release_without_a_lease_leaves_nothing_behind(flow: FlowConfig) -> None:
     h = Harness(flow)
     plan = started(h)["plan"]

@@ -12,7 +12,8 @@ others go on. A unit the answer leaves out is stopped and given nothing; a drive
 does not answer lets every lease run out by itself. The answer also lists the flows
 whose part of the report the driver did not take in (``refused``): their syncs, stops
 and exits are kept and reported again. An answer 410 means the driver no longer knows
-this job: the slot revokes every lease, stops everything and ends. The protocol is
+this job: the slot revokes every lease, stops everything and ends; so does a run of the
+slot that a newer run (Spark ran the slot's task again) took over. The protocol is
 :mod:`srm_driver.copying.protocol`.
 """
 
@@ -24,6 +25,7 @@ import logging
 import ssl
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,7 +64,18 @@ class SlotRunner:
     """See the module docstring; :meth:`run` returns when the slot has ended and none of
     its units can write any more."""
 
-    def __init__(self, control_url: str, job_id: str, slot: int, secret: str) -> None:
+    def __init__(
+        self,
+        control_url: str,
+        job_id: str,
+        slot: int,
+        secret: str,
+        run: dict[str, object] | None = None,
+    ) -> None:
+        # Which run of the slot this is (Spark runs a slot's task again after it lost the
+        # executor): in every report, so that the driver fences the run a newer one took
+        # over (srm_driver.copying.runs).
+        self._run = run or {"id": uuid.uuid4().hex, "attempt": 0, "executor": ""}
         url = urlsplit(control_url)
         self._https = url.scheme == "https"
         self._host, self._port = url.hostname or "127.0.0.1", url.port
@@ -147,6 +160,7 @@ class SlotRunner:
             "lease_ms": longest,
             "exiting": exiting,
             "units": reports,
+            "run": self._run,
         }
         self._seq += 1
         return snapshot

@@ -2,8 +2,9 @@
 
 :func:`run_slots` is what ``foreachPartition`` runs for each slot of the copy job: it
 returns when the slot has ended (the driver said stop, or no longer knows the job) and
-none of its units can write any more. Spark never runs it twice on its own (task retries
-and speculation are refused by the driver).
+none of its units can write any more. Spark runs it again only when it lost the executor
+it ran on (task retries and speculation are refused by the driver); each run names itself
+in its reports (:func:`slot_run`), and the driver fences the old one.
 
 While a slot runs it holds an exclusive ``flock`` on ``<locks>/<job>-<slot>.lock`` (when
 the driver's lock folder exists here: local mode). The kernel releases the lock when the
@@ -17,6 +18,8 @@ import contextlib
 import fcntl
 import logging
 import os
+import socket
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -32,9 +35,43 @@ def run_slots(
     _setup_logging()
     for slot in slots:
         with slot_lock(locks, job_id, slot):
-            log.info("copy slot %d of job %s started (pid %d)", slot, job_id, os.getpid())
-            SlotRunner(control_url, job_id, slot, secret).run()
+            run = slot_run()
+            log.info(
+                "copy slot %d of job %s started (pid %d, task attempt %s on %s)",
+                slot,
+                job_id,
+                os.getpid(),
+                run["attempt"],
+                run["executor"],
+            )
+            SlotRunner(control_url, job_id, slot, secret, run).run()
             log.info("copy slot %d of job %s ended", slot, job_id)
+
+
+def slot_run() -> dict[str, object]:
+    """This run of the slot: a new id, Spark's attempt number of the task (a task run
+    again after its executor was lost has a higher one) and where it runs, for people."""
+    attempt = 0
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None:
+            attempt = context.attemptNumber()
+    except ImportError:  # outside Spark (tests)
+        pass
+    return {"id": uuid.uuid4().hex, "attempt": attempt, "executor": _executor()}
+
+
+def _executor() -> str:
+    """``executor <id> (<host>)``: a standalone worker runs an executor in
+    ``<work>/<app>/<executor id>``, the Python worker's working folder; elsewhere the host
+    and process."""
+    host = socket.gethostname()
+    folder = Path.cwd()
+    if folder.parent.name.startswith("app-") and folder.name.isdigit():
+        return f"executor {folder.name} ({host})"
+    return f"{host} pid {os.getpid()}"
 
 
 @contextlib.contextmanager

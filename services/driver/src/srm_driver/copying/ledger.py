@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 
 from srm_common.config.model import FlowConfig
@@ -13,13 +14,15 @@ from srm_common.domain.progress import Halt
 from srm_driver.copying.meter import Meter, PartitionMetrics, lag_of
 from srm_driver.copying.parts import Parts
 from srm_driver.copying.ports import CopyEvent
-from srm_driver.copying.protocol import Failure
+from srm_driver.copying.protocol import Failure, SlotRun
 from srm_driver.copying.state import Counters, PartitionState
 
 log = logging.getLogger(__name__)
 
 # The per-flow REST status lists at most this many halted partitions (and counts them).
 HALTED_SHOWN = 100
+# ... and the latest this many copy slots run again by Spark (copying/runs.py).
+RERUNS_SHOWN = 10
 
 TopicPartition = tuple[str, int]
 
@@ -33,6 +36,7 @@ class Ledger:
         publish: Callable[[CopyEvent], None],
         *,
         settle_s: float = 1.0,
+        wait_out_s: float = 11.0,
     ) -> None:
         self.lock = threading.RLock()
         self.flows = dict(flows)
@@ -45,6 +49,13 @@ class Ledger:
         self.granted: dict[int, float] = {}
         self.last_seq: dict[int, int] = {}
         self.live_slots: dict[int, float] = {}
+        # slot -> its current run (copying/runs.py); the latest runs that took a slot over,
+        # as the status shows them.
+        self.runs: dict[int, SlotRun] = {}
+        self.reruns: deque[dict[str, object]] = deque(maxlen=RERUNS_SHOWN)
+        # After a slot's last lease, how long a record it handed over may still land
+        # (max.block, the write timeout and a second): a partition it ran waits that out.
+        self.wait_out_s = wait_out_s
         # After a send whose fate is unknown (a unit broke with requests on the wire),
         # how long before the partition is reconciled: such a request may still land.
         self.settle_s = settle_s
@@ -175,4 +186,5 @@ class Ledger:
             ),
             "errors": ([unit_error] if unit_error else []) + errors[:10],
             "job": job_id,
+            "slot_reruns": list(self.reruns),
         }

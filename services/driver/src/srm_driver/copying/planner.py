@@ -43,6 +43,11 @@ NO_LEASE = (
     " target cluster (its control is unreachable, or this driver is not a member there yet)"
 )
 
+FENCED = (
+    "its copy slot runs again (Spark lost the executor of the old run): waiting until the"
+    " old run's lease and writes have run out"
+)
+
 
 class Planner:
     """See the module docstring."""
@@ -70,10 +75,15 @@ class Planner:
         with self._ledger.lock:
             live = [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
             for state in parts.of_flow(flow):
+                fenced = now < state.fenced_until
                 if state.status == "releasing" and state.stopped and not state.clean:
-                    parts.remove(state)
+                    if not fenced:
+                        parts.remove(state)
                     continue
                 if state.status != "pending" or not state.stopped or now < state.retry_at:
+                    continue
+                if fenced:
+                    state.error = FENCED
                     continue
                 if not leased:
                     state.error = NO_LEASE

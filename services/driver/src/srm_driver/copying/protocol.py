@@ -10,7 +10,7 @@ request or answer is repaired by the next one.
 Report (slot -> driver)::
 
     {"job": "3f2a", "slot": 0, "seq": 41, "answered": 40, "lease_ms": 3870,
-     "exiting": false,
+     "exiting": false, "run": {"id": "9c1e77", "attempt": 1, "executor": "executor 2 (host)"},
      "units": [{"flow": "primary->backup", "epoch": 2, "applied": 40, "broken": null,
                 "broken_epoch": -1, "poll_error": null, "exited": false, "lease_ms": 3870,
                 "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
@@ -55,6 +55,12 @@ answer's ``version`` is the ``seq`` of the report it answers; a report says whic
 the slot applied last (``answered``) and which one each unit's loop applied last
 (``applied``, read before its partitions): a plan left out of an answer the unit has
 applied, and not in its report, never ran there or was seen stopped already.
+
+``run`` names the run of the slot (:class:`SlotRun`): Spark runs a slot's task again
+when it lost the executor it ran on, and the new run starts its ``seq`` from 0. A run
+with a higher attempt than the slot's current one takes the slot over (the old run is
+fenced: :mod:`srm_driver.copying.runs`); a report of a run that was taken over, or of a
+lower attempt, is answered 410, so that run stops and ends.
 """
 
 from __future__ import annotations
@@ -136,12 +142,29 @@ class UnitReport:
 
 
 @dataclass(frozen=True, slots=True)
+class SlotRun:
+    """One run of a slot: Spark runs a slot's task again (a new attempt, on another
+    executor) when it lost the executor of the run before. ``id`` is the run's own
+    (random), ``attempt`` Spark's attempt number of the task, ``executor`` where it runs,
+    for people. A report without a run (a slot of an older version) is run ``""``."""
+
+    id: str = ""
+    attempt: int = 0
+    executor: str = ""
+
+    def __str__(self) -> str:
+        where = f" on {self.executor}" if self.executor else ""
+        return f"task attempt {self.attempt}{where}"
+
+
+@dataclass(frozen=True, slots=True)
 class SlotReport:
     job: str
     slot: int
     seq: int
     exiting: bool
     units: tuple[UnitReport, ...]
+    run: SlotRun = SlotRun()
     answered: int = -1
 
 
@@ -149,6 +172,7 @@ def parse_report(body: Mapping[str, Any]) -> SlotReport:
     """The report in ``body``; :class:`ProtocolError` naming the first bad field."""
     try:
         return SlotReport(
+            run=_run(body.get("run")),
             job=str(body["job"]),
             slot=_int(body["slot"]),
             seq=_int(body["seq"]),
@@ -158,6 +182,16 @@ def parse_report(body: Mapping[str, Any]) -> SlotReport:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed copy slot report: {exc!r}") from exc
+
+
+def _run(body: Mapping[str, Any] | None) -> SlotRun:
+    if body is None:
+        return SlotRun()
+    return SlotRun(
+        id=str(body["id"]),
+        attempt=_int(body.get("attempt", 0)),
+        executor=str(body.get("executor") or ""),
+    )
 
 
 def _unit(body: Mapping[str, Any]) -> UnitReport:

@@ -24,13 +24,16 @@ alone; until it ends, that flow's later parts are refused at once (two writes of
 flow never overlap, so progress never goes backwards). So the answers, and with them the
 leases of the other flows' units in the same slot, keep coming in time.
 
-One report per slot at a time; a report older than the last one taken is refused.
+One report per slot at a time; a report older than the last one taken is refused. A
+report of a new run of the slot (Spark ran its task again) takes the slot over, and one of
+a run taken over is answered 410 (:mod:`srm_driver.copying.runs`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -49,6 +52,7 @@ from srm_driver.copying.positions import (
     with_reserve,
 )
 from srm_driver.copying.protocol import Failure, PartitionReport, SlotReport, UnitReport
+from srm_driver.copying.runs import admit, take_over
 from srm_driver.copying.state import Counters, PartitionState
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,15 @@ class ReportDesk:
         flows = {*ledger.flows, *(unit.flow for unit in report.units)}
         leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
+            verdict = admit(ledger.runs.get(report.slot), report.run)
+            if verdict == "superseded":
+                return 410, {
+                    "error": f"copy slot {report.slot} runs again"
+                    f" ({ledger.runs[report.slot]}): this run ({report.run}) is over"
+                }
+            if verdict == "newer":
+                take_over(ledger, report.slot, report.run, now, int(time.time() * 1000))
+            ledger.runs.setdefault(report.slot, report.run)
             if report.seq <= ledger.last_seq.get(report.slot, -1):
                 return 409, {"error": f"report {report.seq} is older than one already taken"}
             writing = {flow for flow, lease in leases.items() if lease > 0}
@@ -253,7 +266,12 @@ class ReportDesk:
                 self._broken(report.slot, unit, now)
         self._never_ran(report, refused)
         for state in ledger.parts.of_slot(report.slot):
-            if state.status == "releasing" and state.stopped and state.flow not in refused:
+            if (
+                state.status == "releasing"
+                and state.stopped
+                and state.flow not in refused
+                and now >= state.fenced_until
+            ):
                 # Released with nothing final recorded: the next holder reconciles (and
                 # verifies) from the last record.
                 if not state.clean or state.progress is None or state.flow not in written:

@@ -57,7 +57,14 @@ class CopyService:
         self._clock = clock
         # A send in flight when its unit broke lands within the producer's request
         # timeout (half the write timeout) if at all: wait that out before reconciling.
-        self._ledger = Ledger(flows, publish, settle_s=write_timeout_ms / 2000 + 1)
+        # A slot's record handed over before its lease ended lands within max.block (1 s)
+        # and the write timeout, if at all (docs/design.md section 1; copying/runs.py).
+        self._ledger = Ledger(
+            flows,
+            publish,
+            settle_s=write_timeout_ms / 2000 + 1,
+            wait_out_s=write_timeout_ms / 1000 + 2,
+        )
         self._adapters: dict[str, FlowAdapters] = {}
         self._adapter_errors: dict[str, tuple[float, str]] = {}
         self._stopping = False
@@ -79,7 +86,11 @@ class CopyService:
             for key in held - owned.keys():
                 state = ledger.parts.get(flow, key)
                 assert state is not None
-                if state.status == "running" or not state.stopped:
+                if (
+                    state.status == "running"
+                    or not state.stopped
+                    or self._clock() < state.fenced_until
+                ):
                     state.status = "releasing"
                 else:
                     ledger.parts.remove(state)
@@ -214,6 +225,7 @@ class CopyService:
                 self._ledger.epochs.clear()
                 self._ledger.granted.clear()
                 self._ledger.last_seq.clear()
+                self._ledger.runs.clear()
                 self._ledger.live_slots.clear()
 
     def _retire(self, now: float) -> None:

@@ -163,6 +163,9 @@ class PartitionState:
     omitted_since: int | None = None
     resume: ResumeRequest | None = None
     since: float = field(default_factory=time.time)
+    # Not reconciled (by any slot) nor let go before this (monotonic): a run of the slot
+    # it ran on was taken over and may still write until then (copying/runs.py).
+    fenced_until: float = 0.0
 
     @property
     def where(self) -> str:
