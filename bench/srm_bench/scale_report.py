@@ -1,5 +1,10 @@
 """The scale benchmark's table and plot, from its JSON document (so a plot can be made
-again from any results file: ``python -m srm_bench.scale_report FILE``)."""
+again from any results file: ``python -m srm_bench.scale_report FILE``).
+
+With several files (runs of the same options, e.g. 1,000 and 5,000 in one run and 10,000
+in the next), their points are put together by partition count into one table and one
+plot, saved next to the last file: ``python -m srm_bench.scale_report A.json B.json``.
+"""
 
 from __future__ import annotations
 
@@ -123,9 +128,32 @@ def _ratio(srm: object, other: object) -> str:
     return f"{srm / other:.2f}"
 
 
-if __name__ == "__main__":
-    results = Path(sys.argv[1])
-    loaded = json.loads(results.read_text())
+def merged(documents: list[dict]) -> dict:  # type: ignore[type-arg]
+    """One document of several runs' points, by partition count (a later run's point
+    replaces an earlier one's of the same count); the options are the first run's, and
+    every run's start is kept in ``runs``."""
+    points: dict[int, dict] = {}  # type: ignore[type-arg]
+    for document in documents:
+        for point in document["points"]:
+            points[point["dataset"]["total_partitions"]] = point
+    return {
+        **documents[0],
+        "runs": [d.get("started_at") for d in documents],
+        "points": [points[count] for count in sorted(points)],
+    }
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m srm_bench.scale_report RESULTS.json [MORE.json ...]")
+        return 2
+    files = [Path(name) for name in argv]
+    loaded = merged([json.loads(path.read_text()) for path in files])
     print(table(loaded))
     if len(loaded["points"]) > 1:
-        print(plot(loaded, results.with_suffix(".png")))
+        print(plot(loaded, files[-1].with_suffix(".png")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

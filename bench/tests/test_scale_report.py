@@ -6,7 +6,7 @@ from pathlib import Path
 
 from srm_bench.options import parse_options
 from srm_bench.scale import datasets
-from srm_bench.scale_report import plot, table
+from srm_bench.scale_report import merged, plot, table
 
 
 def result(catchup: float | None, never: str | None = None) -> dict[str, object]:
@@ -75,3 +75,12 @@ def test_scale_points_give_topics_of_ten_partitions() -> None:
     assert [d.total_partitions for d in datasets(options)] == [1000, 5000, 30000]
     default = parse_options(["--scale"])
     assert [(d.topics, d.partitions, d.records) for d in datasets(default)] == [(1000, 10, 20)]
+
+
+def test_runs_are_merged_by_partition_count() -> None:
+    first = {**DOCUMENT, "started_at": "a", "points": [point(5000, 40.0), point(1000, 30.0)]}
+    second = {**DOCUMENT, "started_at": "b", "points": [point(10_000, None)]}
+    document = merged([first, second])
+    assert [p["dataset"]["total_partitions"] for p in document["points"]] == [1000, 5000, 10_000]
+    assert document["runs"] == ["a", "b"]
+    assert "never (1)" in table(document)
