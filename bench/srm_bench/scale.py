@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from srm_local.clusters import free_ports
 
 from srm_bench.catchup import ReplicatorFailedError, RunningReplicator
@@ -48,6 +48,11 @@ from srm_bench.scale_report import plot, table
 from srm_bench.stack import TARGET, BenchStack, delete_consumer_groups, delete_topics_except
 
 COORDINATED = "srm_coordinated"
+# A broker's heap by the data set's partitions: the test clusters' 768 MB ran out on the
+# source at 10,000 partitions after three replicators had fetched them all (OutOfMemoryError,
+# the broker unresponsive, the run lost); kafka-server-start.sh's own default is 1 GB.
+BROKER_HEAP_LARGE = "2g"
+BROKER_HEAP_FROM_PARTITIONS = 2000
 EVENTS_TOPIC = "srm-control.log.internal"  # the target cluster's log (flows into it)
 
 
@@ -90,7 +95,9 @@ def run_scale(options: BenchOptions, folder: Path, started_at: datetime) -> int:
     interrupted = False
     try:
         for dataset in datasets(options):
-            points.append(_run_point(options, folder, dataset))
+            # Listed before it runs: an interrupted point keeps what it measured.
+            points.append(ScalePoint(dataset))
+            _run_point(options, folder, points[-1])
     except KeyboardInterrupt:
         say("interrupted; stopping everything")
         interrupted = True
@@ -118,11 +125,12 @@ def run_scale(options: BenchOptions, folder: Path, started_at: datetime) -> int:
     return 1 if any(point.errors for point in points) else 0
 
 
-def _run_point(options: BenchOptions, folder: Path, dataset: ScaleDataset) -> ScalePoint:
-    point = ScalePoint(dataset)
+def _run_point(options: BenchOptions, folder: Path, point: ScalePoint) -> None:
+    dataset = point.dataset
     where = folder / f"p{dataset.total_partitions}"
     where.mkdir(parents=True, exist_ok=True)
-    stack = BenchStack(where)
+    large = dataset.total_partitions >= BROKER_HEAP_FROM_PARTITIONS
+    stack = BenchStack(where, heap=BROKER_HEAP_LARGE if large else None)
     say(f"scale: {dataset.total_partitions:,} partitions; starting fresh clusters in {where}")
     stack.start()
     try:
@@ -136,20 +144,25 @@ def _run_point(options: BenchOptions, folder: Path, dataset: ScaleDataset) -> Sc
                 with ForeignCpu() as foreign:
                     point.systems[name] = _run_one(name, options, stack, where, dataset, keep)
                 point.foreign_cpu[name] = foreign.share
-            except (ReplicatorFailedError, RuntimeError, TimeoutError) as exc:
+            except (ReplicatorFailedError, RuntimeError, TimeoutError, KafkaException) as exc:
                 point.errors[name] = str(exc)
                 say(f"  {LABELS[name]} FAILED: {exc}")
         if not options.skip_srm and not options.skip_coordinator:
             say(f"SRM under a coordinator with two drivers ({dataset.total_partitions:,}):")
             try:
                 point.coordinated = _run_coordinated(options, stack, where, dataset, keep)
-            except (ReplicatorFailedError, RuntimeError, TimeoutError, OSError) as exc:
+            except (
+                ReplicatorFailedError,
+                RuntimeError,
+                TimeoutError,
+                OSError,
+                KafkaException,
+            ) as exc:
                 point.errors[COORDINATED] = str(exc)
                 say(f"  coordinated FAILED: {exc}")
     finally:
         say("stopping the clusters...")
         stack.stop(keep_data=options.keep_data)
-    return point
 
 
 def _systems(options: BenchOptions) -> list[str]:

@@ -27,10 +27,10 @@ BROKER_PROPERTIES = {"file.delete.delay.ms": "1000"}
 class BenchStack:
     """Source and target clusters of one benchmark run."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, heap: str | None = None) -> None:
         self.folder = folder
-        self.source = _cluster(SOURCE, folder)
-        self.target = _cluster(TARGET, folder)
+        self.source = _cluster(SOURCE, folder, heap)
+        self.target = _cluster(TARGET, folder, heap)
 
     def start(self) -> None:
         for cluster in (self.source, self.target):
@@ -135,9 +135,11 @@ def _wipe(cluster: LocalKafkaCluster) -> None:
     cluster.folder.mkdir(parents=True)
 
 
-def _cluster(alias: str, folder: Path) -> LocalKafkaCluster:
+def _cluster(alias: str, folder: Path, heap: str | None) -> LocalKafkaCluster:
     spec = ClusterSpec(alias, free_port_pair(), properties=BROKER_PROPERTIES)
-    return LocalKafkaCluster(spec, folder / "kafka" / alias)
+    if heap is None:
+        return LocalKafkaCluster(spec, folder / "kafka" / alias)
+    return LocalKafkaCluster(spec, folder / "kafka" / alias, heap=heap)
 
 
 def _is_alive(pid_text: str) -> bool:
