@@ -84,6 +84,7 @@ def plot(document: dict, path: Path) -> Path:  # type: ignore[type-arg]
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     points = document["points"]
     xs = [p["dataset"]["total_partitions"] for p in points]
@@ -105,8 +106,9 @@ def plot(document: dict, path: Path) -> Path:  # type: ignore[type-arg]
     axes.set_ylabel("cold start to every record on the target, s")
     axes.set_xscale("log")
     axes.set_xticks(xs, [f"{x:,}" for x in xs])
+    axes.xaxis.set_minor_formatter(NullFormatter())  # only the measured counts
     axes.set_ylim(0, top * 1.1)
-    axes.legend(loc="upper left")
+    axes.legend(loc="lower right")
     axes.set_title("make bench-scale: catch-up time against partitions")
     figure.tight_layout()
     figure.savefig(path)
