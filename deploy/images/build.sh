@@ -4,7 +4,7 @@
 #   srm/debian:bookworm  debootstrap'd root file system (base.sh; first build only)
 #   srm/base             + Python 3.11, Java 17 runtime, srm-healthcheck
 #   srm/kafka            + the official Apache Kafka jars, KRaft single node
-#   srm/coordinator      + srm-coordinator (and srm-control) with their locked dependencies
+#   srm/coordinator      + srm-coordinator and srm-control with their locked dependencies
 #   srm/driver           + srm-driver, PySpark and confluent-kafka (the copy slots are Python)
 #   srm/api-gateway      + srm-api-gateway (FastAPI) with its locked dependencies
 #   srm/metrics-aggregator + srm-metrics-aggregator (Faust) with its locked dependencies
@@ -25,6 +25,9 @@ uv=${UV:-.cache/bootstrap/bin/uv}
 context=.cache/images/context
 tag=${SRM_IMAGE_TAG:-latest}
 services=(coordinator driver api-gateway metrics-aggregator)  # services/<name> with an entry point; see docs/containers.md
+# Workspace packages an image holds beside its service: srm-control (services/control, a
+# client, no image of its own) ships in the coordinator's image, as operators use it there.
+declare -A also=([coordinator]="srm-control")
 started=$SECONDS
 
 step() { printf '\n== %s\n' "$*"; }
@@ -44,15 +47,18 @@ build() {
     echo "  $image:$tag built in $((SECONDS - begun)) s"
 }
 
-# The wheels of one workspace package's dependencies (downloaded again only when the
-# lock's closure changes) and the workspace's own wheels (built every time: a second).
+# The wheels of an image's workspace packages' dependencies (downloaded again only when
+# the lock's closure changes) and the workspace's own wheels (built every time: a second).
+# Arguments: the image's folder name, then its workspace packages.
 wheels() {
-    local package=$1 folder=$context/$2
+    local folder=$context/$1 package packages=()
+    shift
+    for package in "$@"; do packages+=(--package "$package"); done
     mkdir -p "$folder/deps" "$folder/workspace"
-    "$uv" export --quiet --frozen --package "$package" --no-dev --no-emit-workspace \
+    "$uv" export --quiet --frozen "${packages[@]}" --no-dev --no-emit-workspace \
         --no-header -o "$folder/requirements.txt"
     if ! cmp -s "$folder/requirements.txt" "$folder/deps/.requirements.txt"; then
-        echo "  downloading $package's locked dependencies (hashes checked)..."
+        echo "  downloading the locked dependencies of $* (hashes checked)..."
         rm -rf "$folder/deps" && mkdir -p "$folder/deps"
         nice -n 10 "$uv" tool run --quiet --from pip pip wheel --quiet --disable-pip-version-check \
             --no-deps --require-hashes -r "$folder/requirements.txt" -w "$folder/deps"
@@ -60,11 +66,11 @@ wheels() {
     fi
     rm -f "$folder/workspace/"*.whl
     local member
-    for member in $("$uv" export --quiet --frozen --package "$package" --no-dev --only-emit-workspace \
+    for member in $("$uv" export --quiet --frozen "${packages[@]}" --no-dev --only-emit-workspace \
             --no-header --no-hashes --no-annotate | grep -o '\./[^ ]*'); do
         "$uv" build --quiet --wheel --out-dir "$folder/workspace" "$member"
     done
-    echo "  $package: $(ls "$folder/deps" | grep -c '\.whl$') dependency wheels," \
+    echo "  $*: $(ls "$folder/deps" | grep -c '\.whl$') dependency wheels," \
         "workspace: $(cd "$folder/workspace" && echo *.whl)"
 }
 
@@ -97,7 +103,7 @@ fi
 for service in "${services[@]}"; do
     want "$service" || continue
     step "srm/$service"
-    wheels "srm-$service" "$service"
+    wheels "$service" "srm-$service" ${also[$service]:-}
     paths=("deploy/images/$service" "$context/$service/deps" "$context/$service/workspace")
     build "srm/$service" "deploy/images/$service/Dockerfile" "${paths[@]}"
 done

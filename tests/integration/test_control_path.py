@@ -23,8 +23,8 @@ import pytest
 from confluent_kafka import Producer
 from srm_common.adapters.kafka_log import EventLogWriter, Fenced, read_log
 from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
-from srm_coordinator import control_cli
-from srm_coordinator.audit import format_time
+from srm_control import cli as control_cli
+from srm_control.audit import format_time
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration]

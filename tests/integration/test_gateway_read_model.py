@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import create_engine, select
 from srm_common.adapters.kafka_log import read_log
 from srm_common.adapters.sql.schema import events
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration]

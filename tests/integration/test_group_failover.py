@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from srm_common.domain.records import Checkpoint
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 from srm_local.group_scenario import (
     Ledger,

@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 from srm_local.tls_files import CLIENT_CN, write_tls_files
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicCollection
 from srm_common.adapters.topic_ids import ZERO_TOPIC_ID
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 from srm_local.group_scenario import Ledger, consume, group_offsets, produce_numbered
 from srm_local.testing import OLDER_KAFKA, ZOOKEEPER_MODE, Record

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

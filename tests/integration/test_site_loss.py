@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from srm_common.control.state import ControlState
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_ports
 

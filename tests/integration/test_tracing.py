@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from srm_common import telemetry
 from srm_common.adapters.otlp_receiver import OtlpReceiver
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration]

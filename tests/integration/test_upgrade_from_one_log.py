@@ -32,7 +32,7 @@ from srm_common.control.events import (
     TopicsDenied,
     encode,
 )
-from srm_coordinator import control_cli
+from srm_control import cli as control_cli
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration]

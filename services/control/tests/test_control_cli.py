@@ -21,9 +21,9 @@ from srm_common import telemetry
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
 from srm_common.control.state import ControlState, Leader
-from srm_coordinator import control_cli
-from srm_coordinator.control_cli import main
-from srm_coordinator.delivery import (
+from srm_control import cli as control_cli
+from srm_control.cli import main
+from srm_control.delivery import (
     NO_ANSWER,
     NOT_SENT,
     Applied,

@@ -18,7 +18,7 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import replay
 from srm_common.control.task_configs import task_configs
-from srm_coordinator.audit import (
+from srm_control.audit import (
     format_time,
     parse_time,
     render_history,

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 import pytest
-from srm_coordinator.group_commands import _group_matcher
+from srm_control.group_commands import _group_matcher
 
 
 def matcher(groups: str) -> Callable[[str], bool]:

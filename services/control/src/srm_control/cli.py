@@ -9,7 +9,7 @@ halted (and records lost to retention) and resumes one from an explicit choice.
 ``audit`` replays every log (one per target, and the single log of an earlier release)
 as one history in time, each entry naming its log, or with ``--at`` each log's whole
 state at a moment. ``acls --print`` prints the ACLs each service needs on each cluster,
-from the configuration alone (:mod:`srm_coordinator.acl_commands`).
+from the configuration alone (:mod:`srm_control.acl_commands`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from srm_common.control.events import describe
 from srm_common.control.state import ControlState, replay
 from srm_common.errors import SrmError
 
-from srm_coordinator import acl_commands, audit_command, group_commands, restore
-from srm_coordinator.audit import format_time
-from srm_coordinator.delivery import Applied, Delivery, NotApplied, Unknown, post_json
-from srm_coordinator.partition_listing import DEFAULT_LIMIT, partition_lines
+from srm_control import acl_commands, audit_command, group_commands, restore
+from srm_control.audit import format_time
+from srm_control.delivery import Applied, Delivery, NotApplied, Unknown, post_json
+from srm_control.partition_listing import DEFAULT_LIMIT, partition_lines
 
 PROG = "srm-control"
 EXIT_NOT_APPLIED = 1
@@ -254,7 +254,7 @@ def _send(
     body: dict[str, object],
     timeout: float,
 ) -> Applied:
-    """Deliver a command to the leader (``srm_coordinator.delivery``): what it applied,
+    """Deliver a command to the leader (``srm_control.delivery``): what it applied,
     or exit 1 (not applied) or 3 (unknown) with one line."""
     gateway = (_GATEWAY[0] if _GATEWAY else os.environ.get("SRM_GATEWAY_URL", "")).strip()
     if state.leader is None and not gateway:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from srm_coordinator.control_cli import main
+from srm_control.cli import main
 
 CONFIG = """\
 clusters:

@@ -13,7 +13,7 @@ from srm_common.control.events import (
     RecordsLost,
 )
 from srm_common.control.state import replay
-from srm_coordinator.partition_listing import partition_lines
+from srm_control.partition_listing import partition_lines
 
 FLOW = "primary->backup"
 

@@ -1,5 +1,5 @@
 """``srm-control audit``: the history of changes of every log, or each log's state at a
-moment (:mod:`srm_coordinator.audit` renders them).
+moment (:mod:`srm_control.audit` renders them).
 
 Every target cluster holds the log of the flows into it; the single log of an earlier
 release (``legacy@<alias>``) keeps the history from before the move. The audit reads them
@@ -19,7 +19,7 @@ from srm_common.control.events import Envelope, decode
 from srm_common.control.history import states_at
 from srm_common.errors import SrmError
 
-from srm_coordinator.audit import parse_time, render_history, render_states
+from srm_control.audit import parse_time, render_history, render_states
 
 PROG = "srm-control"
 

@@ -26,8 +26,8 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import replay
 from srm_common.errors import SrmError
-from srm_coordinator.audit import render_state, render_states
-from srm_coordinator.restore import SINGLE, from_audit, from_db, lost_state, restored_events
+from srm_control.audit import render_state, render_states
+from srm_control.restore import SINGLE, from_audit, from_db, lost_state, restored_events
 
 INTO = into("backup")
 
