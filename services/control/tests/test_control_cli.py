@@ -21,7 +21,7 @@ from srm_common import telemetry
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
 from srm_common.control.state import ControlState, Leader
-from srm_control import cli as control_cli
+from srm_control import arguments, sending
 from srm_control.cli import main
 from srm_control.delivery import (
     NO_ANSWER,
@@ -411,13 +411,13 @@ def test_send_exits_1_when_not_applied_and_3_when_unknown(
     code: int,
     start: str,
 ) -> None:
-    monkeypatch.setattr(control_cli, "post_json", lambda *_: reply)
-    monkeypatch.setattr(control_cli, "_leader_url", lambda *_: None)
-    monkeypatch.setattr(control_cli, "_applied_in_log", lambda *_: [])
+    monkeypatch.setattr(sending, "post_json", lambda *_: reply)
+    monkeypatch.setattr(sending, "leader_url", lambda *_: None)
+    monkeypatch.setattr(sending, "applied_in_log", lambda *_: [])
     state = replace(ControlState(), leader=Leader("c1", "http://c1:1", 1, 0))
     settings = control_plane(load_config(config)).log("backup")
     with pytest.raises(SystemExit) as exited:
-        control_cli._send(state, settings, "/v1/commands/patterns", dict(BODY), 0.5)
+        sending.Sender().send(state, settings, "/v1/commands/patterns", dict(BODY), 0.5)
     assert exited.value.code == code
     assert one_line(capsys.readouterr().err.splitlines()).startswith(f"srm-control: {start}")
 
@@ -457,6 +457,6 @@ def test_no_subcommand_option_is_taken_for_an_abbreviated_client_option() -> Non
     """The client options are picked out of the whole line first; failover's --to once
     became --token-file there, and --to was then missing."""
     argv = ["failover", "--group", "g", "--from", "primary", "--to", "backup"]
-    options, rest = control_cli._client_options().parse_known_args(argv)
-    args = control_cli._parser().parse_args(rest, namespace=options)
+    options, rest = arguments.client_options().parse_known_args(argv)
+    args = arguments.parser().parse_args(rest, namespace=options)
     assert (args.to, args.token_file) == ("backup", None)
