@@ -945,3 +945,127 @@ def test_a_halt_found_after_the_lease_ran_out_is_not_recorded(flow: FlowConfig) 
     h.tick()
     (halt,) = h.service.status(FLOW)["halted"]
     assert halt["kind"] == "truncated"
+
+
+# -- protocol 2: reports and answers carry what changed --------------------------------
+
+
+def report2(
+    h: Harness,
+    *partitions: dict[str, object],
+    full: bool = False,
+    applied: int = -1,
+    broken: dict[str, object] | None = None,
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    """A report of the JVM slot (protocol 2): only the partitions given."""
+    Harness.seq += 1
+    body = {
+        "protocol": 2,
+        "full": full,
+        "job": "job-1",
+        "slot": 0,
+        "seq": Harness.seq,
+        "answered": applied,
+        "exiting": False,
+        "units": [unit(FLOW, *partitions, broken=broken, applied=applied)],
+    }
+    return h.service.on_report("job-1", 0, body)
+
+
+def running2(h: Harness) -> tuple[int, int]:
+    """A partition handed out and reported once in full; its plan and the last version."""
+    plan = started(h)["plan"]
+    _status, answer = report2(h, part(plan, 0, 0), full=True)
+    return plan, answer["version"]
+
+
+def test_a_delta_answer_carries_only_what_changed_since_the_answer_the_slot_holds(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan, version = running2(h)
+    _status, answer = report2(h, applied=version)
+    assert answer["protocol"] == 2 and answer["base"] == version and not answer["full"]
+    assert answer["units"][FLOW]["partitions"] == [] and answer["units"][FLOW]["removed"] == []
+    assert "settings" not in answer["units"][FLOW], "the settings did not change"
+    assert answer["units"][FLOW]["lease_ms"] == 5000, "every answer renews the lease"
+    h.clock.now += 2  # past the commit interval: a new reservation
+    _status, answer = report2(h, part(plan, 60, 60, records=60), applied=answer["version"])
+    (changed,) = answer["units"][FLOW]["partitions"]
+    assert (changed["plan"], changed["reserve"]) == (plan, 160)
+    h.service.set_owned(FLOW, {})
+    _status, answer = report2(h, applied=answer["version"])
+    assert answer["units"][FLOW]["partitions"] == []
+    assert answer["units"][FLOW]["removed"] == [[*TP]], "the slot is told to stop it"
+
+
+def test_a_slot_that_missed_an_answer_gets_the_whole_state(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan, version = running2(h)
+    report2(h, applied=version)  # this answer is lost: the slot still holds ``version``
+    _status, answer = report2(h, applied=version)
+    assert "base" not in answer, "not relative to an answer the slot does not hold"
+    assert [p["plan"] for p in answer["units"][FLOW]["partitions"]] == [plan]
+    assert "settings" in answer["units"][FLOW]
+
+
+def test_a_slot_is_asked_for_a_full_report_until_one_is_taken(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    started(h)
+    _status, answer = report2(h)
+    assert answer["full"] is True
+    _status, answer = report2(h, full=True)
+    assert answer["full"] is False
+
+
+def test_a_partition_left_out_of_a_delta_is_still_running(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan, version = running2(h)
+    h.service.set_owned(FLOW, {})
+    _status, answer = report2(h, applied=version)
+    withdrawn = answer["version"]
+    report2(h, applied=withdrawn)  # applied, and the partition unchanged: still stopping
+    assert TP in h.service.held(FLOW), "it ran: the driver waits until it is seen stopped"
+    report2(h, part(plan, 0, 0, state="stopped"), applied=withdrawn)
+    assert TP not in h.service.held(FLOW)
+
+
+def test_a_commit_due_with_time_alone_is_made_though_the_delta_leaves_it_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "srm.yaml"
+    path.write_text(CONFIG.replace("srm.poison.max.tries: 2", "srm.commit.interval.ms: 5000"))
+    h = Harness(load_config(path).flow("primary", "backup"))
+    plan, version = running2(h)
+    _status, answer = report2(h, part(plan, 10, 10, syncs=[[0, 0], [9, 9]]), applied=version)
+    assert h.journal.progress()[-1] == (TP, Progress(0, 0, 100, "S1", "T1")), "not due yet"
+    h.clock.now += 6
+    _status, answer = report2(h, applied=answer["version"])  # nothing changed in the slot
+    assert h.journal.progress()[-1] == (TP, Progress(10, 10, 110, "S1", "T1"))
+    syncs = [kind for kind, _ in h.journal.entries].count("sync")
+    assert syncs == 2, "the syncs of an entry taken in are not written again"
+
+
+def test_a_broken_unit_does_not_take_a_partition_left_out_of_its_delta_for_stopped(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan, version = running2(h)
+    broken = {"kind": "transient", "message": "x", "topic": None, "partition": None,
+              "offset": -1, "class": None}  # fmt: skip
+    report2(h, applied=version, broken=broken)  # its partition still sending, unchanged
+    h.clock.now += 2
+    h.tick()
+    assert h.plan() is None, "a send of the broken unit may be pending: no reconcile yet"
+    report2(h, part(plan, 0, 0, state="stopped"), broken=broken)
+    h.clock.now += 2
+    h.tick()
+    assert h.plan() is not None, "seen stopped: reconciled and planned again"
+
+
+def test_a_slot_of_an_unknown_protocol_is_refused_with_what_to_do(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    body = {"protocol": 3, "job": "job-1", "slot": 0, "seq": 1, "exiting": False, "units": []}
+    status, answer = h.service.on_report("job-1", 0, body)
+    assert status == 400
+    assert "protocol 3" in answer["error"] and "srm-copier.jar" in answer["error"]

@@ -3,14 +3,36 @@
 A slot (:class:`srm_driver.copier.control.SlotRunner`, in a PySpark worker) POSTs a
 :class:`SlotReport` to ``/internal/v1/copy/{job}/slots/{slot}`` every ``report_ms`` or
 when something happened; the answer (built by
-:class:`srm_driver.copying.reports.ReportDesk`) is the whole desired state of the slot
+:class:`srm_driver.copying.reports.ReportDesk`) is the desired state of the slot
 plus the leases of its units. Both sides are level triggered: a lost
 request or answer is repaired by the next one.
 
+Two versions, named by ``protocol`` in the report and the answer. Protocol 1 (a report
+without the field: the Python slot) carries whole states both ways. Protocol 2 (the JVM
+slot) carries what changed:
+
+* a report lists only the partitions whose entry differs from the last one the driver took
+  in (or that carry syncs), and says ``"full": false``; it lists every partition (``"full":
+  true``) when it is the slot's first, at least every 30 s, and when the last answer asked
+  (``"full": true``, until the driver has taken a full report of the slot). A partition
+  left out is where its last entry taken in said (the driver keeps it as
+  ``PartitionState.reported``, and makes the commits that come due with time from it);
+* an answer to a report whose ``answered`` is the version of the last answer sent to the
+  slot carries ``"base"`` (that version) and per unit only the changed or new plans
+  (``partitions``), the partitions taken away (``removed``: ``[topic, partition]``
+  pairs) and ``settings`` only when they changed; the slot applies it only onto the
+  version it holds, else it keeps that version and the next answer is whole
+  (:mod:`srm_driver.copying.answers`). Units, epochs and leases are in every answer.
+
+A slot of a protocol this driver does not speak is refused (400, naming both); the JVM
+slot stops when an answer does not say protocol 2 (a driver that took a left-out
+partition for one that is not running would re-plan it while it copies).
+
 Report (slot -> driver)::
 
-    {"job": "3f2a", "slot": 0, "seq": 41, "answered": 40, "lease_ms": 3870,
-     "exiting": false, "run": {"id": "9c1e77", "attempt": 1, "executor": "executor 2 (host)"},
+    {"protocol": 2, "full": true, "job": "3f2a", "slot": 0, "seq": 41, "answered": 40,
+     "lease_ms": 3870, "exiting": false,
+     "run": {"id": "9c1e77", "attempt": 1, "executor": "executor 2 (host)"},
      "units": [{"flow": "primary->backup", "epoch": 2, "applied": 40, "broken": null,
                 "broken_epoch": -1, "poll_error": null, "exited": false, "lease_ms": 3870,
                 "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
@@ -24,11 +46,13 @@ Report (slot -> driver)::
 
 Answer (driver -> slot)::
 
-    {"version": 41, "lease_ms": 4000, "report_ms": 200, "stop": false, "refused": [],
+    {"protocol": 2, "version": 41, "base": 40, "full": false, "lease_ms": 4000,
+     "report_ms": 200, "stop": false, "refused": [],
      "units": {"primary->backup": {"epoch": 2, "lease_ms": 4000, "settings": {...},
                "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                "remote": "primary.orders", "start": 250, "down": 230,
-                               "reserve": 50250}]}}}
+                               "reserve": 50250}],
+               "removed": [["orders", 5]]}}}
 
 Leases are per flow: a unit's ``lease_ms`` is how long its flow's records may still be
 handed to its producer, counted by the slot from when it sent the report (at most
@@ -54,7 +78,8 @@ and empty. Syncs are those not yet in an answered report. An
 answer's ``version`` is the ``seq`` of the report it answers; a report says which answer
 the slot applied last (``answered``) and which one each unit's loop applied last
 (``applied``, read before its partitions): a plan left out of an answer the unit has
-applied, and not in its report, never ran there or was seen stopped already.
+applied, not in its report and (protocol 2) never in a report taken in, never ran there
+or was seen stopped already.
 
 ``run`` names the run of the slot (:class:`SlotRun`): Spark runs a slot's task again
 when it lost the executor it ran on, and the new run starts its ``seq`` from 0. A run
@@ -72,6 +97,9 @@ from typing import Any
 from srm_common.errors import SrmError
 
 TopicPartition = tuple[str, int]
+# 1: whole states both ways (the Python slot); 2: what changed (the JVM slot).
+PROTOCOLS = (1, 2)
+DELTA_PROTOCOL = 2
 
 
 class ProtocolError(SrmError):
@@ -166,10 +194,20 @@ class SlotReport:
     units: tuple[UnitReport, ...]
     run: SlotRun = SlotRun()
     answered: int = -1
+    protocol: int = 1
+    # Every partition of every unit is listed (always so in protocol 1).
+    full: bool = True
 
 
 def parse_report(body: Mapping[str, Any]) -> SlotReport:
     """The report in ``body``; :class:`ProtocolError` naming the first bad field."""
+    protocol = body.get("protocol", 1)
+    if protocol not in PROTOCOLS or isinstance(protocol, bool):
+        raise ProtocolError(
+            f"a copy slot of protocol {protocol!r} reported; this driver speaks"
+            f" {' and '.join(map(str, PROTOCOLS))}: run the driver with the srm-copier.jar"
+            " of its own version (make jars)"
+        )
     try:
         return SlotReport(
             run=_run(body.get("run")),
@@ -179,6 +217,8 @@ def parse_report(body: Mapping[str, Any]) -> SlotReport:
             exiting=bool(body.get("exiting", False)),
             units=tuple(_unit(u) for u in body["units"]),
             answered=_int(body.get("answered", -1)),
+            protocol=protocol,
+            full=protocol < DELTA_PROTOCOL or body.get("full") is True,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed copy slot report: {exc!r}") from exc

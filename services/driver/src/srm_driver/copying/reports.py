@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import replace
@@ -42,6 +42,7 @@ from dataclasses import replace
 from srm_common.domain.progress import Progress
 from srm_common.errors import SrmError
 
+from srm_driver.copying.answers import Answers
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
 from srm_driver.copying.positions import (
@@ -51,14 +52,18 @@ from srm_driver.copying.positions import (
     sync_records,
     with_reserve,
 )
-from srm_driver.copying.protocol import Failure, PartitionReport, SlotReport, UnitReport
+from srm_driver.copying.protocol import (
+    Failure,
+    PartitionReport,
+    SlotReport,
+    UnitReport,
+)
 from srm_driver.copying.runs import admit, take_over
 from srm_driver.copying.state import Counters, PartitionState
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-REPORT_MS = 200
 Writes = dict[str, list[tuple[TopicPartition, Progress]]]
 Syncs = dict[str, list[tuple[bytes, bytes]]]
 NO_LEASE = "cannot record this flow's progress and syncs: this driver holds no lease for it now"
@@ -85,6 +90,7 @@ class ReportDesk:
         # Each flow's write still running (at most one per flow), on threads of its own.
         self._writing: dict[str, Future[None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="progress-write")
+        self._answers = Answers(ledger, adapters, stopping)
 
     def handle(self, report: SlotReport, now: float) -> tuple[int, dict[str, object]]:
         """The HTTP status and answer to ``report``: each flow's part is written under that
@@ -161,7 +167,7 @@ class ReportDesk:
             self._take(report, progress, now, written=written, refused=set(refused))
             ledger.last_seq[report.slot] = report.seq
             ledger.live_slots[report.slot] = now
-            answer = self._answer(report.slot, leases, set(refused), report.seq)
+            answer = self._answers.answer(report, leases, set(refused))
             # Only units write, each under its own lease: the slot's last write ends with
             # the longest of them.
             units = answer["units"]
@@ -185,17 +191,17 @@ class ReportDesk:
                 continue
             window = adapters.flow.batch_max_records
             interval = adapters.flow.commit_interval_ms / 1000
-            for part in unit.partitions:
-                state = self._ledger.parts.get(unit.flow, part.key)
-                if state is None or part.plan != state.last_plan:
-                    continue
-                records = sync_records(part.topic, part.partition, part.syncs)
-                if records:
-                    syncs.setdefault(unit.flow, []).extend(records)
+            for state, part, listed in self._entries(report, unit):
+                if listed:
+                    records = sync_records(part.topic, part.partition, part.syncs)
+                    if records:
+                        syncs.setdefault(unit.flow, []).extend(records)
                 if unit.flow not in writing or state.progress is None:
                     continue
-                now_state = replace(
-                    state, acked=(part.acked_up, part.acked_down), next_send=part.next_send
+                now_state = (
+                    replace(state, acked=(part.acked_up, part.acked_down), next_send=part.next_send)
+                    if listed
+                    else state  # taken in already: the state holds this entry's positions
                 )
                 final = (state.status == "releasing" or self._stopping()) and part.stopped
                 if final and part.error is None and unit.broken is None:
@@ -208,6 +214,28 @@ class ReportDesk:
                     continue
                 progress.setdefault(unit.flow, []).append((state.key, update))
         return syncs, progress
+
+    def _entries(
+        self, report: SlotReport, unit: UnitReport
+    ) -> Iterator[tuple[PartitionState, PartitionReport, bool]]:
+        """The unit's entries of the driver's current plans: those listed in ``report``
+        (True) and, when the report is a delta, the last one taken in of each plan it left
+        out (False: unchanged since; its syncs were written then). Commits that came due
+        with time alone, and a release's final progress, are made from those."""
+        parts = self._ledger.parts
+        listed = set()
+        for part in unit.partitions:
+            state = parts.get(unit.flow, part.key)
+            if state is None or part.plan != state.last_plan:
+                continue
+            listed.add(part.key)
+            yield state, part, True
+        if report.full:
+            return
+        for state in parts.of_slot(report.slot, unit.flow):
+            last = state.reported
+            if last is not None and last.plan == state.last_plan and state.key not in listed:
+                yield state, last, False
 
     def _write(
         self,
@@ -255,6 +283,7 @@ class ReportDesk:
                 state.acked = (part.acked_up, part.acked_down)
                 state.next_send = part.next_send
                 state.uncertain = part.uncertain
+                state.reported = part
                 if part.stopped and not state.stopped:
                     stops.append((state, part, unit))
         self._written(progress, now)
@@ -263,7 +292,7 @@ class ReportDesk:
                 self._stopped(state, part, unit, now)
         for unit in units:
             if unit.flow in self._adapters:
-                self._broken(report.slot, unit, now)
+                self._broken(report.slot, unit, now, full=report.full)
         self._never_ran(report, refused)
         for state in ledger.parts.of_slot(report.slot):
             if (
@@ -293,7 +322,7 @@ class ReportDesk:
             state.retry_later(now, "the copy loop stopped")
         self._ledger.settle(state, now)
 
-    def _broken(self, slot: int, unit: UnitReport, now: float) -> None:
+    def _broken(self, slot: int, unit: UnitReport, now: float, *, full: bool = True) -> None:
         """A unit that broke (or whose loop ended unasked) at the current epoch: a new
         epoch, and every partition it ran is reconciled again (the blamed one counts a
         failure). A plan it never applied stopped too: it never will."""
@@ -308,6 +337,9 @@ class ReportDesk:
         ledger.epochs[(slot, unit.flow)] = epoch + 1
         reported = {part.key for part in unit.partitions}
         blamed = failure.partition_key
+        for state in mine:
+            if not full and _known(state):
+                reported.add(state.key)  # left out of a delta: unchanged, so it ran
         for state in mine:
             if state.status == "running":
                 if state.key == blamed:
@@ -342,6 +374,8 @@ class ReportDesk:
                     part.key == state.key and part.plan == state.last_plan
                     for part in unit.partitions
                 )
+                if not listed and not report.full:
+                    listed = _known(state)  # left out of a delta: unchanged, so it runs
                 gone = unit.applied >= since and not listed
             if gone:
                 state.stopped, state.clean = True, False
@@ -364,35 +398,10 @@ class ReportDesk:
                 state.reserve = max(state.reserve, written.inflight_end)
                 state.plan = with_reserve(state.plan, state.reserve)
 
-    def _answer(
-        self, slot: int, leases: Mapping[str, int], refused: set[str], version: int
-    ) -> dict[str, object]:
-        """The slot's desired state; each unit's ``lease_ms`` is its flow's lease, the
-        slot's the longest of them (see :mod:`srm_driver.copying.protocol`)."""
-        units: dict[str, dict[str, object]] = {}
-        for flow, adapters in self._adapters.items():
-            mine = self._ledger.parts.of_slot(slot, flow)
-            plans = []
-            for state in mine:
-                if state.status == "running" and state.plan is not None:
-                    plans.append(state.plan.to_json())
-                elif not state.stopped and state.omitted_since is None:
-                    state.omitted_since = version
-            if mine:
-                units[flow] = {
-                    "epoch": self._ledger.epochs.get((slot, flow), 0),
-                    "lease_ms": leases.get(flow, 0),
-                    "settings": adapters.settings.to_json(),
-                    "partitions": plans,
-                }
-        return {
-            "version": version,
-            "lease_ms": max((leases.get(flow, 0) for flow in units), default=LEASE_CAP_MS),
-            "report_ms": REPORT_MS,
-            "stop": self._stopping(),
-            "refused": sorted(refused),
-            "units": units,
-        }
+
+def _known(state: PartitionState) -> bool:
+    """The slot reported the partition's last plan before (so it ran there)."""
+    return state.reported is not None and state.reported.plan == state.last_plan
 
 
 def _log_late(flow: str, write: Future[None]) -> None:

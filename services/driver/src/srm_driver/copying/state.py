@@ -161,6 +161,9 @@ class PartitionState:
     uncertain: bool = False
     # The version of the first answer that left the last plan out (see protocol.py).
     omitted_since: int | None = None
+    # The slot's last entry for the last plan that this driver took in (None: none yet); a
+    # report of protocol 2 leaves a partition out while its entry stays this one.
+    reported: PartitionReport | None = None
     resume: ResumeRequest | None = None
     since: float = field(default_factory=time.time)
     # Not reconciled (by any slot) nor let go before this (monotonic): a run of the slot
@@ -201,6 +204,7 @@ class PartitionState:
         self.clean = False
         self.uncertain = False
         self.omitted_since = None
+        self.reported = None
         self.halt = None
         self.halted_at = None
         self.error = None

@@ -1,0 +1,107 @@
+"""Answers to slot reports: the slot's desired state, whole or as a delta.
+
+Protocol 2 (:mod:`srm_driver.copying.protocol`): the answer to a report whose ``answered``
+is the version of the last answer sent to that slot carries ``base`` (that version) and,
+per unit, only the plans that changed since (``partitions``), the partitions taken away
+(``removed``), and the settings only when they changed. Any other report (the last answer
+was lost, or the slot could not apply it; a slot's first report; protocol 1) is answered
+with the whole state. So a lost or refused answer costs one whole answer, never a wrong
+plan: the slot applies a delta only onto the version it names.
+
+Building an answer still visits every partition of the slot once (a comparison each, in
+memory); what is encoded, sent and parsed is what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from srm_driver.copying.clients import UnitSettings
+from srm_driver.copying.ledger import Ledger
+from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
+from srm_driver.copying.protocol import DELTA_PROTOCOL, PartitionPlan, SlotReport
+
+TopicPartition = tuple[str, int]
+REPORT_MS = 200
+SentUnit = tuple[UnitSettings, dict[TopicPartition, PartitionPlan]]
+
+
+class Answers:
+    """Builds the answers of one copy job's slots; call under the ledger's lock, one
+    report per slot at a time (:class:`srm_driver.copying.reports.ReportDesk`)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        adapters: Mapping[str, FlowAdapters],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._ledger = ledger
+        self._adapters = adapters
+        self._stopping = stopping
+        # Per slot, the last answer sent: its version, and per flow the settings and plans
+        # it wanted (the base of the next delta, if the slot applied it).
+        self._sent: dict[int, tuple[int, dict[str, SentUnit]]] = {}
+        # Slots whose full report was taken in (until then, each answer asks for one).
+        self._full_seen: set[int] = set()
+
+    def answer(
+        self, report: SlotReport, leases: Mapping[str, int], refused: set[str]
+    ) -> dict[str, object]:
+        """The slot's desired state, whole or (protocol 2, when the slot holds the last
+        answer sent) what changed since that answer; each unit's ``lease_ms`` is its
+        flow's lease, the slot's the longest of them (see
+        :mod:`srm_driver.copying.protocol`)."""
+        slot, version = report.slot, report.seq
+        delta = report.protocol >= DELTA_PROTOCOL
+        before = self._sent.get(slot) if delta else None
+        base = before if before is not None and before[0] == report.answered else None
+        units: dict[str, dict[str, object]] = {}
+        sent: dict[str, SentUnit] = {}
+        for flow, adapters in self._adapters.items():
+            mine = self._ledger.parts.of_slot(slot, flow)
+            if not mine:
+                continue
+            plans: dict[TopicPartition, PartitionPlan] = {}
+            for state in mine:
+                if state.status == "running" and state.plan is not None:
+                    plans[state.key] = state.plan
+                elif not state.stopped and state.omitted_since is None:
+                    state.omitted_since = version
+            sent[flow] = (adapters.settings, plans)
+            entry: dict[str, object] = {
+                "epoch": self._ledger.epochs.get((slot, flow), 0),
+                "lease_ms": leases.get(flow, 0),
+            }
+            prior = None if base is None else base[1].get(flow)
+            if prior is None:
+                entry["settings"] = adapters.settings.to_json()
+                entry["partitions"] = [plan.to_json() for plan in plans.values()]
+            else:
+                settings, plans_before = prior
+                if settings != adapters.settings:
+                    entry["settings"] = adapters.settings.to_json()
+                entry["partitions"] = [
+                    plan.to_json()
+                    for key, plan in plans.items()
+                    if (old := plans_before.get(key)) is not plan and old != plan
+                ]
+                entry["removed"] = [[*key] for key in plans_before if key not in plans]
+            units[flow] = entry
+        answer: dict[str, object] = {
+            "protocol": report.protocol,
+            "version": version,
+            "lease_ms": max((leases.get(flow, 0) for flow in units), default=LEASE_CAP_MS),
+            "report_ms": REPORT_MS,
+            "stop": self._stopping(),
+            "refused": sorted(refused),
+            "units": units,
+        }
+        if delta:
+            self._sent[slot] = (version, sent)
+            if base is not None:
+                answer["base"] = base[0]
+            if report.full and not refused:
+                self._full_seen.add(slot)
+            answer["full"] = slot not in self._full_seen
+        return answer
