@@ -1069,3 +1069,23 @@ def test_a_slot_of_an_unknown_protocol_is_refused_with_what_to_do(flow: FlowConf
     status, answer = h.service.on_report("job-1", 0, body)
     assert status == 400
     assert "protocol 3" in answer["error"] and "srm-copier.jar" in answer["error"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("records", "5", "'5'"),
+        ("acked_up", 1.5, "1.5"),
+        ("latency_hist", [0, True], "True"),
+        ("plan", None, "None"),
+    ],
+)
+def test_a_report_with_a_field_of_the_wrong_kind_is_refused_naming_it(
+    flow: FlowConfig, field: str, value: object, named: str
+) -> None:
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    entry = part(plan, 3, 3) | {field: value}
+    status, answer = h.report(entry)
+    assert status == 400 and f"{named} is not a whole number" in answer["error"]
+    assert h.service.status(FLOW)["records"] == 0, "nothing of it taken in"

@@ -248,27 +248,51 @@ def _unit(body: Mapping[str, Any]) -> UnitReport:
 
 
 def _partition(body: Mapping[str, Any]) -> PartitionReport:
+    # Checked in bulk, not field by field: a full report has thousands of these.
+    get = body.get
+    acked_up = body["acked_up"]
+    numbers = (
+        body["partition"],
+        body["plan"],
+        acked_up,
+        body["acked_down"],
+        get("next_send", acked_up),
+        body["outstanding"],
+        body["records"],
+        body["bytes"],
+        body["dropped"],
+        body["latency_sum_ms"],
+        body["latency_max_ms"],
+        get("latency_min_ms", -1),
+        get("source_end", -1),
+        get("pending_ts", -1),
+    )
+    hist = tuple(get("latency_hist", ()))
+    for value in (*numbers, *hist):
+        if type(value) is not int:
+            raise ValueError(f"{value!r} is not a whole number")
+    syncs = body["syncs"]
     return PartitionReport(
         topic=str(body["topic"]),
-        partition=_int(body["partition"]),
-        plan=_int(body["plan"]),
+        partition=numbers[0],
+        plan=numbers[1],
         state=str(body["state"]),
-        acked_up=_int(body["acked_up"]),
-        acked_down=_int(body["acked_down"]),
-        next_send=_int(body.get("next_send", body["acked_up"])),
-        outstanding=_int(body["outstanding"]),
-        records=_int(body["records"]),
-        bytes=_int(body["bytes"]),
-        dropped=_int(body["dropped"]),
-        latency_sum_ms=_int(body["latency_sum_ms"]),
-        latency_max_ms=_int(body["latency_max_ms"]),
-        syncs=tuple((_int(up), _int(down)) for up, down in body["syncs"]),
-        error=_failure(body.get("error")),
-        uncertain=bool(body.get("uncertain", False)),
-        latency_min_ms=_int(body.get("latency_min_ms", -1)),
-        latency_hist=tuple(_int(count) for count in body.get("latency_hist", ())),
-        source_end=_int(body.get("source_end", -1)),
-        pending_ts=_int(body.get("pending_ts", -1)),
+        acked_up=acked_up,
+        acked_down=numbers[3],
+        next_send=numbers[4],
+        outstanding=numbers[5],
+        records=numbers[6],
+        bytes=numbers[7],
+        dropped=numbers[8],
+        latency_sum_ms=numbers[9],
+        latency_max_ms=numbers[10],
+        syncs=tuple((_int(up), _int(down)) for up, down in syncs) if syncs else (),
+        error=_failure(get("error")),
+        uncertain=bool(get("uncertain", False)),
+        latency_min_ms=numbers[11],
+        latency_hist=hist,
+        source_end=numbers[12],
+        pending_ts=numbers[13],
     )
 
 
