@@ -101,7 +101,8 @@ class Answers:
             self._sent[slot] = (version, sent)
             if base is not None:
                 answer["base"] = base[0]
-            if report.full and not refused:
+            if report.full:
+                # (A refused flow's part is not lost: the slot lists it until it is taken.)
                 self._full_seen.add(slot)
             answer["full"] = slot not in self._full_seen
         return answer
