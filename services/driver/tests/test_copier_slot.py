@@ -152,12 +152,14 @@ class FakeUnit:
     def request_stop(self) -> None:
         self.stop_requested = True
 
-    def report(self, counts: dict[Any, int], stopped: set[Any]) -> tuple[dict[str, Any], bool]:
+    def report(
+        self, counts: dict[Any, int], stopped: set[Any], sent: Any = None, *, full: bool = True
+    ) -> tuple[dict[str, Any], bool]:
         counts[("t", 0, 1)] = 1
         entry = {"flow": self.flow, "epoch": 0, "exited": self.exited, "partitions": []}
         return entry, self.exited
 
-    def confirm(self, counts: dict[Any, int], stopped: set[Any]) -> None:
+    def confirm(self, counts: dict[Any, int], stopped: set[Any], sent: Any = None) -> None:
         self.confirmed.append(dict(counts))
 
 
@@ -200,8 +202,8 @@ def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDriver]:
 
 
 def _answer(version: int, units: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"version": version, "lease_ms": 4000, "report_ms": 20, "stop": False,
-            "refused": [], "units": units, **extra}  # fmt: skip
+    return {"protocol": 2, "version": version, "lease_ms": 4000, "report_ms": 20,
+            "stop": False, "refused": [], "units": units, **extra}  # fmt: skip
 
 
 def _run(slot: control.SlotRunner) -> threading.Thread:
@@ -284,3 +286,51 @@ def test_a_report_the_driver_cannot_take_changes_nothing_and_a_bad_plan_starts_n
     driver.answer = lambda report: (410, {})
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_delta_answer_is_applied_only_onto_the_version_the_slot_holds(
+    driver: FakeDriver,
+) -> None:
+    whole = _unit(partitions=2)
+    one = {**whole, "partitions": whole["partitions"][:1]}
+    delta = {"epoch": 0, "lease_ms": 4000, "partitions": [], "removed": [["t", 1]]}
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        seq = report["seq"]
+        if seq == 0:
+            return 200, _answer(0, {"f": whole})
+        if seq == 1:  # a delta onto a version the slot does not hold: not applied
+            return 200, _answer(1, {"f": delta}, base=99)
+        if seq == 2:
+            return 200, _answer(2, {"f": delta}, base=report["answered"])
+        return 200, _answer(seq, {"f": {**delta, "removed": []}}, base=report["answered"])
+
+    driver.answer = answer
+    slot = control.SlotRunner(driver.url, "job1", 0, "s")
+    thread = _run(slot)
+    _wait(lambda: len(driver.reports) > 4, "reports go on")
+    slot.nudge()
+    (unit,) = FakeUnit.made
+    assert driver.reports[0]["protocol"] == 2 and driver.reports[0]["full"] is True
+    assert driver.reports[2]["answered"] == 0, "the delta onto 99 was not applied"
+    assert driver.reports[3]["answered"] == 2
+    assert set(unit.plans[-1].partitions) == set(parse_plan("f", 0, one).partitions)
+    assert unit.plans[-1].consumer == parse_plan("f", 0, whole).consumer, "settings kept"
+    driver.answer = lambda report: (410, {"error": "over"})
+    thread.join(10)
+
+
+def test_an_answer_of_a_driver_of_another_protocol_stops_the_slot(driver: FakeDriver) -> None:
+    first = iter([(200, _answer(0, {"f": _unit()}))])
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        older = _answer(report["seq"], {"f": _unit()})
+        del older["protocol"]
+        return next(first, (200, older))
+
+    driver.answer = answer
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    thread.join(10)
+    assert not thread.is_alive(), "it ended"
+    (unit,) = FakeUnit.made
+    assert not unit.lease.valid() and unit.stop_requested

@@ -269,3 +269,26 @@ def test_a_broken_unit_waits_for_a_later_epoch_then_starts_a_new_producer(
         assert not unit._recovered(_plan(epoch=0)), "the same epoch: still broken"
         assert unit._recovered(_plan(epoch=1))
     assert _report(unit)["broken"] is None and _report(unit)["epoch"] == 1
+
+
+def test_a_delta_report_lists_only_the_partitions_that_changed_since_one_taken_in(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(3)) + _records(1, range(2)))
+    counts: dict[Any, int] = {}
+    stopped: set[Any] = set()
+    sent: dict[Any, dict[str, Any]] = {}
+    entry, _ = unit.report(counts, stopped, sent, full=False)
+    assert len(entry["partitions"]) == 2, "nothing taken in yet: both"
+    again, _ = unit.report({}, set(), {}, full=False)
+    assert len(again["partitions"]) == 2, "not confirmed (refused or lost): both again"
+    unit.confirm(counts, stopped, sent)
+    quiet, _ = unit.report({}, set(), {}, full=False)
+    assert quiet["partitions"] == [] and quiet["lease_ms"] > 0, "unit fields always there"
+    _copy(unit, _records(1, range(2, 4)))
+    changed, _ = unit.report({}, set(), {}, full=False)
+    assert [p["partition"] for p in changed["partitions"]] == [1]
+    assert changed["partitions"][0]["syncs"] == [[3, 3]], "the syncs it carries"
+    whole, _ = unit.report({}, set(), {}, full=True)
+    assert len(whole["partitions"]) == 2

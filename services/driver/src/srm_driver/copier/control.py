@@ -15,6 +15,14 @@ and exits are kept and reported again. An answer 410 means the driver no longer 
 this job: the slot revokes every lease, stops everything and ends; so does a run of the
 slot that a newer run (Spark ran the slot's task again) took over. The protocol is
 :mod:`srm_driver.copying.protocol`.
+
+Copy protocol 2: reports and answers carry what changed. A report lists only the
+partitions whose entry differs from the last one the driver took in (or that carry
+syncs); it lists them all when it is the slot's first, every :data:`FULL_EVERY_S` and
+when the driver asks (``full`` in an answer). An answer with a ``base`` is a delta onto
+the answer of that version, which :class:`~srm_driver.copier.plan.Desired` applies only
+if it holds that version. An answer of a driver that does not say protocol 2 stops the
+slot: such a driver would take a partition left out of a report for one not running.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from srm_driver.copier.lease import Lease
-from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.plan import Desired
 from srm_driver.copier.unit import FlowUnit, PlanKey
 
 log = logging.getLogger(__name__)
@@ -39,6 +47,9 @@ log = logging.getLogger(__name__)
 _CONNECT_TIMEOUT_S = 2.0
 _ANSWER_TIMEOUT_S = 5.0
 _UNIT_JOIN_S = 70.0
+PROTOCOL = 2
+# A report of every partition at least this often, whatever changed: a safety net.
+FULL_EVERY_S = 30.0
 
 
 @dataclass
@@ -47,6 +58,8 @@ class _Snapshot:
     sync_counts: dict[str, dict[PlanKey, int]] = field(default_factory=dict)
     stopped: dict[str, set[PlanKey]] = field(default_factory=dict)
     exited: list[str] = field(default_factory=list)
+    full: bool = True
+    sent: dict[str, dict[PlanKey, dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,6 +71,9 @@ class _Answer:
     stop: bool = False
     units: dict[str, Any] = field(default_factory=dict)
     refused: set[str] = field(default_factory=set)
+    base: int | None = None
+    full: bool = False
+    incompatible: str | None = None
 
 
 class SlotRunner:
@@ -89,6 +105,9 @@ class SlotRunner:
         self._connection: http.client.HTTPConnection | None = None
         self._seq = 0
         self._answered = -1
+        self._desired = Desired()
+        self._full_wanted = True
+        self._last_full = 0.0
 
     def run(self) -> None:
         try:
@@ -114,6 +133,9 @@ class SlotRunner:
             snapshot = self._snapshot(exiting)
             sent_at = time.monotonic_ns()
             answer = self._exchange(snapshot)
+            if answer is not None and answer.incompatible is not None:
+                log.error("srm copy slot %d: %s", self.slot, answer.incompatible)
+                answer.gone = True
             if answer is not None and answer.gone:
                 for unit in self._units.values():
                     unit.lease.revoke()
@@ -123,12 +145,14 @@ class SlotRunner:
             elif answer is not None:
                 self._grant(answer, sent_at)
                 self._confirm(snapshot, answer.refused)
+                if snapshot.full:
+                    self._last_full = sent_at / 1e9
+                self._full_wanted = answer.full
                 interval = max(0.02, answer.report_ms / 1000)
                 if answer.stop and not stopping:
                     stopping = True
                     self._stop_units()
-                if not stopping:
-                    self._apply(answer, sent_at)
+                if not stopping and self._apply(answer, sent_at):
                     self._answered = answer.version
             taken = answer is not None and not answer.refused
             if exiting:
@@ -139,20 +163,25 @@ class SlotRunner:
             self._signal.clear()
 
     def _snapshot(self, exiting: bool) -> _Snapshot:
-        snapshot = _Snapshot(body={})
+        full = self._full_wanted or time.monotonic() - self._last_full > FULL_EVERY_S
+        snapshot = _Snapshot(body={}, full=full)
         reports = []
         longest = 0
         for flow, unit in self._units.items():
             counts: dict[PlanKey, int] = {}
             stopped: set[PlanKey] = set()
+            sent: dict[PlanKey, dict[str, Any]] = {}
             longest = max(longest, unit.lease.remaining_ms())
-            entry, exited = unit.report(counts, stopped)
+            entry, exited = unit.report(counts, stopped, sent, full=full)
+            snapshot.sent[flow] = sent
             reports.append(entry)
             snapshot.sync_counts[flow] = counts
             snapshot.stopped[flow] = stopped
             if exited:
                 snapshot.exited.append(flow)
         snapshot.body = {
+            "protocol": PROTOCOL,
+            "full": full,
             "job": self._job_id,
             "slot": self.slot,
             "seq": self._seq,
@@ -194,7 +223,16 @@ class SlotRunner:
             return None
         try:
             body = json.loads(payload)
+            protocol = body.get("protocol", 1)
+            if protocol != PROTOCOL or isinstance(protocol, bool):
+                return _Answer(
+                    incompatible=f"the driver speaks copy protocol {protocol} and this slot"
+                    f" {PROTOCOL}: the driver and its copy slots come from different versions"
+                )
+            base = body.get("base")
             return _Answer(
+                base=base if isinstance(base, int) and not isinstance(base, bool) else None,
+                full=body.get("full") is True,
                 version=int(body["version"]),
                 lease_ms=int(body["lease_ms"]),
                 report_ms=int(body["report_ms"]),
@@ -243,7 +281,7 @@ class SlotRunner:
         for flow, counts in snapshot.sync_counts.items():
             unit = self._units.get(flow)
             if unit is not None and flow not in refused:
-                unit.confirm(counts, snapshot.stopped[flow])
+                unit.confirm(counts, snapshot.stopped[flow], snapshot.sent.get(flow))
         for flow in snapshot.exited:
             if flow in refused:
                 continue  # reported again, so that the driver sees it ended
@@ -252,17 +290,34 @@ class SlotRunner:
             if thread is not None:
                 thread.join(1)
 
-    def _apply(self, answer: _Answer, sent_at: int) -> None:
-        for flow, body in answer.units.items():
+    def _apply(self, answer: _Answer, sent_at: int) -> bool:
+        """Bring the units to the answer's desired state; False (nothing applied) when it
+        is a delta onto a version this slot does not hold, or malformed: the driver then
+        answers the next report, which names the version held, with the whole state."""
+        try:
+            if not self._desired.apply(answer.version, answer.base, answer.units):
+                log.info(
+                    "srm copy slot %d: answer %d is relative to %s, this slot holds %d",
+                    self.slot,
+                    answer.version,
+                    answer.base,
+                    self._desired.version,
+                )
+                return False
+        except ValueError as exc:
+            log.error("srm copy slot %d: bad control answer %d: %s", self.slot, answer.version, exc)
+            return False
+        wanted = self._desired.flows
+        for flow in wanted:
             try:
-                plan = parse_plan(flow, answer.version, body)
+                plan = self._desired.plan(flow)
             except ValueError as exc:
                 log.error("srm copy slot %d: bad plan for %s: %s", self.slot, flow, exc)
                 continue
             unit = self._units.get(flow)
             if unit is None:
                 lease = Lease()
-                lease.grant(sent_at, _lease_of(body, answer.lease_ms))
+                lease.grant(sent_at, _lease_of(answer.units.get(flow), answer.lease_ms))
                 unit = FlowUnit(plan, lease, self.nudge)
                 thread = threading.Thread(
                     target=unit.run, name=f"srm-copy {flow} slot {self.slot}", daemon=True
@@ -273,8 +328,9 @@ class SlotRunner:
             elif not unit.exited:
                 unit.update(plan)
         for flow, unit in self._units.items():
-            if flow not in answer.units:
+            if flow not in wanted:
                 unit.request_stop()
+        return True
 
     def _stop_units(self) -> None:
         for unit in self._units.values():

@@ -10,7 +10,7 @@ A partition missing here is to be stopped. The shape is the answer's unit entry 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TopicPartition = tuple[str, int]
@@ -49,34 +49,107 @@ class UnitPlan:
 
 
 def parse_plan(flow: str, version: int, body: Mapping[str, Any]) -> UnitPlan:
-    """The unit entry ``body`` of answer ``version``; ValueError naming a bad field."""
+    """The whole unit entry ``body`` of answer ``version``; ValueError naming a bad field."""
     try:
-        settings = body["settings"]
-        partitions = {
-            (str(p["topic"]), _number(p, "partition")): Wanted(
-                plan=_number(p, "plan"),
-                remote=str(p["remote"]),
-                start=_number(p, "start"),
-                down=_number(p, "down"),
-                reserve=_number(p, "reserve"),
-            )
-            for p in body["partitions"]
-        }
-        return UnitPlan(
-            flow=flow,
-            version=version,
-            epoch=_number(body, "epoch"),
-            consumer={str(k): str(v) for k, v in settings["consumer"].items()},
-            producer={str(k): str(v) for k, v in settings["producer"].items()},
-            origin_header=settings.get("origin_header"),
-            copy_header=settings.get("copy_header"),
-            source=str(settings["source"]),
-            target=str(settings["target"]),
-            poll_ms=_number(settings, "poll_ms"),
-            partitions=partitions,
-        )
+        partitions = _partitions(body["partitions"])
+        return _unit_plan(flow, version, _number(body, "epoch"), body["settings"], partitions)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"control answer: missing or bad field {exc}") from None
+
+
+@dataclass
+class _Unit:
+    epoch: int
+    settings: Mapping[str, Any]
+    partitions: dict[TopicPartition, Wanted] = field(default_factory=dict)
+
+
+class Desired:
+    """What the driver wants this slot to run, per flow, as of the last answer applied.
+
+    Answers of copy protocol 2 carry either the whole of it or (with ``base``) only what
+    changed since the answer of that version: plans new or changed (``partitions``), the
+    partitions taken away (``removed``) and the settings only when they changed. A delta
+    is applied only onto the version held here; otherwise nothing of it is, the slot
+    keeps reporting the version it holds, and the driver answers with the whole state.
+    """
+
+    def __init__(self) -> None:
+        self.version = -1
+        self._units: dict[str, _Unit] = {}
+
+    @property
+    def flows(self) -> set[str]:
+        return set(self._units)
+
+    def apply(self, version: int, base: int | None, units: Mapping[str, Any]) -> bool:
+        """Apply answer ``version``'s units; False (nothing changed) when it is a delta
+        onto another version than the one held. ValueError naming a bad field."""
+        if base is not None and base != self.version:
+            return False
+        applied: dict[str, _Unit] = {}
+        try:
+            for flow, body in units.items():
+                before = self._units.get(flow) if base is not None else None
+                settings = body.get("settings")
+                if settings is None:
+                    if before is None:
+                        raise ValueError(f"control answer: no settings for {flow}")
+                    settings = before.settings
+                unit = _Unit(_number(body, "epoch"), settings)
+                if before is not None:
+                    unit.partitions.update(before.partitions)
+                for topic, partition in body.get("removed") or ():
+                    unit.partitions.pop((str(topic), int(partition)), None)
+                unit.partitions.update(_partitions(body["partitions"]))
+                applied[flow] = unit
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"control answer: missing or bad field {exc}") from None
+        self._units, self.version = applied, version
+        return True
+
+    def plan(self, flow: str) -> UnitPlan:
+        """The plan of ``flow``'s unit as of the version held."""
+        unit = self._units[flow]
+        try:
+            return _unit_plan(flow, self.version, unit.epoch, unit.settings, unit.partitions)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"control answer: missing or bad field {exc}") from None
+
+
+def _partitions(items: Any) -> dict[TopicPartition, Wanted]:
+    return {
+        (str(p["topic"]), _number(p, "partition")): Wanted(
+            plan=_number(p, "plan"),
+            remote=str(p["remote"]),
+            start=_number(p, "start"),
+            down=_number(p, "down"),
+            reserve=_number(p, "reserve"),
+        )
+        for p in items
+    }
+
+
+def _unit_plan(
+    flow: str,
+    version: int,
+    epoch: int,
+    settings: Mapping[str, Any],
+    partitions: Mapping[TopicPartition, Wanted],
+) -> UnitPlan:
+    return UnitPlan(
+        flow=flow,
+        version=version,
+        epoch=epoch,
+        consumer={str(k): str(v) for k, v in settings["consumer"].items()},
+        producer={str(k): str(v) for k, v in settings["producer"].items()},
+        origin_header=settings.get("origin_header"),
+        copy_header=settings.get("copy_header"),
+        source=str(settings["source"]),
+        target=str(settings["target"]),
+        poll_ms=_number(settings, "poll_ms"),
+        partitions=partitions,
+    )
 
 
 def _number(body: Mapping[str, Any], key: str) -> int:

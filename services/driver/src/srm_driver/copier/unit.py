@@ -78,6 +78,8 @@ class FlowUnit:
         self._parts: dict[Key, PartitionCopy] = {}
         self._by_remote: dict[Key, PartitionCopy] = {}
         self._confirmed_stopped: set[PlanKey] = set()
+        # The last entry of each partition plan the driver took in (control thread).
+        self._taken: dict[PlanKey, dict[str, Any]] = {}
         self._failure: Failure | None = None
         self._broken_epoch = -1
         self._poll_error: str | None = None
@@ -606,20 +608,35 @@ class FlowUnit:
     # -- reports (control thread) ---------------------------------------------------------
 
     def report(
-        self, counts: dict[PlanKey, int], stopped: set[PlanKey]
+        self,
+        counts: dict[PlanKey, int],
+        stopped: set[PlanKey],
+        sent: dict[PlanKey, dict[str, Any]] | None = None,
+        *,
+        full: bool = True,
     ) -> tuple[dict[str, Any], bool]:
-        """This unit's part of a report, and whether the unit had exited when it was made;
-        ``counts`` gets the number of syncs it includes per partition plan, ``stopped``
-        the partition plans it shows stopped."""
+        """This unit's part of a report, and whether the unit had exited when it was made:
+        every partition when ``full``, else (copy protocol 2) only those whose entry
+        differs from the last one the driver took in, or that carry syncs. ``counts`` gets
+        the number of syncs it includes per partition plan, ``stopped`` the partition
+        plans it shows stopped, ``sent`` the entries it includes, for :meth:`confirm`."""
         with self.lock:
             items = []
+            present = set()
             for p in self._parts.values():
                 item = p.report(True)
                 plan_key = (p.topic, p.partition, p.plan)
+                present.add(plan_key)
+                if not full and not item["syncs"] and self._taken.get(plan_key) == item:
+                    continue  # the driver has this already
                 counts[plan_key] = len(item["syncs"])
                 if item["state"] == STOPPED:
                     stopped.add(plan_key)
+                if sent is not None:
+                    sent[plan_key] = {**item, "syncs": []}
                 items.append(item)
+            for gone in self._taken.keys() - present:
+                del self._taken[gone]
             entry = {
                 "applied": self._applied_version,
                 "flow": self.flow,
@@ -633,12 +650,20 @@ class FlowUnit:
             }
             return entry, self.exited
 
-    def confirm(self, counts: dict[PlanKey, int], stopped: set[PlanKey]) -> None:
-        """The driver answered a report: drop the syncs it had and forget what it saw
-        stopped."""
+    def confirm(
+        self,
+        counts: dict[PlanKey, int],
+        stopped: set[PlanKey],
+        sent: dict[PlanKey, dict[str, Any]] | None = None,
+    ) -> None:
+        """The driver took in a report: drop the syncs it had, forget what it saw stopped,
+        and remember the entries it has (a later delta leaves them out while they stay
+        the same)."""
         with self.lock:
             for p in self._parts.values():
                 count = counts.get((p.topic, p.partition, p.plan))
                 if count:
                     p.confirm_syncs(count)
             self._confirmed_stopped |= stopped
+            if sent:
+                self._taken.update(sent)
