@@ -8,8 +8,9 @@ plus the leases of its units. Both sides are level triggered: a lost
 request or answer is repaired by the next one.
 
 Two versions, named by ``protocol`` in the report and the answer. Protocol 1 (a report
-without the field: the Python slot) carries whole states both ways. Protocol 2 (the JVM
-slot) carries what changed:
+without the field: a slot of an older version) carries whole states both ways. Protocol 2
+(both slots, ``srm.copier.SlotRunner`` and :mod:`srm_driver.copier.control`) carries
+what changed:
 
 * a report lists only the partitions whose entry differs from the last one the driver took
   in (or that carry syncs), and says ``"full": false``; it lists every partition (``"full":
@@ -24,8 +25,8 @@ slot) carries what changed:
   version it holds, else it keeps that version and the next answer is whole
   (:mod:`srm_driver.copying.answers`). Units, epochs and leases are in every answer.
 
-A slot of a protocol this driver does not speak is refused (400, naming both); the JVM
-slot stops when an answer does not say protocol 2 (a driver that took a left-out
+A slot of a protocol this driver does not speak is refused (400, naming both); a slot
+stops when an answer does not say protocol 2 (a driver that took a left-out
 partition for one that is not running would re-plan it while it copies).
 
 Report (slot -> driver)::
@@ -97,7 +98,7 @@ from typing import Any
 from srm_common.errors import SrmError
 
 TopicPartition = tuple[str, int]
-# 1: whole states both ways (the Python slot); 2: what changed (the JVM slot).
+# 1: whole states both ways (slots of older versions); 2: what changed (both slots now).
 PROTOCOLS = (1, 2)
 DELTA_PROTOCOL = 2
 
