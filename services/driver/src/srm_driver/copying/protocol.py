@@ -9,8 +9,7 @@ request or answer is repaired by the next one.
 
 Two versions, named by ``protocol`` in the report and the answer. Protocol 1 (a report
 without the field: a slot of an older version) carries whole states both ways. Protocol 2
-(both slots, ``srm.copier.SlotRunner`` and :mod:`srm_driver.copier.control`) carries
-what changed:
+(the copy slot, :mod:`srm_driver.copier.control`) carries what changed:
 
 * a report lists only the partitions whose entry differs from the last one the driver took
   in (or that carry syncs), and says ``"full": false``; it lists every partition (``"full":
@@ -98,7 +97,7 @@ from typing import Any
 from srm_common.errors import SrmError
 
 TopicPartition = tuple[str, int]
-# 1: whole states both ways (slots of older versions); 2: what changed (both slots now).
+# 1: whole states both ways (slots of older versions); 2: what changed (the slot now).
 PROTOCOLS = (1, 2)
 DELTA_PROTOCOL = 2
 
