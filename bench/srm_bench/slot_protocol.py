@@ -2,7 +2,7 @@
 protocol 1, and protocol 2's full reports) against protocol 2's deltas: bytes on the wire
 and the driver's time to read a report (``json.loads`` and
 :func:`srm_driver.copying.protocol.parse_report`, the median of ``--runs``). Entries have
-the fields and sizes the JVM slot sends (``PartitionCopy.report``); no Kafka, no Spark.
+the fields and sizes the copy slot sends (``srm_driver.copier.partition``); no Kafka, no Spark.
 
     PYTHONPATH=bench .venv/bin/python -m srm_bench.slot_protocol --partitions 1500,3000
 
