@@ -1089,3 +1089,15 @@ def test_a_report_with_a_field_of_the_wrong_kind_is_refused_naming_it(
     status, answer = h.report(entry)
     assert status == 400 and f"{named} is not a whole number" in answer["error"]
     assert h.service.status(FLOW)["records"] == 0, "nothing of it taken in"
+
+
+def test_a_new_run_of_a_slot_gets_whole_answers_whatever_version_it_names(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan, version = running2(h)
+    body = {"protocol": 2, "full": True, "job": "job-1", "slot": 0, "seq": 0, "run": NEW_RUN,
+            "answered": version, "exiting": False, "units": [unit(FLOW)]}  # fmt: skip
+    status, answer = h.service.on_report("job-1", 0, body)  # its seq and versions from 0
+    assert status == 200 and "base" not in answer, "the old run's answer is no base for it"
+    assert "settings" in answer["units"][FLOW]

@@ -45,6 +45,12 @@ class Answers:
         # Slots whose full report was taken in (until then, each answer asks for one).
         self._full_seen: set[int] = set()
 
+    def forget(self, slot: int) -> None:
+        """``slot`` runs again (a new run, its ``seq`` from 0): no answer it holds is the
+        base of a delta, and a full report of it is asked for again."""
+        self._sent.pop(slot, None)
+        self._full_seen.discard(slot)
+
     def answer(
         self, report: SlotReport, leases: Mapping[str, int], refused: set[str]
     ) -> dict[str, object]:

@@ -125,6 +125,7 @@ class ReportDesk:
                 }
             if verdict == "newer":
                 take_over(ledger, report.slot, report.run, now, int(time.time() * 1000))
+                self._answers.forget(report.slot)
             ledger.runs.setdefault(report.slot, report.run)
             if report.seq <= ledger.last_seq.get(report.slot, -1):
                 return 409, {"error": f"report {report.seq} is older than one already taken"}
