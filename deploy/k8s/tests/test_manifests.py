@@ -26,7 +26,16 @@ IMAGES = {
     "srm-coordinator": "coordinator",
     "srm-driver": "driver",
     "srm-api-gateway": "api-gateway",
+    "srm-metrics-aggregator": "metrics-aggregator",
+    # The Spark cluster of the copy work runs from the driver image (spark.yaml).
+    "srm-spark-master": "driver",
+    "srm-spark-worker": "driver",
 }
+# The services whose HTTP API serves probes and reads the tokens file.
+HTTP_SERVICES = {"srm-coordinator", "srm-driver", "srm-api-gateway"}
+# SRM's own services (srm.yaml, their command's parser), as opposed to Spark's daemons.
+SRM_SERVICES = HTTP_SERVICES | {"srm-metrics-aggregator"}
+SPARK_DAEMONS = {"srm-spark-master", "srm-spark-worker"}
 
 
 def _documents(path: Path) -> list[dict]:
@@ -43,16 +52,46 @@ WORKLOADS = {
 
 def _kind(name: str) -> str:
     """The service a workload runs: ``srm-driver-backup`` (one driver set per target
-    cluster) is ``srm-driver``."""
-    return "srm-driver" if name.startswith("srm-driver-") else name
+    cluster) is ``srm-driver``, ``srm-metrics-aggregator-backup`` (one per cluster)
+    ``srm-metrics-aggregator``."""
+    for kind in ("srm-driver", "srm-metrics-aggregator"):
+        if name.startswith(f"{kind}-"):
+            return kind
+    return name
 
 
-def _containers() -> Iterator[tuple[str, dict, dict]]:
-    """(the service a workload runs, its pod spec, a container) of every workload."""
+def _containers(kinds: set[str] | None = None) -> Iterator[tuple[str, dict, dict]]:
+    """(the service a workload runs, its pod spec, a container) of every workload (of
+    the services ``kinds`` only, when given)."""
     for name, workload in WORKLOADS.items():
         pod = workload["spec"]["template"]["spec"]
         for container in pod["containers"]:
-            yield _kind(name), pod, container
+            if kinds is None or _kind(name) in kinds:
+                yield _kind(name), pod, container
+
+
+def _env(container: dict) -> dict[str, str | None]:
+    return {item["name"]: item.get("value") for item in container.get("env", [])}
+
+
+def _spark_conf(container: dict) -> dict[str, str]:
+    """A driver container's ``--spark-conf KEY=VALUE`` settings."""
+    args = container["args"]
+    pairs = [args[i + 1] for i, arg in enumerate(args) if arg == "--spark-conf"]
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+def _option(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def _bytes(size: str) -> int:
+    """A Spark (``2g``) or Kubernetes (``4Gi``) memory size in bytes."""
+    units = {"g": 2**30, "m": 2**20, "Gi": 2**30, "Mi": 2**20}
+    for unit in sorted(units, key=len, reverse=True):
+        if size.endswith(unit):
+            return int(size[: -len(unit)]) * units[unit]
+    raise ValueError(size)
 
 
 @pytest.fixture
@@ -92,26 +131,33 @@ def test_the_services_run_their_images_with_arguments_their_command_accepts() ->
     import srm_api_gateway.cli
     import srm_coordinator.cli
     import srm_driver.cli
+    import srm_metrics_aggregator.cli
 
     parsers = {
         "srm-coordinator": srm_coordinator.cli._parser(),
         "srm-driver": srm_driver.cli._parser(),
         "srm-api-gateway": srm_api_gateway.cli._parser(),
+        "srm-metrics-aggregator": srm_metrics_aggregator.cli._parser(),
     }
     assert {_kind(name) for name in WORKLOADS} == set(IMAGES)
     for name, _pod, container in _containers():
         image = IMAGES[name]
         assert container["image"] == f"srm/{image}:latest"  # as `make images` tags them
         assert (ROOT / "deploy" / "images" / image / "Dockerfile").exists()
-        env = {item["name"] for item in container.get("env", [])}
+        env = set(_env(container))
         args = container["args"]
         for arg in args:  # $(VAR) is expanded by Kubernetes from the container's env
             if arg.startswith("$("):
                 assert arg[2:-1] in env, (name, arg)
+        for value in _env(container).values():
+            if value and value.startswith("$("):
+                assert value[2:-1] in env, (name, value)
+        if name in SPARK_DAEMONS:
+            continue  # test_the_spark_cluster_is_sized_for_the_drivers_and_authenticated
         parsed = parsers[name].parse_args(args)
         assert str(parsed.config) == "/etc/srm/srm.yaml"
         # Advertised URLs must be reachable from other pods: the pod IP, not a host name.
-        if name != "srm-api-gateway":
+        if name in ("srm-coordinator", "srm-driver"):
             assert parsed.host == "$(POD_IP)" and parsed.id == "$(POD_NAME)"
 
 
@@ -128,6 +174,9 @@ def test_the_configmap_is_a_valid_srm_yaml(tmp_path: Path) -> None:
         mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
         volumes = {volume["name"]: volume for volume in pod["volumes"]}
         assert set(mounts) == set(volumes)
+    for _name, pod, container in _containers(SRM_SERVICES):
+        mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
         assert mounts["config"] == "/etc/srm"
         assert volumes["config"]["configMap"]["name"] == configmap["metadata"]["name"]
 
@@ -138,9 +187,11 @@ def test_secrets_are_mounted_as_files_and_templated_not_applied() -> None:
     for name, pod, container in _containers():
         mounts = {mount["name"]: mount for mount in container["volumeMounts"]}
         secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
-        assert secrets["cluster-credentials"]["secretName"] == "srm-cluster-credentials"
-        # Plaintext clusters need no credentials: the pods start without the Secret.
-        assert secrets["cluster-credentials"]["optional"] is True
+        # Whatever opens a Kafka client (the copy slots on Spark's workers too) has the
+        # clusters' credentials; plaintext clusters need none: pods start without them.
+        if name != "srm-spark-master":
+            assert secrets["cluster-credentials"]["secretName"] == "srm-cluster-credentials"
+            assert secrets["cluster-credentials"]["optional"] is True
         for volume, secret in secrets.items():
             assert secret["secretName"] in templated
             assert mounts[volume]["readOnly"] is True
@@ -176,7 +227,16 @@ def test_probes_ask_health_endpoints_the_services_serve() -> None:
         "srm-driver": ("/v1/flows", "/v1/driver"),
         "srm-api-gateway": ("/healthz", "/readyz"),
     }
-    for name, _pod, container in _containers():
+    for _name, _pod, container in _containers(SPARK_DAEMONS):
+        # Spark's daemons: their web UI's JSON status (the master's lists its workers).
+        for kind in ("startup", "liveness", "readiness"):
+            assert container[f"{kind}Probe"]["httpGet"] == {"path": "/json/", "port": "http"}
+        (web,) = [port["containerPort"] for port in container["ports"] if port["name"] == "http"]
+        assert str(web) == container["args"][container["args"].index("--webui-port") + 1]
+    # The aggregators serve no HTTP (Faust's web server is off): a failing one exits.
+    for _name, _pod, container in _containers({"srm-metrics-aggregator"}):
+        assert "ports" not in container and "livenessProbe" not in container
+    for name, _pod, container in _containers(HTTP_SERVICES):
         ports = {port["name"]: port["containerPort"] for port in container["ports"]}
         probes = {kind: container[f"{kind}Probe"] for kind in ("startup", "liveness", "readiness")}
         for probe in probes.values():
@@ -233,8 +293,8 @@ def test_drivers_never_let_spark_run_a_copy_task_twice() -> None:
     for name in ("srm-driver-backup", "srm-driver-primary"):
         driver = WORKLOADS[name]
         (container,) = driver["spec"]["template"]["spec"]["containers"]
-        env = {item["name"]: item.get("value") for item in container["env"]}
-        check_spark_settings(env["SRM_SPARK_MASTER"], {})
+        env = _env(container)
+        check_spark_settings(env["SRM_SPARK_MASTER"], _spark_conf(container))
         assert driver["kind"] == "Deployment"
         # A new driver joins before an old one leaves; SIGTERM gets time to hand over.
         assert driver["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
@@ -257,8 +317,85 @@ def test_one_driver_set_per_target_cluster_each_pinned_to_it(tmp_path: Path) -> 
     assert pinned == {f"srm-driver-{alias}": alias for alias in targets}
 
 
+def test_one_aggregator_set_per_cluster_the_drivers_write_to(tmp_path: Path) -> None:
+    """The drivers write their raw metrics to their target cluster; without its
+    aggregator, the gateway's metrics of that cluster stay empty."""
+    import srm_metrics_aggregator.cli
+
+    (configmap,) = [doc for doc in APPLIED if doc["kind"] == "ConfigMap"]
+    path = tmp_path / "srm.yaml"
+    path.write_text(configmap["data"]["srm.yaml"])
+    targets = {flow.target for flow in load_config(path).flows.values()}
+    folded = {}
+    for name, workload in WORKLOADS.items():
+        if _kind(name) == "srm-metrics-aggregator":
+            pod = workload["spec"]["template"]["spec"]
+            (container,) = pod["containers"]
+            args = srm_metrics_aggregator.cli._parser().parse_args(container["args"])
+            folded[name] = args.cluster
+            # Faust's data folder on a writable volume (the root file system is read-only).
+            mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+            (volume,) = [mounts[m] for m in mounts if args.data_dir.startswith(m + "/")]
+            assert "emptyDir" in {v["name"]: v for v in pod["volumes"]}[volume]
+    assert folded == {f"srm-metrics-aggregator-{alias}": alias for alias in targets}
+
+
+def test_the_spark_cluster_is_sized_for_the_drivers_and_authenticated() -> None:
+    master = WORKLOADS["srm-spark-master"]["spec"]["template"]["spec"]["containers"][0]
+    worker_set = WORKLOADS["srm-spark-worker"]
+    worker = worker_set["spec"]["template"]["spec"]["containers"][0]
+    assert master["command"] == ["spark-class", "org.apache.spark.deploy.master.Master"]
+    assert worker["command"] == ["spark-class", "org.apache.spark.deploy.worker.Worker"]
+    # Executors and the master are reached at their pod IP (no pod host name resolves).
+    assert _option(master["args"], "--host") == _option(worker["args"], "--host") == "$(POD_IP)"
+    (service,) = [
+        d for d in APPLIED if d["kind"] == "Service" and d["metadata"]["name"] == "srm-spark-master"
+    ]
+    (port,) = service["spec"]["ports"]
+    ports = {p["name"]: p["containerPort"] for p in master["ports"]}
+    assert str(ports[port["targetPort"]]) == _option(master["args"], "--port")
+    url = f"spark://{service['metadata']['name']}:{port['port']}"
+    assert worker["args"][-1] == url
+    drivers = [WORKLOADS[n] for n in WORKLOADS if _kind(n) == "srm-driver"]
+    wanted = 0
+    for driver in drivers:
+        (container,) = driver["spec"]["template"]["spec"]["containers"]
+        env, conf = _env(container), _spark_conf(container)
+        assert env["SRM_SPARK_MASTER"] == url
+        assert env["SPARK_LOCAL_IP"] == "$(POD_IP)"  # executors connect back to the driver
+        wanted += driver["spec"]["replicas"] * int(conf["spark.cores.max"])
+        # Every executor of a driver fits on one worker, cores and memory alike.
+        executors = int(_option(worker["args"], "--cores")) // int(conf["spark.executor.cores"])
+        assert executors >= 1
+        assert executors * _bytes(conf["spark.executor.memory"]) <= _bytes(
+            _option(worker["args"], "--memory")
+        )
+    # Every driver gets its cores: a driver left without executors would wait, not copy.
+    offered = worker_set["spec"]["replicas"] * int(_option(worker["args"], "--cores"))
+    assert wanted <= offered, f"drivers want {wanted} cores, workers offer {offered}"
+    assert _bytes(_option(worker["args"], "--memory")) < _bytes(
+        worker["resources"]["limits"]["memory"]
+    )
+    # One shared secret for master, workers, executors and drivers, from a mounted file.
+    example = {d["metadata"]["name"]: d for d in EXAMPLE_SECRETS}["srm-spark-auth"]
+    settings = dict(
+        line.split(None, 1) for line in example["stringData"]["spark-defaults.conf"].splitlines()
+    )
+    assert settings["spark.authenticate"] == "true"
+    assert settings["spark.network.crypto.enabled"] == "true"
+    assert "spark.authenticate.secret" in settings
+    for _name, pod, container in (*_containers(SPARK_DAEMONS), *_containers({"srm-driver"})):
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        (mount,) = [
+            m["mountPath"]
+            for m in container["volumeMounts"]
+            if volumes[m["name"]].get("secret", {}).get("secretName") == "srm-spark-auth"
+        ]
+        assert _env(container)["SPARK_CONF_DIR"] == mount
+
+
 def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token() -> None:
-    for name, pod, container in _containers():
+    for name, pod, container in _containers(HTTP_SERVICES):
         env = {e["name"]: e.get("value") for e in container["env"]}
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
         secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
@@ -275,11 +412,10 @@ def test_every_http_api_reads_the_tokens_file_and_clients_bear_their_own_token()
 def test_the_gateways_postgresql_is_an_optional_external_url_from_a_secret(tmp_path: Path) -> None:
     import srm_api_gateway.cli
 
-    assert {_kind(name) for name in WORKLOADS} == {
-        "srm-coordinator",
-        "srm-driver",
-        "srm-api-gateway",
-    }, "no database runs in the manifests"
+    images = {container["image"] for _name, _pod, container in _containers()}
+    assert images == {f"srm/{image}:latest" for image in IMAGES.values()}, (
+        "no database runs in the manifests"
+    )
     pod = WORKLOADS["srm-api-gateway"]["spec"]["template"]["spec"]
     args = srm_api_gateway.cli._parser().parse_args(pod["containers"][0]["args"])
     volumes = {v["name"]: v for v in pod["volumes"]}
