@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from srm_common.config import FlowConfig, parse_yaml_text
-from srm_driver import bootstrap, flow_topics, heartbeats
+from srm_driver import bootstrap, flow_topics
 
 
 def flow_with(**keys: object) -> FlowConfig:
@@ -45,15 +45,14 @@ class Writer:
 @pytest.fixture
 def created(monkeypatch: pytest.MonkeyPatch) -> Created:
     created = Created()
-    for module in (bootstrap, heartbeats):
-        monkeypatch.setattr(module, "ensure_compacted_topic", created)
-        monkeypatch.setattr(module, "admin_client", dict)  # the config stands for the client
-        monkeypatch.setattr(module, "InternalWriter", Writer)
+    monkeypatch.setattr(bootstrap, "ensure_compacted_topic", created)
+    monkeypatch.setattr(bootstrap, "admin_client", dict)  # the config stands for the client
+    monkeypatch.setattr(bootstrap, "internal_writer", Writer)
     return created
 
 
 def test_the_heartbeats_topic_gets_its_replication_factor(created: Created) -> None:
-    heartbeats.HeartbeatTask(flow_with(**{"heartbeats.topic.replication.factor": 2})).prepare()
+    bootstrap.heartbeat_task(flow_with(**{"heartbeats.topic.replication.factor": 2})).prepare()
     assert created.topics == [("backup:9092", "heartbeats", 2)]
 
 

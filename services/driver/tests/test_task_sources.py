@@ -76,6 +76,26 @@ class NoBeats:
         pass
 
 
+class NoLeader:
+    """A leader client that no test here sends through (the resume test hands its own)."""
+
+    def start(self) -> None:
+        pass
+
+    def post(self, path: str, body: object, on_behalf_of: str | None = None) -> object:
+        raise AssertionError(f"unexpected POST {path}")
+
+    def report(self, path: str, body: object) -> None:
+        raise AssertionError(f"unexpected report {path}")
+
+    def close(self) -> None:
+        pass
+
+
+def no_leader(_target: str, _leader_url: object) -> NoLeader:
+    return NoLeader()
+
+
 def unstarted() -> LinkPorts:
     raise AssertionError("these sources are never started")
 
@@ -91,6 +111,7 @@ def watching(
         "d1",
         discovery,  # type: ignore[arg-type]
         link_ports=unstarted,
+        leader_client=no_leader,  # type: ignore[arg-type]
         clock=clock,
     )
     notices: list[str] = []
@@ -158,6 +179,7 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
         "d1",
         discovery,  # type: ignore[arg-type]
         link_ports=unstarted,
+        leader_client=no_leader,  # type: ignore[arg-type]
     )
     sent: list[tuple[str, dict[str, object]]] = []
     behalf: list[str | None] = []
@@ -202,6 +224,7 @@ def test_a_driver_of_two_targets_runs_what_each_log_assigns_it_and_reports_each_
         link_ports=lambda settings: LinkPorts(
             logs[settings.cluster].reader, logs[settings.cluster].log_end(), NoBeats()
         ),
+        leader_client=no_leader,  # type: ignore[arg-type]
     )
     applied: dict[str, int | frozenset[str]] = {"number": -1, "running": frozenset()}
     source.start("http://d1:1", lambda: (applied["number"], applied["running"]))  # type: ignore[arg-type, return-value]

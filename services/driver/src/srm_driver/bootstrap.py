@@ -1,16 +1,26 @@
 """The composition root: every adapter of a driver built from its validated settings.
 
-Nothing else in the driver builds a Kafka client, a Spark session or an HTTP server;
-classes receive what they use. Tests build a runtime from fakes the same way.
+Nothing else in the driver builds a Kafka client (confluent-kafka's, or through
+:mod:`srm_common.adapters.kafka_clients` and :func:`srm_driver.kafka_admin.admin_client`),
+an event-log client, the coordinator's HTTP client, a Spark session or an HTTP server;
+classes receive what they use, or a factory from here when they need one per flow, task
+or target. Modules say which keys their clients need (``producer_config``); the clients
+are made here. Tests build the same classes from fakes. ``tests/test_composition_roots.py``
+keeps it so (it names any other module that calls a client constructor); the copy slot
+(:mod:`srm_driver.copier`, a process of its own) has its own root, ``copier/clients.py``.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.flow_offsets import FlowOffsets
+from srm_common.adapters.group_admin import ClusterGroups
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
@@ -22,12 +32,14 @@ from srm_common.adapters.kafka_log import (
 )
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
-from srm_common.domain.policy import IdentityReplicationPolicy
+from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
+from srm_common.metrics.raw import RAW_TOPIC
 
 from srm_driver.acl_sync import AclSync, AclSyncJob
-from srm_driver.checkpoints import CheckpointRunner, checkpointer
+from srm_driver.checkpoints import Checkpointer, CheckpointRunner
 from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
+from srm_driver.coordinator_client import CoordinatorClient
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.facts import FlowFacts
 from srm_driver.copying.job import CopyJob
@@ -35,11 +47,12 @@ from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.service import CopyService
 from srm_driver.driver import Driver
 from srm_driver.flow_topics import FlowTopics
-from srm_driver.heartbeats import HeartbeatEmitter
-from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
+from srm_driver.heartbeats import HeartbeatEmitter, HeartbeatTask
+from srm_driver.internal_writer import InternalWriter, producer_config
+from srm_driver.kafka_admin import admin_client, create_topic, ensure_compacted_topic
 from srm_driver.progress_store import ProgressStore
-from srm_driver.raw_metrics import RawMetrics, target_writer
+from srm_driver.raw_metrics import RAW_TOPIC_PARTITIONS, RawMetrics, TargetWriter
+from srm_driver.raw_metrics import producer_config as metrics_producer_config
 from srm_driver.rest import copier_principal, create_app
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
@@ -66,14 +79,18 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     if settings.standalone:
         source: TaskSource = StaticTaskSource(config, discovery, flows=settings.flows)
     else:
-        source = CoordinatedTaskSource(
+        leader_credentials = credentials(config.extra, token_file=settings.token_file)
+        coordinated = CoordinatedTaskSource(
             config,
             settings.control,
             settings.driver_id,
             discovery,
             link_ports=lambda log: link_ports(log, settings.driver_id),
-            credentials=credentials(config.extra, token_file=settings.token_file),
+            leader_client=lambda _target, leader_url: CoordinatorClient(
+                leader_url, settings.driver_id, leader_credentials
+            ),
         )
+        source = driver.coordination = coordinated
     driver.source = source
     driver.server = HttpServer(
         create_app(driver, access),
@@ -106,7 +123,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         flow_topics=lambda flow: FlowTopics(
             flow, admin_client(flow.source_admin), admin_client(flow.target_admin)
         ),
-        heartbeat=lambda flow, stop: HeartbeatEmitter(flow, stop),
+        heartbeat=lambda flow, stop: HeartbeatEmitter(flow, stop, heartbeat_task(flow)),
         checkpoints=lambda task_id, flow, task, stop: CheckpointRunner(
             task_id, checkpointer(flow, task.groups), stop
         ),
@@ -131,6 +148,67 @@ def link_ports(log: ControlSettings, driver: str) -> LinkPorts:
     )
 
 
+def internal_writer(
+    topic: str,
+    producer: Mapping[str, str],
+    *,
+    partition: int | None = 0,
+    timeout_ms: int | None = None,
+) -> InternalWriter:
+    """A writer of internal records to ``topic`` with a producer of its own."""
+    config = producer_config(producer, timeout_ms=timeout_ms)
+    return InternalWriter(topic, kafka_clients.producer(config), partition=partition)
+
+
+def heartbeat_task(flow: FlowConfig) -> HeartbeatTask:
+    """``flow``'s heartbeat task: its writer, and the creation of the heartbeats topic on
+    the target (a new admin client each try, as the task retries it)."""
+    topic = flow.replication_policy().heartbeats_topic()
+    return HeartbeatTask(
+        flow,
+        writer=internal_writer(topic, flow.target_internal_producer),
+        prepare=lambda: ensure_compacted_topic(
+            admin_client(flow.target_admin),
+            topic,
+            replication_factor=flow.heartbeats_topic_replication_factor,
+        ),
+    )
+
+
+def checkpointer(flow: FlowConfig, groups: tuple[str, ...]) -> Checkpointer:
+    """A checkpoint task of ``flow`` holding ``groups``, with its clients."""
+    topic = flow.replication_policy().checkpoints_topic(flow.source)
+    target = admin_client(flow.target_admin)
+    return Checkpointer(
+        flow,
+        groups,
+        offsets=FlowOffsets(flow),
+        source=ClusterGroups(admin_client(flow.source_admin), flow.source),
+        target=ClusterGroups(target, flow.target),
+        writer=internal_writer(topic, flow.target_internal_producer),
+        prepare=lambda: ensure_compacted_topic(
+            target, topic, replication_factor=flow.checkpoints_topic_replication_factor
+        ),
+    )
+
+
+def target_writer(flow: FlowConfig) -> TargetWriter:
+    """The raw metrics' writer of ``flow``'s target cluster: the topic created with the
+    flow's ``srm.metrics.topic.replication.factor``."""
+    admin = admin_client(flow.target_admin)
+    return TargetWriter(
+        flow.target,
+        producer=kafka_clients.producer(metrics_producer_config(flow)),
+        ensure_topic=lambda: create_topic(
+            admin,
+            RAW_TOPIC,
+            partitions=RAW_TOPIC_PARTITIONS,
+            replication_factor=flow.metrics_topic_replication_factor,
+            config={"cleanup.policy": "delete"},
+        ),
+    )
+
+
 def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
     """The clients of one flow's copying; creates its internal topics (KafkaAdminError
     when the target or the syncs cluster does not answer: tried again later)."""
@@ -138,12 +216,16 @@ def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
     partitions, factor = settings.progress_topics[flow.name]
     store = ProgressStore(
         flow.source,
-        flow.target_admin,
-        flow.target_internal_producer,
-        flow.target_consumer,
+        admin=admin_client(flow.target_admin),
+        writer=internal_writer(
+            mm2_offsets_topic(flow.source),
+            flow.target_internal_producer,
+            partition=None,
+            timeout_ms=write_timeout,
+        ),
+        consumer_config=flow.target_consumer,
         partitions=partitions,
         replication_factor=factor,
-        write_timeout_ms=write_timeout,
     )
     store.ensure_topic()
     policy = flow.replication_policy()
@@ -164,7 +246,7 @@ def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
         syncs_topic,
         replication_factor=flow.offset_syncs_topic_replication_factor,
     )
-    syncs = InternalWriter(syncs_topic, producer, timeout_ms=write_timeout)
+    syncs = internal_writer(syncs_topic, producer, timeout_ms=write_timeout)
     return FlowAdapters(
         flow=flow,
         store=store,

@@ -32,7 +32,6 @@ from srm_common.domain.records import Checkpoint
 from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
 from srm_driver.raw_metrics import GroupMetrics
 from srm_driver.task_thread import TaskThread
 
@@ -213,23 +212,6 @@ class Checkpointer:
     def close(self) -> None:
         self.offsets.close()
         self._writer.close()
-
-
-def checkpointer(flow: FlowConfig, groups: tuple[str, ...]) -> Checkpointer:
-    """A task with real clients for ``flow`` (the composition root's factory)."""
-    topic = flow.replication_policy().checkpoints_topic(flow.source)
-    target = admin_client(flow.target_admin)
-    return Checkpointer(
-        flow,
-        groups,
-        offsets=FlowOffsets(flow),
-        source=ClusterGroups(admin_client(flow.source_admin), flow.source),
-        target=ClusterGroups(target, flow.target),
-        writer=InternalWriter(topic, flow.target_internal_producer),
-        prepare=lambda: ensure_compacted_topic(
-            target, topic, replication_factor=flow.checkpoints_topic_replication_factor
-        ),
-    )
 
 
 class CheckpointRunner(TaskThread):

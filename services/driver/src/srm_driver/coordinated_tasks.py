@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
-from srm_common.adapters.http_client import HttpCredentials
 from srm_common.adapters.kafka_log import ControlLogError, ControlTopicRefused
 from srm_common.config.control import ControlPlane, ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
@@ -31,7 +31,7 @@ from srm_common.control.state import ControlState, parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.control import ControlLink, LinkPorts
-from srm_driver.coordinator_client import CoordinatorClient, CoordinatorUnavailable
+from srm_driver.coordinator_client import CoordinatorUnavailable
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
 from srm_driver.tasks import Assignment, Report, TopicPartition
@@ -41,9 +41,31 @@ log = logging.getLogger(__name__)
 ISSUED_KEPT = 64  # generation combinations remembered (the runtime reports a recent one)
 
 
+class LeaderClient(Protocol):
+    """The driver's client of one log's leader
+    (:class:`srm_driver.coordinator_client.CoordinatorClient`)."""
+
+    def start(self) -> None: ...
+
+    def post(
+        self, path: str, body: Mapping[str, object], on_behalf_of: str | None = None
+    ) -> tuple[int, dict[str, object]]:
+        """Send now; the status and answer, or CoordinatorUnavailable."""
+
+    def report(self, path: str, body: dict[str, object]) -> None:
+        """Queue a report, sent until the leader took it."""
+
+    def close(self) -> None: ...
+
+
+# Builds the client of one target's leader, given where that leader is now.
+LeaderClients = Callable[[str, Callable[[], str | None]], LeaderClient]
+
+
 class CoordinatedTaskSource:
     """See the module docstring. ``plane`` holds the logs of the targets served;
-    ``link_ports(log)`` builds one link's clients."""
+    ``link_ports(log)`` builds one link's clients, ``leader_client(target, leader_url)``
+    the client of one log's leader (both from the composition root)."""
 
     def __init__(
         self,
@@ -53,8 +75,8 @@ class CoordinatedTaskSource:
         discovery: Discovery,
         *,
         link_ports: Callable[[ControlSettings], LinkPorts],
+        leader_client: LeaderClients,
         clock: Callable[[], float] = time.monotonic,
-        credentials: HttpCredentials | None = None,
     ) -> None:
         self.driver_id = driver_id
         self._clock = clock
@@ -68,8 +90,7 @@ class CoordinatedTaskSource:
         self._watch_due: dict[str, RefreshSchedule] = {}
         self.links: dict[str, ControlLink] = {}
         self.clients = {
-            target: CoordinatorClient(self._leader_of(target), driver_id, credentials)
-            for target in plane.targets
+            target: leader_client(target, self._leader_of(target)) for target in plane.targets
         }
         self.changed = threading.Event()
         # Combination number -> each log's generation in it (see the module docstring).
@@ -210,7 +231,7 @@ class CoordinatedTaskSource:
             for target, link in self.links.items()
         }
 
-    def _client(self, flow: str) -> CoordinatorClient | None:
+    def _client(self, flow: str) -> LeaderClient | None:
         config = self._flows.get(flow)
         return self.clients.get(config.target) if config is not None else None
 

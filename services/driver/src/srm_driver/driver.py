@@ -12,7 +12,7 @@ from srm_common.adapters.http_server import HttpServer
 
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
-from srm_driver.tasks import TaskSource
+from srm_driver.tasks import Coordination, TaskSource
 
 log = logging.getLogger(__name__)
 
@@ -20,11 +20,13 @@ log = logging.getLogger(__name__)
 @dataclass
 class Driver:
     """A built driver: its settings, runtime and REST server (filled in by
-    :func:`srm_driver.bootstrap.build`)."""
+    :func:`srm_driver.bootstrap.build`); ``coordination`` when it follows event logs
+    (None when standalone)."""
 
     settings: DriverSettings
     runtime: DriverRuntime | None = None
     source: TaskSource | None = None
+    coordination: Coordination | None = None
     server: HttpServer | None = None
     closers: list[object] = field(default_factory=list)
 

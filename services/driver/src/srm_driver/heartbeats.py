@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from srm_common.config.model import FlowConfig
 from srm_common.domain.records import Heartbeat
 
 from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import admin_client, ensure_compacted_topic
 from srm_driver.task_thread import TaskThread
 
 log = logging.getLogger(__name__)
@@ -28,13 +28,18 @@ RETRY_SECONDS = 5.0
 
 
 class HeartbeatTask:
-    """Emits ``Heartbeat(source, target, now)`` every ``emit.heartbeats.interval.seconds``."""
+    """Emits ``Heartbeat(source, target, now)`` every ``emit.heartbeats.interval.seconds``
+    through ``writer`` (to the flow's heartbeats topic); ``prepare`` creates that topic
+    (both made by the composition root, :func:`srm_driver.bootstrap.heartbeat_task`)."""
 
-    def __init__(self, flow: FlowConfig) -> None:
+    def __init__(
+        self, flow: FlowConfig, *, writer: InternalWriter, prepare: Callable[[], object]
+    ) -> None:
         self.flow = flow
-        self.topic = flow.replication_policy().heartbeats_topic()
+        self.topic = writer.topic
         self.interval = float(flow.emit_heartbeats_interval_seconds)
-        self._writer = InternalWriter(self.topic, flow.target_internal_producer)
+        self._writer = writer
+        self._prepare = prepare
         self._next_due = 0.0
         self.emitted = 0
         # When the last heartbeat was written (wall ms), and whether the last try failed.
@@ -42,11 +47,7 @@ class HeartbeatTask:
         self.failing = False
 
     def prepare(self) -> None:
-        ensure_compacted_topic(
-            admin_client(self.flow.target_admin),
-            self.topic,
-            replication_factor=self.flow.heartbeats_topic_replication_factor,
-        )
+        self._prepare()
 
     def seconds_until_due(self, now: float | None = None) -> float:
         return max(0.0, self._next_due - (time.monotonic() if now is None else now))
@@ -66,12 +67,10 @@ class HeartbeatTask:
 class HeartbeatEmitter(TaskThread):
     """Runs one :class:`HeartbeatTask` until the driver stops or :meth:`halt` is called."""
 
-    def __init__(
-        self, flow: FlowConfig, stop: threading.Event, task: HeartbeatTask | None = None
-    ) -> None:
+    def __init__(self, flow: FlowConfig, stop: threading.Event, task: HeartbeatTask) -> None:
         super().__init__(f"heartbeats {flow.name}", stop)
         self.flow_name = flow.name
-        self.task = task or HeartbeatTask(flow)
+        self.task = task
 
     def run(self) -> None:
         prepared = False

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.domain.connect_offsets import decode_source_offset, source_offset_key
 from srm_common.domain.policy import mm2_offsets_topic
@@ -19,7 +20,7 @@ from srm_common.domain.progress import Progress
 from srm_common.errors import RecordFormatError
 
 from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import KafkaAdminError, admin_client, create_topic
+from srm_driver.kafka_admin import KafkaAdminError, create_topic
 
 log = logging.getLogger(__name__)
 
@@ -28,28 +29,31 @@ CONNECT_OFFSETS_PARTITIONS = 25  # Connect's offset.storage.partitions default
 
 
 class ProgressStore:
-    """Reads all progress of one source cluster once, then writes updates synchronously."""
+    """Reads all progress of one source cluster once, then writes updates synchronously.
+
+    The composition root hands in the target's ``admin``, the ``writer`` of
+    ``mm2-offsets.<source>.internal`` (partitioned by key) and the keys of the consumer
+    that reads it back (:func:`srm_common.adapters.kafka_reader.read_partitions`)."""
 
     def __init__(
         self,
         source_alias: str,
-        target_admin_config: Mapping[str, str],
-        target_producer_config: Mapping[str, str],
-        target_consumer_config: Mapping[str, str],
         *,
+        admin: AdminClient,
+        writer: InternalWriter,
+        consumer_config: Mapping[str, str],
         partitions: int = CONNECT_OFFSETS_PARTITIONS,
         replication_factor: int = -1,
-        write_timeout_ms: int = 10000,
     ) -> None:
         self.source_alias = source_alias
         self.topic = mm2_offsets_topic(source_alias)
-        self._admin = admin_client(target_admin_config)
-        self._consumer_config = dict(target_consumer_config)
+        if writer.topic != self.topic:
+            raise ValueError(f"progress of {source_alias} goes to {self.topic}, not {writer.topic}")
+        self._admin = admin
+        self._consumer_config = dict(consumer_config)
         self._partitions = partitions
         self._replication_factor = replication_factor
-        self._writer = InternalWriter(
-            self.topic, target_producer_config, partition=None, timeout_ms=write_timeout_ms
-        )
+        self._writer = writer
 
     def ensure_topic(self) -> None:
         create_topic(

@@ -35,9 +35,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, Producer
-from srm_common.adapters import kafka_clients
 from srm_common.config.model import FlowConfig
 from srm_common.metrics.grouping import grouped
 from srm_common.metrics.raw import (
@@ -50,7 +50,6 @@ from srm_common.metrics.raw import (
 )
 
 from srm_driver.copying.meter import PartitionMetrics
-from srm_driver.kafka_admin import admin_client, create_topic
 
 log = logging.getLogger(__name__)
 
@@ -355,33 +354,18 @@ class TargetWriter(threading.Thread):
             )
 
 
-def target_writer(flow: FlowConfig) -> TargetWriter:
-    """The writer of ``flow``'s target cluster, with real clients (the composition root's
-    factory): the topic created with the flow's ``srm.metrics.topic.replication.factor``."""
-    producer = kafka_clients.producer(
-        {
-            **flow.target_internal_producer,
-            "acks": "all",
-            "linger.ms": 50,
-            # A sample the target does not take within this is dropped (and counted).
-            "message.timeout.ms": max(10_000, min(60_000, 3 * flow.metrics_interval_ms)),
-            "queue.buffering.max.messages": 100_000,
-            "queue.buffering.max.kbytes": 16_384,
-        }
-    )
-    admin = admin_client(flow.target_admin)
-    writer = TargetWriter(
-        flow.target,
-        producer=producer,
-        ensure_topic=lambda: create_topic(
-            admin,
-            RAW_TOPIC,
-            partitions=RAW_TOPIC_PARTITIONS,
-            replication_factor=flow.metrics_topic_replication_factor,
-            config={"cleanup.policy": "delete"},
-        ),
-    )
-    return writer
+def producer_config(flow: FlowConfig) -> dict[str, Any]:
+    """The keys of the producer of ``flow``'s target writer (the composition root builds
+    the writer, :func:`srm_driver.bootstrap.target_writer`)."""
+    return {
+        **flow.target_internal_producer,
+        "acks": "all",
+        "linger.ms": 50,
+        # A sample the target does not take within this is dropped (and counted).
+        "message.timeout.ms": max(10_000, min(60_000, 3 * flow.metrics_interval_ms)),
+        "queue.buffering.max.messages": 100_000,
+        "queue.buffering.max.kbytes": 16_384,
+    }
 
 
 class RawMetrics:

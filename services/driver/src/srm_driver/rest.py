@@ -32,7 +32,6 @@ from srm_common.control.state import (
     parse_task_id,
 )
 
-from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.copying.state import ResumeRequest
 
 if TYPE_CHECKING:
@@ -109,9 +108,9 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
             "leases": leases,
             # The shortest: what every flow listed may still write (0 if one may not).
             "lease_ms": min(leases.values(), default=0),
-            "control_log": driver.source.log_status()
-            if isinstance(driver.source, CoordinatedTaskSource)
-            else None,
+            "control_log": (
+                driver.coordination.log_status() if driver.coordination is not None else None
+            ),
         }
 
     @app.get("/v1/flows")
@@ -126,17 +125,17 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
     @app.get("/v1/flows/{source}/{target}/tasks")
     def tasks(source: str, target: str) -> list[dict[str, object]]:
         name = flow_name(source, target)
-        if isinstance(driver.source, CoordinatedTaskSource):
-            # The flow's task configs are in the log of its target.
-            return flow_task_configs(driver.source.state_of(target), name)
-        return []
+        if driver.coordination is None:
+            return []
+        # The flow's task configs are in the log of its target.
+        return flow_task_configs(driver.coordination.state_of(target), name)
 
     @app.post("/v1/flows/{source}/{target}/refresh")
     def refresh(source: str, target: str) -> JSONResponse:
         name = flow_name(source, target)
-        if not isinstance(driver.source, CoordinatedTaskSource):
+        if driver.coordination is None:
             return JSONResponse({"error": "a standalone driver has no leader"}, status_code=409)
-        if not driver.source.notify_leader(name, "asked over REST"):
+        if not driver.coordination.notify_leader(name, "asked over REST"):
             return JSONResponse({"error": "no coordinator leader answered"}, status_code=503)
         return JSONResponse({"forwarded": True}, status_code=202)
 

@@ -4,6 +4,11 @@ Two sources implement it: :class:`srm_driver.static_tasks.StaticTaskSource` (``-
 every task of every enabled flow of the configuration) and
 :class:`srm_driver.coordinated_tasks.CoordinatedTaskSource` (the tasks the coordinator
 assigns this driver in the event log). The runtime does not know which it has.
+
+A coordinated driver can do more than run tasks: say how it reads each log, show a
+flow's task configs from its log, ask the leader to look at a flow's source now. That is
+the :class:`Coordination` port, which the composition root hands the REST API (None for
+a standalone driver), so nothing else asks which source it has.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from srm_common.config.model import FlowConfig
+from srm_common.control.state import ControlState
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.copying.ports import CopyEvent
@@ -68,3 +74,17 @@ class TaskSource(Protocol):
         """Why this driver must stop (its id was taken by another process), else None."""
 
     def close(self) -> None: ...
+
+
+class Coordination(Protocol):
+    """What a driver that follows the coordinators' event logs offers besides its tasks
+    (:class:`srm_driver.coordinated_tasks.CoordinatedTaskSource`)."""
+
+    def log_status(self) -> dict[str, object] | None:
+        """Each served log as this driver reads it, by target (None before it starts)."""
+
+    def state_of(self, target: str) -> ControlState:
+        """The folded state of ``target``'s log as this driver reads it."""
+
+    def notify_leader(self, name: str, reason: str) -> bool:
+        """Ask the leader of flow ``name``'s log to rediscover it; False if none answered."""
