@@ -405,6 +405,37 @@ def test_records_above_the_default_limit_follow_the_topic_setting(
     _assert_copied(kafka, topic, remote)
 
 
+def test_records_of_8_and_20_mib_copy_with_no_setting_by_hand(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """An 8 MiB and a 20 MiB record on a topic allowing 21 MiB, with small records around
+    them, and the driver's defaults (its producer's requests are 16 MiB): the driver sizes
+    the copy's requests and fetches from the source topic's max.message.bytes, the remote
+    topic it creates inherits the limit, and both records arrive whole, in place."""
+    limit = 21 * 1024 * 1024
+    topic = kafka.create_topic(
+        "primary", unique_name("large"), partitions=2, config={"max.message.bytes": str(limit)}
+    )
+    remote = f"primary.{topic}"
+    records = [
+        Record(b"before", b"s", (("h", b"1"),), None, 0),
+        Record(b"eight", bytes(range(256)) * (8 * 4096), (("size", b"8MiB"),), None, 0),
+        Record(b"after", b"t", (), None, 0),
+        Record(b"before", b"u", (), None, 1),
+        Record(b"twenty", bytes(range(255, -1, -1)) * (20 * 4096), (), None, 1),
+        Record(b"after", b"w", (("h", b"2"),), None, 1),
+    ]
+    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    driver = run_driver(_config(kafka, tmp_path, [topic]))
+    _copied(kafka, topic, remote, timeout=120)
+    driver.stop()
+    assert _topic_config(kafka["backup"], remote, "max.message.bytes") == str(limit)
+    source = _assert_copied(kafka, topic, remote)
+    assert [len(r.value) for r in source[0]] == [1, 8 * 1024 * 1024, 1]
+    assert [len(r.value) for r in source[1]] == [1, 20 * 1024 * 1024, 1]
+    assert testing.end_offsets(kafka["backup"], remote) == {0: 3, 1: 3}
+
+
 def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
     kafka, run_driver, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]

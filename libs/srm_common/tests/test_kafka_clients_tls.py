@@ -296,6 +296,8 @@ def test_java_tuning_keys_become_librdkafkas_and_java_only_ones_are_left_out() -
             "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
             "isolation.level": "read_committed",
             "security.protocol": "SSL",
+            "receive.buffer.bytes": "-1",
+            "send.buffer.bytes": "131072",
         }
     )
     assert translated == {
@@ -307,6 +309,8 @@ def test_java_tuning_keys_become_librdkafkas_and_java_only_ones_are_left_out() -
         "auto.offset.reset": "error",
         "isolation.level": "read_committed",
         "security.protocol": "SSL",
+        "socket.receive.buffer.bytes": "0",  # Java's -1: the kernel autotunes it
+        "socket.send.buffer.bytes": "131072",
     }
     # librdkafka takes every one of them (it refuses an unknown key at construction).
     from confluent_kafka import Consumer, Producer

@@ -6,6 +6,7 @@ the producer still holds purged, reservations (:mod:`srm_driver.copier.unit`).""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -94,6 +95,9 @@ class FakeConsumer:
 
     def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
         return (0, 42)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _plan(epoch: int = 0, reserve: int = 1000, start: int = 0, version: int = 1) -> UnitPlan:
@@ -292,3 +296,53 @@ def test_a_delta_report_lists_only_the_partitions_that_changed_since_one_taken_i
     assert changed["partitions"][0]["syncs"] == [[3, 3]], "the syncs it carries"
     whole, _ = unit.report({}, set(), {}, full=True)
     assert len(whole["partitions"]) == 2
+
+
+def test_new_client_settings_swap_the_producer_once_its_copies_landed_and_reassign(
+    made: list[FakeProducer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver sized the clients for a topic's larger records: what the old producer
+    sent lands first, then the next send goes through a new producer built from the new
+    settings (establishing the partition again); a new consumer is assigned every
+    partition at its next record to send."""
+    consumers: list[FakeConsumer] = []
+
+    def consumer(settings: Any) -> FakeConsumer:
+        consumers.append(FakeConsumer())
+        return consumers[-1]
+
+    monkeypatch.setattr(unit_module.clients, "consumer", consumer)
+    unit = _unit(_plan())
+    first = unit._consumer
+    with unit.lock:
+        unit._copy(unit.desired, _records(0, range(3)))  # the last two still in flight
+    (old,) = made
+    assert len(old) == 2
+    sized = replace(
+        _plan(version=2),
+        producer={"max.request.size": "22085632"},
+        consumer={"max.partition.fetch.bytes": "22085632"},
+    )
+    unit.update(sized)
+    with unit.lock:
+        unit._follow_settings(sized)
+        unit._apply(sized)
+    assert len(old) == 0 and unit._producer is None, "acknowledged first, then let go"
+    (new_consumer,) = consumers
+    assert getattr(first, "closed", False) and unit._consumer is new_consumer
+    assert new_consumer.assigned == [("t", 0, 3), ("t", 1, 0)]
+
+    def producer(settings: Any, delivered: Any) -> FakeProducer:
+        assert settings == {"max.request.size": "22085632"}
+        made.append(FakeProducer(delivered))
+        made[-1].next_offset = {0: 3}  # where the remote partition ends
+        return made[-1]
+
+    monkeypatch.setattr(unit_module.clients, "producer", producer)
+    _copy(unit, _records(0, range(3, 5)))
+    assert len(made) == 2 and [v for _t, v, *_ in made[1].sent] == [b"0-3", b"0-4"]
+    parts = {p["partition"]: p for p in _report(unit)["partitions"]}
+    assert parts[0]["acked_up"] == 5 and _report(unit)["broken"] is None
+    with unit.lock:
+        unit._follow_settings(sized)
+    assert len(made) == 2 and len(consumers) == 1, "the same settings again change nothing"

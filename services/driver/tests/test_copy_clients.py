@@ -7,7 +7,14 @@ import logging
 
 import pytest
 from srm_common.config import parse_yaml_text
-from srm_driver.copying.clients import copier_consumer, copier_producer, unit_settings
+from srm_driver.copying.clients import (
+    REQUEST_OVERHEAD,
+    UnitSettings,
+    copier_consumer,
+    copier_producer,
+    sized_for_records,
+    unit_settings,
+)
 
 
 def test_the_producer_is_idempotent_with_bounded_writes_and_no_linger_whatever_the_config_says(
@@ -107,3 +114,49 @@ def test_the_copy_loop_gets_provider_placeholders_not_secrets(tmp_path, monkeypa
     assert settings.producer["ssl.truststore.password"] == "${env:SRM_TEST_COPY_TRUST_PW}"
     assert settings.producer["config.providers"] == "env,file"
     assert settings.producer["config.providers.env.class"].endswith("EnvVarConfigProvider")
+
+
+def _settings(**producer: str) -> UnitSettings:
+    return UnitSettings(
+        consumer=copier_consumer({}),
+        producer=copier_producer(producer, write_timeout_ms=10_000),
+        origin_header=None,
+        copy_header=None,
+        source="primary",
+        target="backup",
+        poll_ms=100,
+    )
+
+
+def test_clients_are_sized_for_the_largest_record_a_source_topic_allows() -> None:
+    """A topic allowing 20 MiB batches: requests, fetches and responses carry one, with
+    room for the request around it; the rest of the settings stay as they were."""
+    settings = _settings()
+    sized = sized_for_records(settings, 20 * 1024 * 1024)
+    carried = 20 * 1024 * 1024 + REQUEST_OVERHEAD
+    assert int(sized.producer["max.request.size"]) == carried
+    assert int(sized.consumer["max.partition.fetch.bytes"]) == carried
+    assert int(sized.consumer["fetch.max.bytes"]) == carried
+    # librdkafka's own limit on a response (100 MB) already carries it
+    assert "receive.message.max.bytes" not in sized.consumer
+    huge = sized_for_records(settings, 200 * 1024 * 1024)
+    fetch = int(huge.consumer["fetch.max.bytes"])
+    assert int(huge.consumer["receive.message.max.bytes"]) >= fetch + 512
+    assert {k: v for k, v in sized.producer.items() if k != "max.request.size"} == {
+        k: v for k, v in settings.producer.items() if k != "max.request.size"
+    }
+
+
+def test_sizes_only_grow_and_what_is_large_enough_is_the_same_settings() -> None:
+    """Topics at Kafka's default limit (about 1 MB) need nothing beyond the defaults (the
+    very same object comes back, so the slots get no new settings); a larger setting by
+    hand is kept; a placeholder is left alone."""
+    settings = _settings()
+    assert sized_for_records(settings, 1_048_588) is settings
+    assert sized_for_records(settings, 0) is settings
+    by_hand = _settings(**{"max.request.size": str(64 * 1024 * 1024)})
+    sized = sized_for_records(by_hand, 20 * 1024 * 1024)
+    assert sized.producer["max.request.size"] == str(64 * 1024 * 1024)
+    provided = _settings(**{"max.request.size": "${file:/etc/sizes:request}"})
+    sized = sized_for_records(provided, 20 * 1024 * 1024)
+    assert sized.producer["max.request.size"] == "${file:/etc/sizes:request}"

@@ -1101,3 +1101,24 @@ def test_a_new_run_of_a_slot_gets_whole_answers_whatever_version_it_names(
     status, answer = h.service.on_report("job-1", 0, body)  # its seq and versions from 0
     assert status == 200 and "base" not in answer, "the old run's answer is no base for it"
     assert "settings" in answer["units"][FLOW]
+
+
+def test_a_topic_allowing_larger_records_resizes_the_clients_in_the_next_answer(
+    flow: FlowConfig,
+) -> None:
+    """The flow worker hands over the largest max.message.bytes of the source topics: the
+    slot's next answer carries settings sized for it, once; the same size again, or one
+    the defaults already carry, sends nothing new."""
+    h = Harness(flow)
+    plan, version = running2(h)
+    h.service.size_for_records(FLOW, 1_048_588)
+    _status, answer = report2(h, part(plan, 0, 0), applied=version)
+    assert "settings" not in answer["units"][FLOW], "the defaults carry a 1 MB batch"
+    h.service.size_for_records(FLOW, 20 * 1024 * 1024)
+    _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
+    sized = answer["units"][FLOW]["settings"]
+    assert int(sized["producer"]["max.request.size"]) > 20 * 1024 * 1024
+    assert int(sized["consumer"]["max.partition.fetch.bytes"]) > 20 * 1024 * 1024
+    h.service.size_for_records(FLOW, 20 * 1024 * 1024)
+    _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
+    assert "settings" not in answer["units"][FLOW]

@@ -92,9 +92,13 @@ class Sync:
     def __init__(self, now: list[float]) -> None:
         self.now = now
         self.synced: list[float] = []
+        self.record_limits: dict[str, int] = {}
 
     def ensure_remote_topics(self, _wanted: Mapping[str, int]) -> list[str]:
         return []
+
+    def learn_record_limits(self, _topics: Mapping[str, int]) -> None:
+        return None
 
     def sync_configs(self, _ready: Mapping[str, int]) -> list[str]:
         self.synced.append(self.now[0])

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import ConfigEntry, ConfigResource, NewPartitions, NewTopic
 from srm_common.config import parse_yaml_text
 from srm_driver.topic_sync import TopicSync
 
@@ -227,3 +227,40 @@ def test_a_topic_policy_refusing_one_topic_is_not_split_but_reported() -> None:
         sync.ensure_remote_topics(source.topics)
     assert len(target.requests) == 1 and len(target.topics) == 19
     assert sync.budget.limit == 10_000
+
+
+class LimitsController(FakeController):
+    """Describes each topic with its max.message.bytes (``limits``), counting requests."""
+
+    def __init__(self, limits: dict[str, int]) -> None:
+        super().__init__()
+        self.limits = limits
+        self.described: list[list[str]] = []
+
+    def describe_configs(
+        self, resources: list[ConfigResource], request_timeout: float = 0
+    ) -> dict[ConfigResource, Future[dict[str, object]]]:
+        self.described.append([r.name for r in resources])
+        return {
+            r: _done(
+                {"max.message.bytes": ConfigEntry("max.message.bytes", str(self.limits[r.name]))}
+            )
+            for r in resources
+        }
+
+
+def test_the_source_topics_record_limits_are_learned_from_its_describes_once() -> None:
+    """Creating the remote topics describes the source: its limits are kept; topics whose
+    remote topic already existed are described once, in one request; known ones never."""
+    source = LimitsController({"scale.big": 22020096, "scale.old": 2097152, "scale.std": 1048588})
+    source.topics = {"scale.big": 1, "scale.old": 1, "scale.std": 1}
+    target = FakeController()
+    target.topics = {"primary.scale.old": 1}
+    sync = TopicSync(flow(), source, target)  # type: ignore[arg-type]
+    sync.ensure_remote_topics(source.topics)
+    assert sync.record_limits == {"scale.big": 22020096, "scale.std": 1048588}
+    sync.learn_record_limits(source.topics)
+    sync.learn_record_limits(source.topics)
+    assert source.described[1:] == [["scale.old"]]
+    assert max(sync.record_limits.values()) == 22020096
+    assert sync.record_limits["scale.old"] == 2097152

@@ -82,6 +82,8 @@ class FlowTopics:
             wanted = {topic: counts[topic] for topic in topics if topic in counts}
             for change in self._sync.ensure_remote_topics(wanted):
                 log.info("%s: %s", self.flow.name, change)
+            # Topics whose remote topic existed already (a restart) were not described.
+            self._sync.learn_record_limits(wanted)
         except TopicSyncError as exc:
             for change in exc.changes:
                 log.info("%s: %s", self.flow.name, change)
@@ -115,6 +117,11 @@ class FlowTopics:
             log.error("%s: %s (retrying next sync)", self.flow.name, exc)
         for change in changes:
             log.info("%s: %s", self.flow.name, change)
+
+    def largest_record_bytes(self) -> int:
+        """The largest ``max.message.bytes`` among the flow's source topics described so
+        far (0: none yet): the record size its copy's clients must carry."""
+        return max(self._sync.record_limits.values(), default=0)
 
     def ready_counts(self) -> Mapping[str, int]:
         return dict(self._ready)

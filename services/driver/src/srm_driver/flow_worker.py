@@ -68,6 +68,8 @@ class FlowWorker(TaskThread):
         if owned:
             self._copy.prepare(self.flow)
         ready = self.topics.ready(owned) if owned else _NONE
+        if owned:  # before any partition of a topic that allows larger records is planned
+            self._copy.size_for_records(self.flow, self.topics.largest_record_bytes())
         if ready is not self._given:
             self._copy.set_owned(self.flow, ready)
             self._given = ready

@@ -96,6 +96,9 @@ class TopicSync:
         self._request_timeout = timeout + 5
         # Records one admin request may generate on the target (lowered when refused).
         self.budget = RecordBudget(flow.admin_max_records)
+        # Per source topic, its max.message.bytes as last described (any describe of the
+        # source updates it): the copy's clients are sized from it (copying.clients).
+        self.record_limits: dict[str, int] = {}
 
     def remote_topic(self, topic: str) -> str:
         """Name on the target of source ``topic`` (``orders`` -> ``primary.orders``)."""
@@ -180,6 +183,13 @@ class TopicSync:
         self._raise_if_failed("sync topic configs", changes, failures)
         return changes
 
+    def learn_record_limits(self, topics: Iterable[str]) -> None:
+        """Read the ``max.message.bytes`` of the source ``topics`` not read yet (one
+        batched describe; a topic that does not answer is tried at the next call)."""
+        unknown = [t for t in dict.fromkeys(topics) if t not in self.record_limits]
+        if unknown:
+            self._describe(self._flow.source, self._source_admin, unknown)
+
     # --- batched admin requests ---------------------------------------------------------
 
     def _listed(self, alias: str, admin: AdminClient) -> dict[str, int]:
@@ -207,6 +217,9 @@ class TopicSync:
             if isinstance(result, dict):
                 entries: dict[str, ConfigEntry] = result
                 described.entries[name] = [_entry(e) for e in entries.values()]
+                limit = entries.get(MAX_MESSAGE_BYTES)
+                if alias == self._flow.source and limit is not None and limit.value:
+                    self.record_limits[name] = int(limit.value)
         return described
 
     def _create(
@@ -431,6 +444,7 @@ class _Described:
         self.failures: list[str] = []
 
 
+MAX_MESSAGE_BYTES = "max.message.bytes"
 _FAILED = object()
 _SKIPPED = object()
 _NOTHING = (_FAILED, _SKIPPED)

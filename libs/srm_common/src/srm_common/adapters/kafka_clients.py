@@ -21,7 +21,9 @@ librdkafka, aiokafka and Faust get the same security settings translated::
 The copy slots' clients are configured from the Java clients' tuning keys as well
 (:func:`java_tuning`): librdkafka's name or unit where it differs (``max.request.size``
 -> ``message.max.bytes``, ``buffer.memory`` bytes -> ``queue.buffering.max.kbytes``,
-``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ``auto.offset.reset=none`` -> ``error``),
+``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ``auto.offset.reset=none`` -> ``error``,
+``receive.buffer.bytes`` / ``send.buffer.bytes`` -> ``socket.*``, with -1, the kernel's
+autotuned size, as librdkafka's 0),
 nothing where librdkafka has no such setting (``max.block.ms``, ``max.poll.records``,
 serializers, Java class hooks); keys of the same name and meaning pass unchanged
 (``batch.size``, ``linger.ms``, ``acks``, ``enable.idempotence``, ``fetch.max.bytes``,
@@ -80,6 +82,9 @@ _JAVA_RENAMED = {
     "send.buffer.bytes": "socket.send.buffer.bytes",
     "receive.buffer.bytes": "socket.receive.buffer.bytes",
 }
+# -1 in Java: leave the socket buffer to the kernel, which autotunes it (net.ipv4.tcp_rmem,
+# tcp_wmem); librdkafka's value for that is 0 (its default) and it refuses -1.
+_SOCKET_BUFFERS = frozenset({"send.buffer.bytes", "receive.buffer.bytes"})
 _JAVA_ONLY_TUNING = frozenset(
     {
         "max.block.ms",  # librdkafka's produce() never blocks (BufferError instead)
@@ -118,6 +123,8 @@ def java_tuning(keys: Mapping[str, Any]) -> dict[str, Any]:
             out["queue.buffering.max.kbytes"] = str(max(1, int(str(value).strip()) // 1024))
         elif key == "auto.offset.reset" and str(value).strip() == "none":
             out[key] = "error"
+        elif key in _SOCKET_BUFFERS and str(value).strip() == "-1":
+            out[_JAVA_RENAMED[key]] = "0"  # the OS's size, autotuned (librdkafka says 0)
         else:
             out[_JAVA_RENAMED.get(key, key)] = value
     return out

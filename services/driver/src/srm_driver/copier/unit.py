@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import (
@@ -86,12 +86,14 @@ class FlowUnit:
         self._applied_epoch = plan.epoch
         self._applied_version = -1
         self._producer: Producer | None = None
+        self._producer_settings: Mapping[str, str] | None = None
         self._polling = False
         self._now_ms = 0
         self._drop_pending = False
         self._callback_error: BaseException | None = None
         # The copy loop thread's own.
         self._consumer: Consumer | None = None
+        self._consumer_settings = plan.consumer
         self._max_records = clients.max_poll_records(plan.consumer)
         self._ends_seen_ns = 0
         self._reassign = False
@@ -123,12 +125,13 @@ class FlowUnit:
                 self._nudge()
 
     def _loop(self) -> None:
-        self._consumer = clients.consumer(self.desired.consumer)
+        self._consumer = clients.consumer(self._consumer_settings)
         while not self.stop_requested:
             plan = self.desired
             with self.lock:
                 ready = self._recovered(plan)
                 if ready:
+                    self._follow_settings(plan)
                     self._apply(plan)
                     if not self.lease.valid():
                         if self._parts and not self._all_stopped():
@@ -380,7 +383,34 @@ class FlowUnit:
         producer = self._producer
         if producer is None:
             producer = self._producer = clients.producer(plan.producer, self._delivered)
+            self._producer_settings = plan.producer
         return producer
+
+    def _follow_settings(self, plan: UnitPlan) -> None:
+        """New client settings from the driver (it sized them for a topic's larger
+        records, copying.clients.sized_for_records), lock held. The producer is replaced
+        once what it sent is acknowledged (the next one establishes every partition
+        again, as after a break); the consumer at once, each partition assigned again at
+        its next record to send."""
+        if plan.producer is not self._producer_settings:
+            producer = self._producer
+            if producer is None or plan.producer == self._producer_settings:
+                self._producer_settings = plan.producer
+            else:
+                deadline = time.monotonic() + _CLOSE_WAIT_S
+                while self._producer is producer and len(producer) > 0:
+                    if self._failure is not None or time.monotonic() > deadline:
+                        return
+                    self._serve(0.005)
+                if self._producer is producer:
+                    self._drop_producer()  # the next send builds one from plan.producer
+        if plan.consumer is not self._consumer_settings:
+            if self._consumer is not None and plan.consumer != self._consumer_settings:
+                self._consumer.close()
+                self._consumer = clients.consumer(plan.consumer)
+                self._max_records = clients.max_poll_records(plan.consumer)
+                self._reassign = True
+            self._consumer_settings = plan.consumer
 
     def _serve(self, timeout: float = 0) -> None:
         """Serve the producer's acknowledgements (lock held)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from srm_common.config.model import FlowConfig
 from srm_common.config.providers import with_placeholders
@@ -91,6 +91,44 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
         target=flow.target,
         poll_ms=flow.idle_wait_ms,
     )
+
+
+# Room around the largest record batch a topic allows: the produce request's and the
+# fetch response's own headers (topic name, partition, batch header).
+REQUEST_OVERHEAD = 65536
+# librdkafka refuses a response larger than receive.message.max.bytes (its default).
+_RESPONSE_MAX_DEFAULT = 100_000_000
+
+
+def sized_for_records(settings: UnitSettings, largest: int) -> UnitSettings:
+    """``settings`` whose clients carry a record batch of ``largest`` bytes (the largest
+    ``max.message.bytes`` among the flow's source topics), so a topic that allows large
+    records copies them with no setting by hand. Sizes only grow: the producer's request
+    (``max.request.size``) and the consumer's fetch per partition and per request, and
+    the response librdkafka accepts (``receive.message.max.bytes``)."""
+    if largest <= 0:
+        return settings
+    needed = largest + REQUEST_OVERHEAD
+    producer = dict(settings.producer)
+    _at_least(producer, "max.request.size", needed)
+    consumer = dict(settings.consumer)
+    _at_least(consumer, "max.partition.fetch.bytes", needed)
+    _at_least(consumer, "fetch.max.bytes", needed)
+    fetch_max = consumer.get("fetch.max.bytes", "")
+    if fetch_max.isdigit() and int(fetch_max) + REQUEST_OVERHEAD > _RESPONSE_MAX_DEFAULT:
+        _at_least(consumer, "receive.message.max.bytes", int(fetch_max) + REQUEST_OVERHEAD)
+    if producer == settings.producer and consumer == settings.consumer:
+        return settings
+    return replace(settings, producer=producer, consumer=consumer)
+
+
+def _at_least(config: dict[str, str], key: str, size: int) -> None:
+    try:
+        current = int(config.get(key, "0"))
+    except ValueError:
+        return  # a config provider's placeholder: the operator's value stands
+    if current < size:
+        config[key] = str(size)
 
 
 def copier_producer(target_producer: Mapping[str, str], write_timeout_ms: int) -> dict[str, str]:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from srm_common.config.model import FlowConfig
 from srm_common.errors import SrmError
 
+from srm_driver.copying.clients import sized_for_records
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.planner import Planner
@@ -66,6 +67,7 @@ class CopyService:
             wait_out_s=write_timeout_ms / 1000 + 2,
         )
         self._adapters: dict[str, FlowAdapters] = {}
+        self._sized: dict[str, int] = {}  # per flow, the record size its settings carry
         self._adapter_errors: dict[str, tuple[float, str]] = {}
         self._stopping = False
         self._finished = False
@@ -100,6 +102,28 @@ class CopyService:
                 ledger.parts.add(PartitionState(flow, key, owned[key], slot))
         if released:
             log.info("%s: released %d partitions that were not copying", flow, released)
+
+    def size_for_records(self, flow: str, largest: int) -> None:
+        """Size ``flow``'s copy clients for record batches of ``largest`` bytes (the
+        largest ``max.message.bytes`` of its source topics); the slots get the new
+        settings with their next answer. Costs nothing while ``largest`` is unchanged."""
+        with self._ledger.lock:
+            adapters = self._adapters.get(flow)
+            if adapters is None or self._sized.get(flow) == largest:
+                return
+            self._sized[flow] = largest
+            sized = sized_for_records(adapters.settings, largest)
+            if sized == adapters.settings:
+                return
+            adapters.settings = sized
+        log.info(
+            "%s: copy clients sized for records of up to %d bytes (max.request.size %s,"
+            " max.partition.fetch.bytes %s)",
+            flow,
+            largest,
+            sized.producer.get("max.request.size"),
+            sized.consumer.get("max.partition.fetch.bytes"),
+        )
 
     def tick(self) -> None:
         """Keep the copy job running (the runtime thread)."""
