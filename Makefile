@@ -4,6 +4,7 @@
 
 SHELL := /bin/bash
 PYTHON ?= python3
+RTT_MS ?= 0,50,150
 UV_VERSION := 0.13.8
 BOOTSTRAP := .cache/bootstrap
 UV := $(BOOTSTRAP)/bin/uv
@@ -25,7 +26,7 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone bench bench-scale lint format clean images compose-up compose-down \
+        test-integration test-driver-alone bench bench-scale bench-wan lint format clean images compose-up compose-down \
         test-containers kerberos
 
 help: ## list the targets
@@ -86,6 +87,9 @@ bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--
 
 bench-scale: jars ## thousands of topics cold-started: SRM vs MirrorMaker 2 (BENCH_ARGS="--topics 200", "--scale-points 1000,5000,10000,30000")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench --scale $(BENCH_ARGS)
+
+bench-wan: jars ## the source a round trip away (Toxiproxy, built by go install if absent): RTT_MS=0,50,150 BENCH_ARGS="--size-mb 200"
+	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench --wan $(RTT_MS) $(BENCH_ARGS)
 
 images: jars ## build the container images (kafka, postgres and one per service); starts dockerd if needed
 	@UV=$(UV) deploy/images/build.sh

@@ -64,6 +64,8 @@ class BenchOptions:
     refresh_seconds: int = 10
     stall_seconds: float = 120.0
     skip_coordinator: bool = False
+    # --wan: the copy reads the source through Toxiproxy at these round trips (wan.py).
+    wan: tuple[int, ...] = ()
 
     def dataset(self) -> Dataset:
         records = max(1, self.size_mb * MIB // self.record_size)
@@ -122,6 +124,15 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--catchup-timeout", type=float, help="seconds per replicator (180 + size in MiB)")
     add("--results-dir", type=Path, help="where the JSON goes (bench/results)")
     add("--keep-data", action="store_true", help="keep the clusters' data folders afterwards")
+    add(
+        "--wan",
+        type=_round_trips,
+        default=(),
+        metavar="RTT_MS[,RTT_MS...]",
+        help="WAN run instead: the replicators read the source through Toxiproxy with this"
+        " round trip added, one measurement of each at each (e.g. 0,50,150); catch-up only;"
+        " builds Toxiproxy with 'go install' when absent (docs/benchmark.md, WAN)",
+    )
     scale = parser.add_argument_group(
         "scale (--scale)",
         "many topics cold-started instead of one topic's throughput: docs/benchmark.md, Scale",
@@ -171,6 +182,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
             parser.error(f"'{item}' is not KEY=VALUE")
     if args.latency_warmup >= args.latency_seconds and not args.skip_latency:
         parser.error("--latency-warmup must be shorter than --latency-seconds")
+    if args.wan and args.scale:
+        parser.error("--wan and --scale are separate benchmarks: give one of them")
     extra = {"results_dir": args.results_dir} if args.results_dir else {}
     return BenchOptions(
         size_mb=args.size_mb,
@@ -183,7 +196,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         skip_mm2=args.skip_mm2,
         skip_mm2_tuned=args.skip_mm2_tuned,
         skip_raw=args.skip_raw,
-        skip_latency=args.skip_latency,
+        skip_latency=args.skip_latency or bool(args.wan),
         spark_master=args.spark_master,
         srm_set=tuple(args.srm_set),
         mm2_set=tuple(args.mm2_set),
@@ -199,6 +212,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         refresh_seconds=args.refresh_seconds,
         stall_seconds=args.stall_seconds,
         skip_coordinator=args.skip_coordinator,
+        wan=tuple(args.wan),
         **extra,
     )
 
@@ -211,6 +225,18 @@ def _partition_counts(text: str) -> tuple[int, ...]:
     if not counts or any(count < 1 for count in counts):
         raise argparse.ArgumentTypeError(f"expected partition counts like 1000,5000, got {text}")
     return counts
+
+
+def _round_trips(text: str) -> tuple[int, ...]:
+    try:
+        rtts = tuple(int(item) for item in text.split(",") if item.strip())
+    except ValueError:
+        rtts = ()
+    if not rtts or any(rtt < 0 or rtt > 10_000 for rtt in rtts):
+        raise argparse.ArgumentTypeError(
+            f"expected round trips in ms from 0 to 10000 like 0,50,150, got {text}"
+        )
+    return rtts
 
 
 def _positive_int(text: str) -> int:

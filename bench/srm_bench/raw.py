@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
@@ -85,8 +86,15 @@ def parse_producer_output(text: str) -> ToolRun:
     return ToolRun(records / records_s, float(last["mbs"]), records_s)
 
 
-def measure_raw(source: str, target: str, dataset: Dataset, folder: Path) -> RawResult:
-    """Run both tools at once on the data set; see the module docstring."""
+def measure_raw(
+    source: str,
+    target: str,
+    dataset: Dataset,
+    folder: Path,
+    consumer_properties: Mapping[str, str] | None = None,
+) -> RawResult:
+    """Run both tools at once on the data set; see the module docstring.
+    ``consumer_properties``: the consumer perf tool's client keys (a WAN run's)."""
     target_admin = admin_client(target)
     create_topic(target_admin, RAW_TOPIC, dataset.partitions)
     consumer_args = [
@@ -94,6 +102,10 @@ def measure_raw(source: str, target: str, dataset: Dataset, folder: Path) -> Raw
         "--messages", str(dataset.records), "--timeout", "60000",
         "--group", f"srm-bench-raw-{time.time_ns()}",
     ]  # fmt: skip
+    if consumer_properties:
+        config = folder / "raw-consumer.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in consumer_properties.items()))
+        consumer_args += ["--consumer.config", str(config)]
     producer_args = [
         "--topic", RAW_TOPIC, "--num-records", str(dataset.records),
         "--record-size", str(dataset.record_size), "--throughput", "-1",

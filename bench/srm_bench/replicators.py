@@ -82,6 +82,25 @@ MM2_TUNED_PROPERTIES: Mapping[str, str] = MappingProxyType(
     }
 )
 
+# Added to MM2 tuned in a WAN run (make bench --wan), where the source is a round trip
+# away: what a careful operator changes for a long fat pipe. docs/benchmark.md, WAN.
+MM2_WAN_TUNED_PROPERTIES: Mapping[str, str] = MappingProxyType(
+    {
+        # The Java clients' fixed socket buffers (consumer 64 KiB receive, producer 128 KiB
+        # send) cap a connection at one buffer per round trip; -1 lets the kernel autotune
+        # (up to net.ipv4.tcp_rmem / tcp_wmem's maximum).
+        f"{SOURCE}.consumer.receive.buffer.bytes": "-1",
+        f"{SOURCE}.consumer.send.buffer.bytes": "-1",
+        f"{SOURCE}.producer.send.buffer.bytes": "-1",
+        f"{SOURCE}.producer.receive.buffer.bytes": "-1",
+        # A partition's fetch is one request per round trip: 16 MiB per partition and
+        # fetch (tuned loopback: 4 MiB) is 16 MiB per 150 ms, about 110 MB/s a partition.
+        f"{SOURCE}.consumer.max.partition.fetch.bytes": "16777216",
+        # Room for a data and a latency partition's full fetch in one response.
+        f"{SOURCE}.consumer.fetch.max.bytes": "67108864",
+    }
+)
+
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS, which connect-mirror-maker.sh inherits.
 _KAFKA_JVM_OPTIONS = (
     "-Xms256m",
@@ -151,10 +170,13 @@ def shared_properties(
     }
 
 
-def replicator_properties(name: str, shared: Mapping[str, str]) -> dict[str, str]:
-    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned."""
+def replicator_properties(
+    name: str, shared: Mapping[str, str], *, wan: bool = False
+) -> dict[str, str]:
+    """The file of replicator ``name``: the shared one, plus the tuned keys for MM2 tuned
+    (and the WAN ones in a WAN run)."""
     if name == MM2_TUNED:
-        return {**shared, **MM2_TUNED_PROPERTIES}
+        return {**shared, **MM2_TUNED_PROPERTIES, **(MM2_WAN_TUNED_PROPERTIES if wan else {})}
     return dict(shared)
 
 

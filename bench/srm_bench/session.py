@@ -14,10 +14,11 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 from confluent_kafka import KafkaException
 from srm_local.clusters import ClusterStartError
@@ -77,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from srm_bench.scale import run_scale
 
         return run_scale(options, folder, started_at)
+    if options.wan:
+        from srm_bench.wan import run_wan
+
+        return run_wan(options, folder, started_at)
     stack = BenchStack(folder)
     try:
         _run(options, report, stack, folder)
@@ -118,11 +123,11 @@ def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: 
         except (RuntimeError, ValueError) as exc:  # a perf tool failed or printed no summary
             report.errors["raw"] = str(exc)
             say(f"  raw limit FAILED: {exc}")
-    for name in _systems(options):
+    for name in systems_to_run(options):
         say(f"{LABELS[name]}:")
         try:
             with ForeignCpu() as foreign:
-                report.systems[name] = _run_replicator(name, options, stack, folder, report)
+                report.systems[name] = run_replicator(name, options, stack, folder, report)
             report.foreign_cpu[name] = foreign.share
         except (ReplicatorFailedError, RuntimeError, TimeoutError) as exc:
             report.errors[name] = str(exc)
@@ -132,7 +137,7 @@ def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: 
             say(f"  {LABELS[name]} FAILED:\n{traceback.format_exc()}")
 
 
-def _systems(options: BenchOptions) -> list[str]:
+def systems_to_run(options: BenchOptions) -> list[str]:
     systems = []
     if not options.skip_mm2:
         systems.append(MM2)
@@ -143,9 +148,19 @@ def _systems(options: BenchOptions) -> list[str]:
     return systems
 
 
-def _run_replicator(
-    name: str, options: BenchOptions, stack: BenchStack, folder: Path, report: BenchReport
+def run_replicator(
+    name: str,
+    options: BenchOptions,
+    stack: BenchStack,
+    folder: Path,
+    report: BenchReport | WanConfigs,
+    *,
+    source_bootstrap: str | None = None,
+    before_start: Callable[[Mapping[str, str]], None] | None = None,
 ) -> SystemResult:
+    """Run replicator ``name`` on a wiped target: catch-up, then (unless skipped) latency.
+    ``source_bootstrap`` is the source as the replicator sees it (a WAN run: the proxy);
+    ``before_start`` gets the properties written, just before the replicator starts."""
     dataset = options.dataset()
     if name == SRM and not srm_driver_available():
         raise RuntimeError("srm-driver is not installed in this environment (.venv/bin/srm-driver)")
@@ -158,19 +173,22 @@ def _run_replicator(
     create_topic(source_admin, latency, dataset.partitions)
     replicator = _replicator(name, options, folder)
     shared = shared_properties(
-        stack.source.bootstrap_servers,
+        source_bootstrap or stack.source.bootstrap_servers,
         stack.target.bootstrap_servers,
         [dataset.topic, latency],
         dataset.partitions,
     )
     extra = options.srm_set if name == SRM else options.mm2_set
-    written = write_properties(replicator.config_path, replicator_properties(name, shared), extra)
+    properties = replicator_properties(name, shared, wan=bool(options.wan))
+    written = write_properties(replicator.config_path, properties, extra)
     report.configs[name] = {
         "config_file": replicator.config_path.name,
         "log_file": replicator.log_path.name,
         "command": replicator.display(),
         "properties": written,
     }
+    if before_start is not None:
+        before_start(written)
     say(f"  starting {replicator.display()}\n  log: {replicator.log_path}")
     with RunningReplicator(replicator) as running:
         catchup = measure_catchup(
@@ -207,6 +225,12 @@ def _run_replicator(
             running.stop_seconds,
             tuple((command, rss / MIB) for command, rss in peak.members),
         )
+
+
+class WanConfigs(Protocol):
+    """Where a run keeps each replicator's configuration (BenchReport, or a WAN point)."""
+
+    configs: dict[str, dict[str, object]]
 
 
 def _replicator(name: str, options: BenchOptions, folder: Path) -> Replicator:

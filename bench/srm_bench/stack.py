@@ -14,7 +14,13 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_port_pair, start_clusters
+from srm_local.clusters import (
+    ClusterSpec,
+    LocalKafkaCluster,
+    free_port_pair,
+    free_ports,
+    start_clusters,
+)
 
 SOURCE = "primary"
 TARGET = "backup"
@@ -27,10 +33,20 @@ BROKER_PROPERTIES = {"file.delete.delay.ms": "1000"}
 class BenchStack:
     """Source and target clusters of one benchmark run."""
 
-    def __init__(self, folder: Path, heap: str | None = None) -> None:
+    def __init__(self, folder: Path, heap: str | None = None, *, wan: bool = False) -> None:
         self.folder = folder
-        self.source = _cluster(SOURCE, folder, heap)
+        # --wan: the source has a second listener, WAN, that advertises the port of the
+        # proxy in front of it (wan_ports: the broker's WAN port, the proxy's port).
+        self.wan_ports = tuple(free_ports(2)) if wan else None
+        self.source = _cluster(SOURCE, folder, heap, self.wan_ports)
         self.target = _cluster(TARGET, folder, heap)
+
+    @property
+    def source_wan_bootstrap(self) -> str:
+        """The source as a replicator across the WAN sees it: through the proxy, whose
+        listener every broker advertises, so metadata redirects stay behind it too."""
+        assert self.wan_ports is not None
+        return f"{self.source.spec.host}:{self.wan_ports[1]}"
 
     def start(self) -> None:
         for cluster in (self.source, self.target):
@@ -135,11 +151,29 @@ def _wipe(cluster: LocalKafkaCluster) -> None:
     cluster.folder.mkdir(parents=True)
 
 
-def _cluster(alias: str, folder: Path, heap: str | None) -> LocalKafkaCluster:
-    spec = ClusterSpec(alias, free_port_pair(), properties=BROKER_PROPERTIES)
+def _cluster(
+    alias: str, folder: Path, heap: str | None, wan_ports: tuple[int, ...] | None = None
+) -> LocalKafkaCluster:
+    port = free_port_pair()
+    properties = dict(BROKER_PROPERTIES)
+    if wan_ports is not None:
+        properties.update(wan_listener_properties("127.0.0.1", port, *wan_ports))
+    spec = ClusterSpec(alias, port, properties=properties)
     if heap is None:
         return LocalKafkaCluster(spec, folder / "kafka" / alias)
     return LocalKafkaCluster(spec, folder / "kafka" / alias, heap=heap)
+
+
+def wan_listener_properties(host: str, port: int, wan_port: int, proxy_port: int) -> dict[str, str]:
+    """A broker's listeners with a WAN listener on ``wan_port`` that advertises
+    ``proxy_port`` (the proxy forwards there); PLAINTEXT stays the direct one, for the
+    bench's own clients and the broker itself."""
+    return {
+        "listeners": f"PLAINTEXT://{host}:{port},WAN://{host}:{wan_port},"
+        f"CONTROLLER://{host}:{port + 1}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port},WAN://{host}:{proxy_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,WAN:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    }
 
 
 def _is_alive(pid_text: str) -> bool:

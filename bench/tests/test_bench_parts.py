@@ -25,7 +25,7 @@ from srm_bench.replicators import (
     write_properties,
 )
 from srm_bench.report import BenchReport, SystemResult
-from srm_bench.session import _systems
+from srm_bench.session import systems_to_run
 from srm_common.config.loader import load_config
 
 CONSUMER_OUTPUT = """\
@@ -161,9 +161,9 @@ def test_tuned_mm2_has_its_own_file_log_and_latency_topic(
 
 
 def test_replicators_run_in_order_and_each_skip_option_leaves_one_out() -> None:
-    assert _systems(parse_options([])) == [MM2, MM2_TUNED, SRM]
-    assert _systems(parse_options(["--skip-mm2-tuned"])) == [MM2, SRM]
-    assert _systems(parse_options(["--skip-srm", "--skip-mm2"])) == [MM2_TUNED]
+    assert systems_to_run(parse_options([])) == [MM2, MM2_TUNED, SRM]
+    assert systems_to_run(parse_options(["--skip-mm2-tuned"])) == [MM2, SRM]
+    assert systems_to_run(parse_options(["--skip-srm", "--skip-mm2"])) == [MM2_TUNED]
     assert parse_options(["--skip-mm2-tuned"]).describe()["skip_mm2_tuned"] is True
 
 
