@@ -476,6 +476,14 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
         30,
         "the flow's status names the refused record",
     )
+    testing.wait_until(
+        lambda: any(
+            "refused a record whose value is 2,097,152 bytes" in e
+            for e in driver.status()["copy"]["errors"]
+        ),
+        30,
+        "the flow's status says how large the refused record is",
+    )
     client = testing.admin(kafka["backup"])
     raise_limit = ConfigResource(
         ResourceType.TOPIC,

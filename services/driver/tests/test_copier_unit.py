@@ -215,6 +215,7 @@ def test_a_record_the_target_refuses_breaks_the_unit_blaming_its_offset(
     assert (broken["kind"], broken["offset"], broken["class"]) == (
         "poison", 1, "MSG_SIZE_TOO_LARGE",
     )  # fmt: skip
+    assert "refused a record whose value is 3 bytes" in broken["message"], "the size is named"
     assert unit._producer is None
 
 

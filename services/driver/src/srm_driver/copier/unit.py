@@ -442,10 +442,16 @@ class FlowUnit:
             if p is None or not p.inflight:
                 return
             if error is not None:
-                up = p.inflight[0][0]
+                up, _down, size, _ts = p.inflight[0]
                 p.failed()
                 if error.code() not in _PURGED:  # a purge follows a failure already recorded
-                    self._break(kind_of(error), p.key, up, error.str(), error.name())
+                    text = error.str()
+                    if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                        text += (
+                            f" (the target refused a record whose value is {size:,} bytes:"
+                            " the remote topic's max.message.bytes is lower)"
+                        )
+                    self._break(kind_of(error), p.key, up, text, error.name())
                 return
             offset = msg.offset()
             up, expected, size, ts = p.inflight[0]
