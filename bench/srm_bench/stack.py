@@ -22,6 +22,8 @@ from srm_local.clusters import (
     start_clusters,
 )
 
+from srm_bench.toxiproxy import stop_orphan
+
 SOURCE = "primary"
 TARGET = "backup"
 
@@ -136,6 +138,8 @@ def stop_orphaned_stacks(run_root: Path) -> list[str]:
         owner = folder / "bench.pid"
         if not owner.exists() or _is_alive(owner.read_text().strip()):
             continue
+        if stop_orphan(folder):  # a WAN run's proxy
+            stopped.append(str(folder / "toxiproxy"))
         for alias in (SOURCE, TARGET):
             cluster_folder = folder / "kafka" / alias
             if (cluster_folder / "kafka.pid").exists():

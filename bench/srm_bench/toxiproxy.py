@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.error
@@ -30,6 +31,7 @@ from srm_local.paths import cache_dir
 
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0"
 HOST = "127.0.0.1"
+PID_FILE = "toxiproxy.pid"
 
 
 class ToxiproxyMissingError(RuntimeError):
@@ -80,6 +82,22 @@ def missing_message() -> str:
     )
 
 
+def stop_orphan(folder: Path) -> bool:
+    """Stop the server a killed bench run left in ``folder`` (its pid file names the pid
+    and the binary; a pid now used by another program is left alone)."""
+    pid_file = folder / PID_FILE
+    try:
+        pid_text, _, binary = pid_file.read_text().strip().partition(" ")
+        running = os.readlink(f"/proc/{int(pid_text)}/exe")
+    except (OSError, ValueError):
+        return False
+    if running != binary:
+        return False
+    os.kill(int(pid_text), signal.SIGTERM)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
 class ToxiproxyServer:
     """A Toxiproxy server on a free loopback port, and the part of its API the bench uses."""
 
@@ -101,6 +119,10 @@ class ToxiproxyServer:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+        )
+        # For the next bench run, should this one be killed outright (stack.py).
+        (self.log_path.parent / PID_FILE).write_text(
+            f"{self._process.pid} {self.binary.resolve()}\n"
         )
         deadline = time.monotonic() + 20
         while True:
@@ -124,6 +146,7 @@ class ToxiproxyServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+        (self.log_path.parent / PID_FILE).unlink(missing_ok=True)
         if self._log is not None:
             self._log.close()
 

@@ -16,7 +16,7 @@ from srm_bench.replicators import (
     replicator_properties,
 )
 from srm_bench.stack import wan_listener_properties
-from srm_bench.toxiproxy import ToxiproxyMissingError, server_binary
+from srm_bench.toxiproxy import PID_FILE, ToxiproxyMissingError, server_binary, stop_orphan
 from srm_bench.wan import JAVA_RECEIVE_BUFFER, receive_window
 from srm_bench.wan_report import plot, table
 
@@ -137,3 +137,22 @@ def test_without_go_the_bench_says_what_to_do(
     monkeypatch.setenv("TOXIPROXY_SERVER", str(tmp_path / "nothing"))
     with pytest.raises(ToxiproxyMissingError, match="is not a file"):
         server_binary()
+
+
+def test_a_killed_runs_proxy_is_stopped_by_the_next_run_and_nothing_else(tmp_path: Path) -> None:
+    """The pid file names the binary: a pid now used by another program is left alone."""
+    import shutil
+    import subprocess
+
+    sleep = Path(shutil.which("sleep") or "/bin/sleep").resolve()
+    process = subprocess.Popen([str(sleep), "30"])
+    try:
+        (tmp_path / PID_FILE).write_text(f"{process.pid} /elsewhere/toxiproxy-server\n")
+        assert not stop_orphan(tmp_path) and process.poll() is None
+        (tmp_path / PID_FILE).write_text(f"{process.pid} {sleep}\n")
+        assert stop_orphan(tmp_path)
+        assert process.wait(10) != 0 and not (tmp_path / PID_FILE).exists()
+    finally:
+        process.kill()
+        process.wait()
+    assert not stop_orphan(tmp_path), "no pid file: nothing to stop"
