@@ -13,6 +13,7 @@ from srm_driver.copying.clients import (
     copier_consumer,
     copier_producer,
     sized_for_records,
+    sized_for_round_trip,
     unit_settings,
 )
 
@@ -160,3 +161,20 @@ def test_sizes_only_grow_and_what_is_large_enough_is_the_same_settings() -> None
     provided = _settings(**{"max.request.size": "${file:/etc/sizes:request}"})
     sized = sized_for_records(provided, 20 * 1024 * 1024)
     assert sized.producer["max.request.size"] == "${file:/etc/sizes:request}"
+
+
+def test_fetch_sizes_follow_the_round_trip_past_what_the_defaults_carry() -> None:
+    """One fetch in flight per unit and broker: at 256 ms a response carries 256 MiB/s
+    and a partition 64 MiB/s; on loopback and up to about 60 ms the defaults carry that
+    already, so nothing changes (the same object: the slots get nothing new)."""
+    settings = _settings()
+    assert sized_for_round_trip(settings, 1) is settings
+    assert sized_for_round_trip(settings, 32) is settings
+    assert sized_for_round_trip(settings, 0) is settings
+    far = sized_for_round_trip(settings, 256)
+    assert int(far.consumer["max.partition.fetch.bytes"]) == 64 * 1024 * 1024 * 256 // 1000
+    assert int(far.consumer["fetch.max.bytes"]) == 256 * 1024 * 1024 * 256 // 1000
+    assert far.producer == settings.producer, "writes stay local: nothing to follow"
+    very_far = sized_for_round_trip(settings, 1024)  # a 256 MiB response
+    fetch = int(very_far.consumer["fetch.max.bytes"])
+    assert int(very_far.consumer["receive.message.max.bytes"]) >= fetch + 512

@@ -1103,22 +1103,31 @@ def test_a_new_run_of_a_slot_gets_whole_answers_whatever_version_it_names(
     assert "settings" in answer["units"][FLOW]
 
 
-def test_a_topic_allowing_larger_records_resizes_the_clients_in_the_next_answer(
+def test_larger_records_and_a_longer_round_trip_resize_the_clients_in_the_next_answer(
     flow: FlowConfig,
 ) -> None:
-    """The flow worker hands over the largest max.message.bytes of the source topics: the
-    slot's next answer carries settings sized for it, once; the same size again, or one
-    the defaults already carry, sends nothing new."""
+    """The flow worker hands over the largest max.message.bytes of the source topics and
+    the round trip to the source: the slot's next answer carries settings sized for them,
+    once; the same again, a size the defaults already carry, a loopback round trip or
+    jitter send nothing new."""
     h = Harness(flow)
     plan, version = running2(h)
-    h.service.size_for_records(FLOW, 1_048_588)
+    h.service.size_clients(FLOW, 1_048_588, 0.8)
     _status, answer = report2(h, part(plan, 0, 0), applied=version)
     assert "settings" not in answer["units"][FLOW], "the defaults carry a 1 MB batch"
-    h.service.size_for_records(FLOW, 20 * 1024 * 1024)
+    h.service.size_clients(FLOW, 20 * 1024 * 1024, 0.8)
     _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
     sized = answer["units"][FLOW]["settings"]
     assert int(sized["producer"]["max.request.size"]) > 20 * 1024 * 1024
     assert int(sized["consumer"]["max.partition.fetch.bytes"]) > 20 * 1024 * 1024
-    h.service.size_for_records(FLOW, 20 * 1024 * 1024)
+    h.service.size_clients(FLOW, 20 * 1024 * 1024, 1.7)
     _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
-    assert "settings" not in answer["units"][FLOW]
+    assert "settings" not in answer["units"][FLOW], "a loopback round trip changes nothing"
+    h.service.size_clients(FLOW, 20 * 1024 * 1024, 150.0)
+    _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
+    across = answer["units"][FLOW]["settings"]["consumer"]
+    assert int(across["fetch.max.bytes"]) == 256 * 1024 * 1024 * 256 // 1000, "256 MiB/s, 256 ms"
+    assert across["max.partition.fetch.bytes"] == sized["consumer"]["max.partition.fetch.bytes"]
+    h.service.size_clients(FLOW, 20 * 1024 * 1024, 170.0)
+    _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
+    assert "settings" not in answer["units"][FLOW], "jitter within a power of two: no change"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from srm_common.config import FlowConfig, parse_yaml_text
 from srm_driver import bootstrap, flow_topics
 
@@ -125,3 +126,42 @@ def test_topic_configs_are_synced_every_interval_unless_switched_off(
         now[0] = at
         topics.ready(frozenset())
     assert sync.synced == ([130.0, 160.0] if enabled else [])
+
+
+class TimedAdmin:
+    """A source admin whose one-topic metadata requests take ``took`` seconds each
+    (on the patched clock), or fail."""
+
+    def __init__(self, clock: list[float], took: list[float]) -> None:
+        self.clock = clock
+        self.took = took
+        self.asked: list[str] = []
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        self.asked.append(topic)
+        took = self.took.pop(0)
+        if took < 0:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        self.clock[0] += took
+
+
+def test_the_round_trip_to_the_source_is_the_shortest_recent_metadata_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One small request a minute, none before a remote topic is ready; the shortest of
+    the last five (a slow answer is queueing, not distance); a failure keeps the last."""
+    clock = [0.0]
+    now = [1000.0]
+    monkeypatch.setattr(flow_topics.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(flow_topics.time, "monotonic", lambda: now[0])
+    admin = TimedAdmin(clock, [0.150, 0.400, -1, 0.160, 0.155, 0.151, 0.152, 0.153])
+    topics = flow_topics.FlowTopics(flow_with(), admin, None)  # type: ignore[arg-type]
+    assert topics.round_trip_ms() is None and admin.asked == [], "no topic ready yet"
+    topics._ready = {"orders": 3}
+    seen = []
+    for minute in range(8):
+        now[0] = 1000.0 + 60 * minute
+        seen.append(topics.round_trip_ms())
+        seen.append(topics.round_trip_ms())  # within the minute: no request
+    assert admin.asked == ["orders"] * 8
+    assert [round(ms) if ms else ms for ms in seen[::2]] == [150, 150, 150, 150, 150, 150, 151, 151]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from srm_common.config.model import FlowConfig
 
@@ -22,6 +24,8 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 RETRY_SECONDS = 5.0
+ROUND_TRIP_EVERY_S = 60.0
+ROUND_TRIP_SAMPLES = 5
 
 
 class FlowTopics:
@@ -45,6 +49,8 @@ class FlowTopics:
         self._result: Mapping[TopicPartition, str] = {}
         self._result_for: frozenset[TopicPartition] | None = None
         self._stale = True
+        self._next_round_trip = 0.0
+        self._round_trips: deque[float] = deque(maxlen=ROUND_TRIP_SAMPLES)  # ms
 
     def remote_topic(self, topic: str) -> str:
         return self._sync.remote_topic(topic)
@@ -122,6 +128,22 @@ class FlowTopics:
         """The largest ``max.message.bytes`` among the flow's source topics described so
         far (0: none yet): the record size its copy's clients must carry."""
         return max(self._sync.record_limits.values(), default=0)
+
+    def round_trip_ms(self) -> float | None:
+        """About the round trip to the source: the shortest of the last few one-topic
+        metadata requests, one every minute (None until one answered). The copy's fetch
+        sizes follow it (copying.clients.sized_for_round_trip)."""
+        now = time.monotonic()
+        if now >= self._next_round_trip and self._ready:
+            self._next_round_trip = now + ROUND_TRIP_EVERY_S
+            topic = next(iter(self._ready))
+            started = time.perf_counter()
+            try:
+                self._source_admin.list_topics(topic, timeout=10)
+            except KafkaException:
+                return min(self._round_trips) if self._round_trips else None
+            self._round_trips.append((time.perf_counter() - started) * 1000)
+        return min(self._round_trips) if self._round_trips else None
 
     def ready_counts(self) -> Mapping[str, int]:
         return dict(self._ready)

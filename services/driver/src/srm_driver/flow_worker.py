@@ -69,7 +69,10 @@ class FlowWorker(TaskThread):
             self._copy.prepare(self.flow)
         ready = self.topics.ready(owned) if owned else _NONE
         if owned:  # before any partition of a topic that allows larger records is planned
-            self._copy.size_for_records(self.flow, self.topics.largest_record_bytes())
+            topics = self.topics
+            self._copy.size_clients(
+                self.flow, topics.largest_record_bytes(), topics.round_trip_ms()
+            )
         if ready is not self._given:
             self._copy.set_owned(self.flow, ready)
             self._given = ready

@@ -114,12 +114,42 @@ def sized_for_records(settings: UnitSettings, largest: int) -> UnitSettings:
     consumer = dict(settings.consumer)
     _at_least(consumer, "max.partition.fetch.bytes", needed)
     _at_least(consumer, "fetch.max.bytes", needed)
-    fetch_max = consumer.get("fetch.max.bytes", "")
-    if fetch_max.isdigit() and int(fetch_max) + REQUEST_OVERHEAD > _RESPONSE_MAX_DEFAULT:
-        _at_least(consumer, "receive.message.max.bytes", int(fetch_max) + REQUEST_OVERHEAD)
+    _response_room(consumer)
     if producer == settings.producer and consumer == settings.consumer:
         return settings
     return replace(settings, producer=producer, consumer=consumer)
+
+
+# What one round trip's fetch must carry so that fetching is not what bounds the copy
+# across a WAN: a unit keeps one fetch in flight per source broker, so it moves at most
+# fetch.max.bytes per round trip, and a partition max.partition.fetch.bytes.
+PARTITION_BYTES_PER_SECOND = 64 * 1024 * 1024
+CONNECTION_BYTES_PER_SECOND = 256 * 1024 * 1024
+
+
+def sized_for_round_trip(settings: UnitSettings, round_trip_ms: int) -> UnitSettings:
+    """``settings`` whose fetches carry 64 MiB/s a partition and 256 MiB/s a unit and
+    broker at ``round_trip_ms`` (more than a slot copies): from about 60 ms on, the fetch
+    sizes grow with the round trip; below, the defaults already carry that. Sizes only
+    grow (design.md section 3c)."""
+    if round_trip_ms <= 0:
+        return settings
+    consumer = dict(settings.consumer)
+    _at_least(consumer, "max.partition.fetch.bytes",
+              PARTITION_BYTES_PER_SECOND * round_trip_ms // 1000)  # fmt: skip
+    _at_least(consumer, "fetch.max.bytes", CONNECTION_BYTES_PER_SECOND * round_trip_ms // 1000)
+    _response_room(consumer)
+    if consumer == settings.consumer:
+        return settings
+    return replace(settings, consumer=consumer)
+
+
+def _response_room(consumer: dict[str, str]) -> None:
+    """librdkafka refuses a fetch.max.bytes within 512 bytes of the largest response it
+    accepts (100 MB by default): raise that with it."""
+    fetch_max = consumer.get("fetch.max.bytes", "")
+    if fetch_max.isdigit() and int(fetch_max) + REQUEST_OVERHEAD > _RESPONSE_MAX_DEFAULT:
+        _at_least(consumer, "receive.message.max.bytes", int(fetch_max) + REQUEST_OVERHEAD)
 
 
 def _at_least(config: dict[str, str], key: str, size: int) -> None:

@@ -17,13 +17,14 @@ still be sending.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 
 from srm_common.config.model import FlowConfig
 from srm_common.errors import SrmError
 
-from srm_driver.copying.clients import sized_for_records
+from srm_driver.copying.clients import UnitSettings, sized_for_records, sized_for_round_trip
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.planner import Planner
@@ -67,7 +68,10 @@ class CopyService:
             wait_out_s=write_timeout_ms / 1000 + 2,
         )
         self._adapters: dict[str, FlowAdapters] = {}
-        self._sized: dict[str, int] = {}  # per flow, the record size its settings carry
+        # Per flow: the record size and round trip its settings carry, and the settings
+        # they were sized from (the configuration's).
+        self._sized: dict[str, tuple[int, int]] = {}
+        self._base_settings: dict[str, UnitSettings] = {}
         self._adapter_errors: dict[str, tuple[float, str]] = {}
         self._stopping = False
         self._finished = False
@@ -103,26 +107,31 @@ class CopyService:
         if released:
             log.info("%s: released %d partitions that were not copying", flow, released)
 
-    def size_for_records(self, flow: str, largest: int) -> None:
-        """Size ``flow``'s copy clients for record batches of ``largest`` bytes (the
-        largest ``max.message.bytes`` of its source topics); the slots get the new
-        settings with their next answer. Costs nothing while ``largest`` is unchanged."""
+    def size_clients(self, flow: str, largest_record: int, round_trip_ms: float | None) -> None:
+        """Size ``flow``'s copy clients for record batches of ``largest_record`` bytes (the
+        largest ``max.message.bytes`` of its source topics) and for the round trip to its
+        source (rounded up to a power of two, so jitter changes nothing); the slots get
+        the new settings with their next answer. Costs nothing while neither changed."""
+        rtt = 1 << max(0, math.ceil(round_trip_ms) - 1).bit_length() if round_trip_ms else 0
         with self._ledger.lock:
             adapters = self._adapters.get(flow)
-            if adapters is None or self._sized.get(flow) == largest:
+            if adapters is None or self._sized.get(flow) == (largest_record, rtt):
                 return
-            self._sized[flow] = largest
-            sized = sized_for_records(adapters.settings, largest)
+            self._sized[flow] = (largest_record, rtt)
+            base = self._base_settings.setdefault(flow, adapters.settings)
+            sized = sized_for_round_trip(sized_for_records(base, largest_record), rtt)
             if sized == adapters.settings:
                 return
             adapters.settings = sized
         log.info(
-            "%s: copy clients sized for records of up to %d bytes (max.request.size %s,"
-            " max.partition.fetch.bytes %s)",
+            "%s: copy clients sized for records of up to %d bytes and a %d ms round trip:"
+            " max.request.size %s, max.partition.fetch.bytes %s, fetch.max.bytes %s",
             flow,
-            largest,
+            largest_record,
+            rtt,
             sized.producer.get("max.request.size"),
             sized.consumer.get("max.partition.fetch.bytes"),
+            sized.consumer.get("fetch.max.bytes"),
         )
 
     def tick(self) -> None:
