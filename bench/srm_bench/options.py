@@ -48,6 +48,9 @@ class BenchOptions:
     skip_raw: bool = False
     skip_latency: bool = False
     spark_master: str | None = None
+    # --spark standalone:N: SRM again on a standalone cluster of N workers (spark_run.py).
+    spark_workers: int = 0
+    spark_worker_cores: int = 1
     srm_set: tuple[str, ...] = ()
     mm2_set: tuple[str, ...] = ()
     mm2_heap: str = "2g"
@@ -106,6 +109,21 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--skip-raw", action="store_true", help="do not run Kafka's perf tools")
     add("--skip-latency", action="store_true", help="catch-up only, no latency phase")
     add("--spark-master", help="passed to srm-driver as --spark-master (e.g. local[2])")
+    add(
+        "--spark",
+        type=_spark_cluster,
+        default=0,
+        metavar="standalone:N",
+        help="after the others, run SRM's driver again on a Spark standalone cluster of N"
+        " workers started from the PySpark install, and compare it with SRM on local[*]"
+        " (throughput, CPU per worker)",
+    )
+    add(
+        "--spark-worker-cores",
+        type=_positive_int,
+        default=1,
+        help="cores of each worker of --spark standalone:N (1)",
+    )
     add(
         "--srm-set",
         action="append",
@@ -180,6 +198,11 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     for item in (*args.srm_set, *args.mm2_set):
         if "=" not in item:
             parser.error(f"'{item}' is not KEY=VALUE")
+    if args.spark and args.spark_master:
+        parser.error(
+            "--spark standalone:N runs SRM on its own Spark cluster after SRM on"
+            " local[*]; leave out --spark-master"
+        )
     if args.latency_warmup >= args.latency_seconds and not args.skip_latency:
         parser.error("--latency-warmup must be shorter than --latency-seconds")
     if args.wan and args.scale:
@@ -198,6 +221,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         skip_raw=args.skip_raw,
         skip_latency=args.skip_latency or bool(args.wan),
         spark_master=args.spark_master,
+        spark_workers=args.spark,
+        spark_worker_cores=args.spark_worker_cores,
         srm_set=tuple(args.srm_set),
         mm2_set=tuple(args.mm2_set),
         mm2_heap=args.mm2_heap,
@@ -215,6 +240,16 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         wan=tuple(args.wan),
         **extra,
     )
+
+
+def _spark_cluster(text: str) -> int:
+    """``standalone:N``: the number of workers."""
+    kind, _, count = text.partition(":")
+    if kind != "standalone" or not count.isdigit() or not 1 <= int(count) <= 16:
+        raise argparse.ArgumentTypeError(
+            f"expected standalone:N with N workers from 1 to 16 (e.g. standalone:2), got {text!r}"
+        )
+    return int(count)
 
 
 def _partition_counts(text: str) -> tuple[int, ...]:

@@ -35,7 +35,14 @@ SRM = "srm"
 MM2 = "mirrormaker2"
 MM2_TUNED = "mirrormaker2_tuned"
 REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
-LABELS = {SRM: "SRM driver", MM2: "MirrorMaker 2", MM2_TUNED: "MM2 tuned"}
+# SRM's driver again, on a Spark standalone cluster (--spark standalone:N, spark_run.py).
+SRM_STANDALONE = "srm_spark_standalone"
+LABELS = {
+    SRM: "SRM driver",
+    MM2: "MirrorMaker 2",
+    MM2_TUNED: "MM2 tuned",
+    SRM_STANDALONE: "SRM on Spark standalone",
+}
 
 # MirrorMaker 2 tuned the way a careful operator would for this workload (1 KiB records,
 # 8 partitions, one broker per cluster, a catch-up then a 500 records/s latency phase),

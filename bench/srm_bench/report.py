@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from srm_bench.catchup import CatchupResult
 from srm_bench.latency import WINDOW_SECONDS, LatencyResult
@@ -22,6 +23,9 @@ from srm_bench.replicators import (
     REPLICATORS,
     SRM,
 )
+
+if TYPE_CHECKING:
+    from srm_bench.spark_run import StandaloneRun
 
 # 2: MirrorMaker 2 tuned; 3: srm (JVM copy slot) beside srm_python (Python copy slot);
 # 4: srm is the Python copy slot, the only one (docs/benchmark.md, "The JSON").
@@ -91,6 +95,7 @@ class BenchReport:
     # replicator -> its configuration file, log and the properties written (ran or failed)
     configs: dict[str, dict[str, object]] = field(default_factory=dict)
     finished_at: datetime | None = None
+    spark: StandaloneRun | None = None  # --spark standalone:N
 
     def throughput_mb_s(self) -> dict[str, float | None]:
         rates = {name: self._figure(name, ("catchup", "mb_s")) for name in REPLICATORS}
@@ -160,6 +165,7 @@ class BenchReport:
                 name: _round(result.stop_seconds) for name, result in self._ran().items()
             },
             "raw": self.raw.describe() if self.raw else None,
+            "spark_standalone": self.spark.describe() if self.spark else None,
             "load_seconds": _round(self.load_seconds),
             "errors": self.errors,
             "foreign_cpu_share": {phase: round(v, 3) for phase, v in self.foreign_cpu.items()},
@@ -239,7 +245,8 @@ class BenchReport:
             )
         notes += [f"{LABELS.get(name, name)} FAILED: {error.splitlines()[0]}"
                   for name, error in self.errors.items()]  # fmt: skip
-        return "\n".join([title, "", *lines, "", *notes])
+        spark = ["", *self.spark.table_lines(self.systems.get(SRM))] if self.spark else []
+        return "\n".join([title, "", *lines, *spark, "", *notes])
 
     def _tuned_notes(self) -> list[str]:
         """The tuned keys (one list, MM2_TUNED_PROPERTIES), and any --mm2-set over them."""

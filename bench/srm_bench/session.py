@@ -37,6 +37,7 @@ from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
     SRM,
+    SRM_STANDALONE,
     Replicator,
     latency_topic,
     mirrormaker2,
@@ -135,6 +136,41 @@ def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: 
         except Exception as exc:  # noqa: BLE001 - one replicator's bug must not lose the others
             report.errors[name] = f"{type(exc).__name__}: {exc}"
             say(f"  {LABELS[name]} FAILED:\n{traceback.format_exc()}")
+    if options.spark_workers:
+        _run_spark_standalone(options, report, stack, folder)
+
+
+def _run_spark_standalone(
+    options: BenchOptions, report: BenchReport, stack: BenchStack, folder: Path
+) -> None:
+    """SRM's driver on a Spark standalone cluster (--spark standalone:N), in a run folder
+    of its own (its srm.properties and srm.log beside the Spark master's and workers')."""
+    from srm_bench.spark_run import run_standalone
+
+    own = folder / "spark-standalone"
+    own.mkdir(exist_ok=True)
+
+    def run(
+        name: str,
+        *,
+        spark_master: str,
+        started: Callable[[], None],
+        caught_up: Callable[[], None],
+    ) -> SystemResult:
+        return run_replicator(
+            name, options, stack, own, report,
+            spark_master=spark_master, started=started, caught_up=caught_up,
+        )  # fmt: skip
+
+    try:
+        with ForeignCpu() as foreign:
+            report.spark, report.systems[SRM_STANDALONE] = run_standalone(
+                options.spark_workers, options.spark_worker_cores, own, run
+            )
+        report.foreign_cpu[SRM_STANDALONE] = foreign.share
+    except (ReplicatorFailedError, RuntimeError, TimeoutError) as exc:
+        report.errors[SRM_STANDALONE] = str(exc)
+        say(f"  {LABELS[SRM_STANDALONE]} FAILED: {exc}")
 
 
 def systems_to_run(options: BenchOptions) -> list[str]:
@@ -157,12 +193,18 @@ def run_replicator(
     *,
     source_bootstrap: str | None = None,
     before_start: Callable[[Mapping[str, str]], None] | None = None,
+    spark_master: str | None = None,
+    started: Callable[[], None] | None = None,
+    caught_up: Callable[[], None] | None = None,
 ) -> SystemResult:
     """Run replicator ``name`` on a wiped target: catch-up, then (unless skipped) latency.
     ``source_bootstrap`` is the source as the replicator sees it (a WAN run: the proxy);
-    ``before_start`` gets the properties written, just before the replicator starts."""
+    ``before_start`` gets the properties written, just before the replicator starts;
+    ``spark_master``: SRM's, instead of --spark-master; ``started``/``caught_up``: called
+    as the replicator starts and once every record is on the target (the Spark workers'
+    CPU, spark_run.py)."""
     dataset = options.dataset()
-    if name == SRM and not srm_driver_available():
+    if name in (SRM, SRM_STANDALONE) and not srm_driver_available():
         raise RuntimeError("srm-driver is not installed in this environment (.venv/bin/srm-driver)")
     say(f"  wiping and restarting backup ({stack.reset_target():.1f} s)")
     source_admin = stack.source_admin()
@@ -171,14 +213,14 @@ def run_replicator(
     delete_consumer_groups(source_admin)
     latency = latency_topic(name)
     create_topic(source_admin, latency, dataset.partitions)
-    replicator = _replicator(name, options, folder)
+    replicator = _replicator(name, options, folder, spark_master)
     shared = shared_properties(
         source_bootstrap or stack.source.bootstrap_servers,
         stack.target.bootstrap_servers,
         [dataset.topic, latency],
         dataset.partitions,
     )
-    extra = options.srm_set if name == SRM else options.mm2_set
+    extra = options.srm_set if name in (SRM, SRM_STANDALONE) else options.mm2_set
     properties = replicator_properties(name, shared, wan=bool(options.wan))
     written = write_properties(replicator.config_path, properties, extra)
     report.configs[name] = {
@@ -190,10 +232,14 @@ def run_replicator(
     if before_start is not None:
         before_start(written)
     say(f"  starting {replicator.display()}\n  log: {replicator.log_path}")
+    if started is not None:
+        started()
     with RunningReplicator(replicator) as running:
         catchup = measure_catchup(
             running, stack.target_admin(), dataset, options.catchup_deadline()
         )
+        if caught_up is not None:
+            caught_up()
         say(
             f"  {replicator.label}: caught up in {catchup.wall_seconds:.1f} s; copy "
             f"{catchup.mb_s:.1f} MB/s ({catchup.records_s:,.0f} records/s), "
@@ -233,10 +279,12 @@ class WanConfigs(Protocol):
     configs: dict[str, dict[str, object]]
 
 
-def _replicator(name: str, options: BenchOptions, folder: Path) -> Replicator:
+def _replicator(
+    name: str, options: BenchOptions, folder: Path, spark_master: str | None = None
+) -> Replicator:
     if name in (MM2, MM2_TUNED):
         return mirrormaker2(folder, options.mm2_heap, name)
-    return srm_driver(folder, options.spark_master, name)
+    return srm_driver(folder, spark_master or options.spark_master, name)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:

@@ -94,6 +94,11 @@ class SparkStandalone:
         self._workers[name].wait(10)
         return pids
 
+    def worker_pids(self) -> list[tuple[str, int]]:
+        """(name, pid) of every worker started, in start order: the root of its process
+        tree (its executors' JVMs and their Python workers are below it)."""
+        return [(name, process.pid) for name, process in self._workers.items()]
+
     def executor_log(self, worker: str) -> str:
         """The stderr of every executor the worker ``worker`` ran, concatenated."""
         return "\n".join(
