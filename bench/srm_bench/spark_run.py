@@ -85,12 +85,14 @@ class StandaloneRun:
 
     def table_lines(self, local: SystemResult | None) -> list[str]:
         """The comparison with SRM on ``local[*]`` (``local``: its SystemResult, if it ran)."""
-        label = f"{LABELS[SRM_STANDALONE]} ({self.workers} x {self.cores_per_worker} core)"
-        lines = [f"{'':<34}{'SRM local[*]':>14}{label:>34}"]
+        cores = f"{self.cores_per_worker} core{'s' if self.cores_per_worker > 1 else ''}"
+        label = f"{LABELS[SRM_STANDALONE]} ({self.workers} x {cores})"
+        width = len(label) + 2
+        lines = [f"{'':<34}{'SRM local[*]':>14}{label:>{width}}"]
 
         def row(name: str, mine: float | None, theirs: float | None, spec: str) -> None:
             cells = ["-" if v is None else format(v, spec) for v in (theirs, mine)]
-            lines.append(f"{name:<34}{cells[0]:>14}{cells[1]:>34}")
+            lines.append(f"{name:<34}{cells[0]:>14}{cells[1]:>{width}}")
 
         catchup = local.catchup if local else None
         latency = local.latency if local else None

@@ -83,7 +83,10 @@ def test_the_table_sets_the_standalone_run_beside_srm_on_local(tmp_path: Path) -
     table = _report().table()
     lines = table.splitlines()
     (header,) = [line for line in lines if "SRM on Spark standalone (2 x 1 core)" in line]
-    assert "SRM local[*]" in header
+    assert "SRM local[*]" in header and "]  SRM on Spark" in header
+    # Every figure of the comparison ends under its heading.
+    spark_rows = lines[lines.index(header) : lines.index(header) + 6]
+    assert len({len(line) for line in spark_rows}) == 1
     spark = lines[lines.index(header) :]
     (rate,) = [line for line in spark if line.startswith("copy rate, MB/s")]
     assert rate.split()[-2:] == ["15.0", "12.0"]
