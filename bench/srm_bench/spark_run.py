@@ -48,6 +48,7 @@ class StandaloneRun:
     master_url: str
     worker_figures: tuple[WorkerFigures, ...]
     driver_cpu_seconds: float
+    driver_peak_rss_mb: float
     copy_mb_s: float
     catchup_seconds: float
     first_record_seconds: float
@@ -71,6 +72,7 @@ class StandaloneRun:
             "latency_p99_ms": _round(self.latency_p99_ms),
             "cpu_seconds": round(self.cpu_seconds, 1),
             "driver_cpu_seconds": round(self.driver_cpu_seconds, 1),
+            "driver_peak_rss_mb": round(self.driver_peak_rss_mb, 1),
             "latency_lost": self.latency_lost,
             "latency_duplicates": self.latency_duplicates,
             "per_worker": [
@@ -104,7 +106,10 @@ class StandaloneRun:
         row("CPU time to catch up, s", self.cpu_seconds,
             getattr(catchup, "cpu_seconds", None), ".1f")  # fmt: skip
         row("latency p99, ms", self.latency_p99_ms, getattr(latency, "p99_ms", None), ",.1f")
-        lines.append(f"  of which the driver's tree: {self.driver_cpu_seconds:.1f} CPU s")
+        lines.append(
+            f"  of which the driver's tree: {self.driver_cpu_seconds:.1f} CPU s, peak RSS "
+            f"{self.driver_peak_rss_mb:,.0f} MB"
+        )
         if self.latency_lost is not None:
             lines.append(
                 f"  latency phase on Spark standalone: {self.latency_lost} missing, "
@@ -159,6 +164,7 @@ def run_standalone(
             for name in monitors
         ),
         driver_cpu_seconds=catchup.cpu_seconds,
+        driver_peak_rss_mb=result.peak_rss_mb,
         copy_mb_s=catchup.mb_s,
         catchup_seconds=catchup.wall_seconds,
         first_record_seconds=catchup.first_record_seconds,

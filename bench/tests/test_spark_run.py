@@ -49,6 +49,7 @@ def _run() -> StandaloneRun:
             WorkerFigures("worker-1", 5.5, 650.0),
         ),
         driver_cpu_seconds=3.0,
+        driver_peak_rss_mb=400.0,
         copy_mb_s=12.0,
         catchup_seconds=40.0,
         first_record_seconds=20.0,
@@ -94,6 +95,7 @@ def test_the_table_sets_the_standalone_run_beside_srm_on_local(tmp_path: Path) -
     assert cpu.split()[-2:] == ["30.0", "15.0"]
     assert "  worker-0: 6.5 CPU s, peak RSS 700 MB (worker, executor, copy slots)" in lines
     assert "  latency phase on Spark standalone: 0 missing, 0 duplicates" in lines
+    assert "  of which the driver's tree: 3.0 CPU s, peak RSS 400 MB" in lines
 
 
 def test_the_json_keeps_the_standalone_run_per_worker(tmp_path: Path) -> None:
