@@ -4,6 +4,9 @@ setting that cannot be used is one line naming the key (never a password)."""
 from __future__ import annotations
 
 import datetime
+import socket
+import ssl
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,9 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 from srm_common.adapters.http_tls import (
     certificate_name,
+    listener_certificate,
     listener_tls,
+    pinned_client_context,
     server_context,
 )
 from srm_common.errors import ConfigError
@@ -141,3 +146,88 @@ def test_the_principal_of_a_certificate_is_its_cn_else_its_first_dns_name() -> N
     assert certificate_name(Ssl({"subject": (), "subjectAltName": (("DNS", "bot.x"),)})) == "bot.x"
     assert certificate_name(Ssl({})) is None  # none sent, or not verified
     assert certificate_name(None) is None
+
+
+def _signed_by_a_ca(folder: Path) -> Path:
+    """A server certificate signed by a CA (not self-signed), chain + key as one PEM, for
+    a host name the client will not use."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "some CA")])
+    now = datetime.datetime.now(datetime.UTC)
+
+    def build(subject: x509.Name, public_key: object, ca: bool) -> x509.Certificate:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca_name)
+            .public_key(public_key)  # type: ignore[arg-type]
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256())
+        )
+
+    ca_cert = build(ca_name, ca_key.public_key(), ca=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "driver.elsewhere.example")])
+    leaf = build(name, key.public_key(), ca=False)
+    pem = folder / "signed.pem"
+    pem.write_bytes(
+        leaf.public_bytes(serialization.Encoding.PEM)
+        + ca_cert.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return pem
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
+    """A TLS handshake over loopback between the two contexts (raises the client's error)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            connection, _ = listener.accept()
+            try:
+                with server.wrap_socket(connection, server_side=True) as tls:
+                    tls.recv(1)
+            except (ssl.SSLError, OSError):
+                pass  # the client refused us
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        try:
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                client.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+            ):
+                tls.sendall(b"x")
+        finally:
+            thread.join(10)
+
+
+@pytest.mark.parametrize("kind", ["self-signed", "signed by a CA"])
+def test_a_pinned_client_trusts_the_listeners_own_certificate_and_no_other(
+    tmp_path: Path, kind: str
+) -> None:
+    """The copy slots reach their driver at an address its certificate may not name, with
+    a CA they do not have: they trust the listener's certificate itself."""
+    pem = _certificate(tmp_path)[0] if kind == "self-signed" else _signed_by_a_ca(tmp_path)
+    tls = listener_tls({"listeners": "https://h:1", PREFIX + "keystore.location": str(pem)})
+    assert tls is not None
+    certificate = listener_certificate(tls)
+    assert certificate.count("BEGIN CERTIFICATE") == 1  # the listener's, not its CA's
+    _handshake(server_context(tls), pinned_client_context(certificate))
+
+    other = tmp_path / "other"
+    other.mkdir()
+    stranger = listener_certificate(
+        listener_tls({"listeners": "https://h:1", PREFIX + "keystore.location": str(
+            _certificate(other)[0])})  # type: ignore[arg-type]
+    )  # fmt: skip
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _handshake(server_context(tls), pinned_client_context(stranger))

@@ -24,6 +24,7 @@ from srm_common.adapters.group_admin import ClusterGroups
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
+from srm_common.adapters.http_tls import listener_certificate
 from srm_common.adapters.kafka_log import (
     BeatWriter,
     EventLogEnd,
@@ -106,7 +107,12 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         session = spark_session(settings.spark_master, conf=settings.spark_conf)
         started = session
         driver.closers.append(lambda: stop_session(started))
-    job = CopyJob(session, driver.server.url, secret)
+    job = CopyJob(
+        session,
+        driver.server.url,
+        secret,
+        server_certificate=listener_certificate(tls) if tls is not None else None,
+    )
     driver.closers.append(job.close)
     flows = settings.flows
     copy = CopyService(

@@ -144,20 +144,49 @@ def client_context(
     return context
 
 
-def _load_chain(context: ssl.SSLContext, store: Store, key_password: str | None, what: str) -> None:
-    """The certificate and key, through the same store reading as Kafka clients use."""
-    key = PREFIX + "ssl.keystore.location"
+def listener_certificate(tls: ListenerTls) -> str:
+    """The certificate the listener presents (PEM, the first of its chain): what a client
+    that must trust exactly this listener pins (:func:`pinned_client_context`)."""
+    files = key_files(_as_kafka_store(tls.keystore, tls.key_password, "keystore"))
+    chain = Path(files.certificate).read_text()
+    end = "-----END CERTIFICATE-----"
+    return chain[: chain.index(end) + len(end)] + "\n"
+
+
+def pinned_client_context(certificate: str) -> ssl.SSLContext:
+    """A client's context that trusts one server certificate (PEM) and nothing else: the
+    copy slots' to their driver, which hands them its listener's certificate with the job.
+    The certificate itself is the trust anchor (a partial chain: neither its CA nor the
+    system's CAs are needed), and the host name is not checked, because the slots reach
+    the driver at the address it advertises, often an IP its certificate does not name;
+    a server without this certificate's private key cannot pass."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.load_verify_locations(cadata=certificate)
+    return context
+
+
+def _as_kafka_store(store: Store, key_password: str | None, what: str) -> KeyStore:
     if store.type != "PEM" and not store.password:
         raise ConfigError(
             f"a {store.type} {what} needs its password: set listeners.https.ssl.keystore.password",
             key=PREFIX + "ssl.keystore.password",
         )
-    as_kafka_store = KeyStore(
+    return KeyStore(
         store.type,
         location=str(store.location),
         password=store.password,
         key_password=key_password or (store.password if store.type == "PEM" else None),
     )
+
+
+def _load_chain(context: ssl.SSLContext, store: Store, key_password: str | None, what: str) -> None:
+    """The certificate and key, through the same store reading as Kafka clients use."""
+    key = PREFIX + "ssl.keystore.location"
+    as_kafka_store = _as_kafka_store(store, key_password, what)
     try:
         files = key_files(as_kafka_store)
         context.load_cert_chain(files.certificate, files.key, password=files.key_password)

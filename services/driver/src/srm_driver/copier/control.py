@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from srm_common.adapters.http_tls import pinned_client_context
+
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import Desired
 from srm_driver.copier.unit import FlowUnit, PlanKey
@@ -87,6 +89,7 @@ class SlotRunner:
         slot: int,
         secret: str,
         run: dict[str, object] | None = None,
+        server_certificate: str | None = None,
     ) -> None:
         # Which run of the slot this is (Spark runs a slot's task again after it lost the
         # executor): in every report, so that the driver fences the run a newer one took
@@ -94,6 +97,9 @@ class SlotRunner:
         self._run = run or {"id": uuid.uuid4().hex, "attempt": 0, "executor": ""}
         url = urlsplit(control_url)
         self._https = url.scheme == "https"
+        # The driver's listener certificate (PEM), handed over with the job: the one
+        # server these reports go to (srm_common.adapters.http_tls.pinned_client_context).
+        self._server_certificate = server_certificate
         self._host, self._port = url.hostname or "127.0.0.1", url.port
         self._path = f"{url.path.rstrip('/')}/internal/v1/copy/{job_id}/slots/{slot}"
         self._authorization = f"Bearer {secret}"
@@ -251,7 +257,9 @@ class SlotRunner:
                     self._host,
                     self._port,
                     timeout=_CONNECT_TIMEOUT_S,
-                    context=ssl.create_default_context(),
+                    context=pinned_client_context(self._server_certificate)
+                    if self._server_certificate
+                    else ssl.create_default_context(),
                 )
             else:
                 self._connection = http.client.HTTPConnection(

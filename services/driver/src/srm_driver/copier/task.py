@@ -29,9 +29,16 @@ log = logging.getLogger(__name__)
 
 
 def run_slots(
-    slots: Iterable[int], *, control_url: str, job_id: str, secret: str, locks: str | None
+    slots: Iterable[int],
+    *,
+    control_url: str,
+    job_id: str,
+    secret: str,
+    locks: str | None,
+    server_certificate: str | None = None,
 ) -> None:
-    """Run each slot of this Spark partition (one) until it ends."""
+    """Run each slot of this Spark partition (one) until it ends; ``server_certificate``:
+    the driver's HTTPS listener's, the only one its reports trust."""
     _setup_logging()
     for slot in slots:
         with slot_lock(locks, job_id, slot):
@@ -44,7 +51,7 @@ def run_slots(
                 run["attempt"],
                 run["executor"],
             )
-            SlotRunner(control_url, job_id, slot, secret, run).run()
+            SlotRunner(control_url, job_id, slot, secret, run, server_certificate).run()
             log.info("copy slot %d of job %s ended", slot, job_id)
 
 

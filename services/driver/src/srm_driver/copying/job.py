@@ -35,10 +35,19 @@ class CopyJob:
     :meth:`active_slots` knows that none can still write; on a cluster only the slots'
     leases tell."""
 
-    def __init__(self, session: SparkSession, control_url: str, secret: str) -> None:
+    def __init__(
+        self,
+        session: SparkSession,
+        control_url: str,
+        secret: str,
+        server_certificate: str | None = None,
+    ) -> None:
+        """``server_certificate``: the PEM of the HTTPS listener at ``control_url``, which
+        the slots trust alone (wherever they run, whatever CA signed it)."""
         self._session = session
         self._control_url = control_url
         self._secret = secret
+        self._server_certificate = server_certificate
         self.slots = max(1, int(session.sparkContext.defaultParallelism))
         self.local = str(session.sparkContext.master).startswith("local")
         self.job_id: str | None = None
@@ -68,6 +77,7 @@ class CopyJob:
                 job_id=job_id,
                 secret=self._secret,
                 locks=self._locks,
+                server_certificate=self._server_certificate,
             )
             context.parallelize(range(self.slots), self.slots).foreachPartition(task)
         except Exception as exc:  # noqa: BLE001 - Spark's errors: reported, the service restarts
