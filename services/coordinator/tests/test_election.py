@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from srm_common.adapters import kafka_clients
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
-from srm_coordinator.election import LeaderElection
+from srm_coordinator.election import LeaderElection, consumer_config
 
 CONFIG = """\
 clusters:
@@ -22,7 +23,9 @@ def test_a_stopped_election_can_be_joined(tmp_path: Path) -> None:
     path = tmp_path / "srm.yaml"
     path.write_text(CONFIG)
     stop = threading.Event()
-    election = LeaderElection(control_plane(load_config(path)).log("backup"), "c-test", stop)
+    settings = control_plane(load_config(path)).log("backup")
+    consumer = kafka_clients.consumer(consumer_config(settings, "c-test"))
+    election = LeaderElection(consumer, settings.election_topic, stop)
     election.start()
     stop.set()
     election.join(30)

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.discovery import Discovery
 from srm_common.adapters.kafka_log import (
     BeatReader,
@@ -28,7 +29,7 @@ from srm_common.control.events import Envelope, LogMigrated
 from srm_common.control.state import replay
 from srm_common.errors import ControlLogError
 
-from srm_coordinator.election import Candidacy
+from srm_coordinator.election import Candidacy, consumer_config
 from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.migration import LegacyLog, Migration
 from srm_coordinator.ports import Adapters
@@ -50,7 +51,11 @@ def real_adapters(settings: ControlSettings, legacy: ControlSettings | None = No
         beats=lambda client_id, since_ms: BeatReader(
             settings, client_id=client_id, since_ms=since_ms
         ),
-        election=lambda member: Candidacy(settings, member),
+        election=lambda member: Candidacy(
+            member,
+            topic=settings.election_topic,
+            consumer=lambda: kafka_clients.consumer(consumer_config(settings, member)),
+        ),
         discovery=Discovery,
         legacy=None if legacy is None else (lambda: KafkaLegacyLog(legacy)),
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
-from srm_common.adapters import kafka_clients
 from srm_common.config.control import ControlSettings
 
 log = logging.getLogger(__name__)
@@ -21,29 +22,34 @@ log = logging.getLogger(__name__)
 SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms default
 
 
-class LeaderElection(threading.Thread):
-    """Polls the election group; ``leading`` is set while this member holds the partition."""
+def consumer_config(settings: ControlSettings, member: str) -> dict[str, Any]:
+    """The keys of ``member``'s consumer in the election group of ``settings``' log (the
+    composition root builds it)."""
+    return {
+        **settings.client,
+        "group.id": settings.election_group,
+        "client.id": member,
+        "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "heartbeat.interval.ms": "1000",
+        "max.poll.interval.ms": "300000",
+        "enable.auto.commit": "false",
+        # Cooperative: a standby joining does not make the leader give the
+        # partition up (an eager assignor revokes it at every rebalance).
+        "partition.assignment.strategy": "cooperative-sticky",
+    }
 
-    def __init__(self, settings: ControlSettings, member: str, stop: threading.Event) -> None:
+
+class LeaderElection(threading.Thread):
+    """Polls the election group through ``consumer`` (made from :func:`consumer_config`)
+    on ``topic``; ``leading`` is set while this member holds the partition."""
+
+    def __init__(self, consumer: Consumer, topic: str, stop: threading.Event) -> None:
         super().__init__(name="election", daemon=True)
         self.leading = threading.Event()
         self.changed = threading.Event()
         self._stopping = stop
-        self._consumer = kafka_clients.consumer(
-            {
-                **settings.client,
-                "group.id": settings.election_group,
-                "client.id": member,
-                "session.timeout.ms": str(SESSION_TIMEOUT_MS),
-                "heartbeat.interval.ms": "1000",
-                "max.poll.interval.ms": "300000",
-                "enable.auto.commit": "false",
-                # Cooperative: a standby joining does not make the leader give the
-                # partition up (an eager assignor revokes it at every rebalance).
-                "partition.assignment.strategy": "cooperative-sticky",
-            }
-        )
-        self._topic = settings.election_topic
+        self._consumer = consumer
+        self._topic = topic
 
     def run(self) -> None:
         self._consumer.subscribe(
@@ -86,11 +92,13 @@ class LeaderElection(threading.Thread):
 class Candidacy:
     """Takes part in the election only while :meth:`allow` says so: a coordinator that
     cannot lead the event log (lost, or written by a newer SRM) leaves the group, so that
-    one that can may lead, and drivers see that nobody leads (their lease rule)."""
+    one that can may lead, and drivers see that nobody leads (their lease rule).
+    ``consumer()`` makes the consumer of each new election (the composition root's)."""
 
-    def __init__(self, settings: ControlSettings, member: str) -> None:
-        self._settings = settings
+    def __init__(self, member: str, *, topic: str, consumer: Callable[[], Consumer]) -> None:
         self._member = member
+        self._topic = topic
+        self._consumer = consumer
         self._election: LeaderElection | None = None
         self._stop = threading.Event()
 
@@ -101,7 +109,7 @@ class Candidacy:
     def allow(self, allowed: bool) -> None:
         if allowed and self._election is None:
             self._stop = threading.Event()
-            self._election = LeaderElection(self._settings, self._member, self._stop)
+            self._election = LeaderElection(self._consumer(), self._topic, self._stop)
             self._election.start()
         elif not allowed and self._election is not None:
             log.warning("%s: leaving the election", self._member)
