@@ -13,7 +13,6 @@ from types import FrameType
 
 from srm_common import telemetry
 from srm_common.adapters.cluster_probe import refused_clusters
-from srm_common.adapters.http_server import HttpServer
 from srm_common.cli_support import (
     add_config_arguments,
     exit_code,
@@ -80,63 +79,20 @@ def _run(argv: Sequence[str] | None) -> int:
         fail("srm-api-gateway", str(exc))
     for line in refused_clusters(config):  # wrong credentials or certificates
         fail("srm-api-gateway", line)
-    from srm_common.adapters.http_auth import listener_security
-    from srm_common.adapters.http_client import credentials
-    from srm_common.adapters.kafka_log import EventLogReader
-    from srm_common.config.control import ControlSettings
-    from srm_common.log_follower import LogFollower, LogSet
-
-    from srm_api_gateway.http_api import create_app
-    from srm_api_gateway.metric_store import MetricStore
-    from srm_api_gateway.metrics_follower import MetricsFollower
-    from srm_api_gateway.read_model import ReadModel
+    from srm_api_gateway.bootstrap import build
 
     try:
         url = args.db_url or _url_in(args.db_url_file)
         url = url or f"sqlite:///{(args.state_dir / DEFAULT_DB).resolve()}"
         if args.db_password_file is not None:
             url = with_password(url, args.db_password_file)
-        read_model = ReadModel(url)
-    except SrmError as exc:
-        fail("srm-api-gateway", str(exc))
-
-    # The read model remembers the log it followed under each name: a replaced log is
-    # reported lost. Every target's log, and the single log of an earlier release (its
-    # history), if there is one.
-    def follower(settings: ControlSettings) -> LogFollower:
-        name = settings.name
-        return LogFollower(
-            lambda: EventLogReader(
-                settings, client_id="srm-api-gateway", known_log=read_model.known_log(name)
-            ),
-            name=f"the log of {name}",
-            on_fold=lambda folded: read_model.on_fold(name, folded),
-            keep=True,
-            optional=settings.legacy,
-        )
-
-    logs = LogSet({s.name: follower(s) for s in (*plane.logs.values(), plane.legacy)})
-    store = MetricStore()
-    targets = sorted({flow.target for flow in config.flows.values()})
-    follower = MetricsFollower(
-        {alias: config.clusters[alias].client_config("consumer") for alias in targets},
-        store,
-        read_model.on_metric,
-    )
-    try:
-        access, tls = listener_security(config.extra)
-        relay = credentials(config.extra, token_file=args.token_file)
-        app = create_app(
+        gateway = build(
             config,
-            logs,
-            store,
-            follower.status,
-            credentials=relay,
-            read_model=read_model,
-            access=access,
-        )
-        server = HttpServer(
-            app, host=args.host, port=args.port, name="srm-api-gateway", access=access, tls=tls
+            plane,
+            db_url=url,
+            token_file=args.token_file,
+            host=args.host,
+            port=args.port,
         )
     except SrmError as exc:
         fail("srm-api-gateway", str(exc))
@@ -148,19 +104,14 @@ def _run(argv: Sequence[str] | None) -> int:
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, on_signal)
-    read_model.start()
-    logs.start()
-    follower.start()
-    server.start()
-    print(f"srm-api-gateway: API at {server.url} (OpenAPI at {server.url}/docs)", file=sys.stderr)
+    gateway.start()
+    address = gateway.server.url
+    print(f"srm-api-gateway: API at {address} (OpenAPI at {address}/docs)", file=sys.stderr)
     logging.info("following the logs of %s", ", ".join(plane.targets))
     try:
         stop.wait()
     finally:
-        server.stop()
-        follower.close()
-        logs.close()
-        read_model.close()
+        gateway.close()
     return 0
 
 

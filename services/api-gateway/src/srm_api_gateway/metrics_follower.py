@@ -13,6 +13,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from srm_common.adapters.kafka_clients import aiokafka_security
 from srm_common.errors import SrmError
@@ -22,22 +23,44 @@ from srm_common.redaction import redact_text
 
 from srm_api_gateway.metric_store import MetricStore
 
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaConsumer
+
 log = logging.getLogger(__name__)
 
 RETRY_S = 5.0
 
 
+def consumer_options(alias: str, keys: Mapping[str, str]) -> dict[str, Any]:
+    """The options of the consumer of ``alias``'s aggregated metrics (the composition root
+    builds it); SrmError or ValueError when its security settings cannot be read."""
+    return {
+        "bootstrap_servers": keys["bootstrap.servers"],
+        **aiokafka_security(keys),
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "metadata_max_age_ms": 5000,
+        "client_id": f"srm-api-gateway-{alias}",
+    }
+
+
 class MetricsFollower:
     """``start()``/``close()``; ``clusters`` maps alias -> the cluster's client keys
     (MM2's Java keys, security included) or just its bootstrap servers; ``sink`` (the SQL
-    read model) is given every record stored, with where it was read."""
+    read model) is given every record stored, with where it was read; ``consumer(alias,
+    keys)`` makes a consumer of a cluster (made from :func:`consumer_options`), again
+    after each failure."""
 
     def __init__(
         self,
         clusters: Mapping[str, str | Mapping[str, str]],
         store: MetricStore,
         sink: Callable[[str, int, int, Aggregate | TopicMapping], None] | None = None,
+        *,
+        consumer: Callable[[str, Mapping[str, str]], AIOKafkaConsumer],
     ) -> None:
+        self._consumer = consumer
         self._clusters = {
             alias: {"bootstrap.servers": keys} if isinstance(keys, str) else dict(keys)
             for alias, keys in clusters.items()
@@ -81,29 +104,19 @@ class MetricsFollower:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _follow(self, alias: str, keys: Mapping[str, str]) -> None:
-        from aiokafka import AIOKafkaConsumer
         from aiokafka.errors import KafkaError
 
         status = self._status[alias]
-        try:
-            security = aiokafka_security(keys)
-        except (SrmError, ValueError) as exc:  # a store that cannot be read: said once
-            status["error"] = str(exc)
-            log.error("metrics of %s cannot be read: %s", alias, exc)
-            return
         while not self._stop.is_set():
             # Subscribed only once the topic exists: aiokafka logs an ERROR line for a
             # missing topic at every metadata refresh, hundreds before an aggregator
             # creates it.
-            consumer = AIOKafkaConsumer(
-                bootstrap_servers=keys["bootstrap.servers"],
-                **security,
-                group_id=None,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                metadata_max_age_ms=5000,
-                client_id=f"srm-api-gateway-{alias}",
-            )
+            try:
+                consumer = self._consumer(alias, keys)
+            except (SrmError, ValueError) as exc:  # a store that cannot be read: said once
+                status["error"] = str(exc)
+                log.error("metrics of %s cannot be read: %s", alias, exc)
+                return
             try:
                 await consumer.start()
                 while AGGREGATED_TOPIC not in await consumer.topics():
