@@ -59,6 +59,7 @@ def test_each_contract_names_the_import_that_breaks_it(tmp_path: Path) -> None:
         "srm_driver.cli": "import srm_driver.bootstrap\n",
         "srm_coordinator.cli": "import srm_coordinator.bootstrap\n",
         "srm_api_gateway.cli": "import srm_api_gateway.bootstrap\n",
+        "srm_metrics_aggregator.cli": "import srm_metrics_aggregator.bootstrap\n",
     }
     roots = [c for c in settings["contracts"] if c["type"] == "forbidden"]
     for contract in roots:

@@ -25,7 +25,7 @@ from srm_common.metrics.grouping import grouped
 from srm_common.metrics.raw import RAW_TOPIC, Histogram, PartitionSample, encode
 from srm_local import testing
 from srm_local.testing import ChildProcess, Record, log_tails
-from srm_metrics_aggregator.app import prepare_topics
+from srm_metrics_aggregator.bootstrap import prepare
 from srm_metrics_aggregator.settings import aggregator_settings
 
 pytestmark = pytest.mark.integration
@@ -190,7 +190,7 @@ def scenario(kafka, tmp_path) -> Iterator[Scenario]:  # type: ignore[no-untyped-
     config = testing.write_config(
         tmp_path, {"primary": kafka["primary"], "backup": kafka["backup"]}
     )
-    prepare_topics(aggregator_settings(load_config(config), "backup"))
+    prepare(aggregator_settings(load_config(config), "backup"))
     made = Scenario(kafka["backup"], config, tmp_path)
     yield made
     for process in made.processes:

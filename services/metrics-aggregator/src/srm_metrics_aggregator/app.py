@@ -26,7 +26,6 @@ from typing import Any
 import faust
 from confluent_kafka.admin import AdminClient, NewTopic
 from srm_common import telemetry
-from srm_common.adapters import kafka_clients
 from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
@@ -65,13 +64,13 @@ class TableState(MutableMapping[str, bytes]):
         return len(self.table)
 
 
-def prepare_topics(settings: AggregatorSettings, timeout: float = 30) -> tuple[int, int]:
+def prepare_topics(
+    settings: AggregatorSettings, admin: AdminClient, timeout: float = 30
+) -> tuple[int, int]:
     """Create what is missing of the raw topic and the aggregator's own topics (Faust
-    ignores for good a topic it subscribes to before it exists); the raw topic's partition
-    count, which every other topic gets, and their replication factor."""
-    admin = kafka_clients.admin(
-        {**settings.client, "bootstrap.servers": ",".join(settings.bootstrap_servers)}
-    )
+    ignores for good a topic it subscribes to before it exists) through ``admin`` (the
+    aggregated cluster's); the raw topic's partition count, which every other topic gets,
+    and their replication factor."""
     metadata = admin.list_topics(timeout=timeout)
     factor = settings.replication_factor or min(3, max(1, len(metadata.brokers)))
     described = metadata.topics.get(RAW_TOPIC)

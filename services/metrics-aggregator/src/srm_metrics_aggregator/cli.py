@@ -53,14 +53,14 @@ def _run(argv: Sequence[str] | None) -> int:
         fail(PROG, str(exc))
     for line in refused_clusters(config, [settings.cluster]):  # wrong credentials, certificates
         fail(PROG, line)
-    from srm_metrics_aggregator.app import build_app, prepare_topics
+    from srm_metrics_aggregator.bootstrap import build, prepare
 
     try:
-        partitions, factor = prepare_topics(settings)
+        partitions, factor = prepare(settings)
     except Exception as exc:  # any failure: one line, not a traceback
         fail(PROG, f"cannot prepare {settings.cluster}'s raw metrics topic: {exc}", status=1)
     datadir = args.data_dir or tempfile.mkdtemp(prefix="srm-metrics-aggregator-")
-    app = build_app(settings, partitions=partitions, replication_factor=factor, datadir=datadir)
+    app = build(settings, partitions=partitions, replication_factor=factor, datadir=datadir)
     logging.info(
         "%s: app %s on %s (%s), %d raw partitions, windows %s ms, grace %d ms",
         PROG,
