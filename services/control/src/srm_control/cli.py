@@ -21,7 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from srm_common import telemetry
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.cluster_probe import refused_clusters
+from srm_common.adapters.flow_offsets import FlowOffsets
+from srm_common.adapters.kafka_log import EventLogReader, EventLogWriter
+from srm_common.adapters.mirror_client import MirrorClient
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
 from srm_common.config.control import ControlPlane, control_plane
 from srm_common.errors import SrmError
@@ -36,6 +40,7 @@ from srm_control import (
     partitions,
     restore,
 )
+from srm_control.clients import KafkaClients
 from srm_control.sending import Sender
 
 
@@ -74,16 +79,30 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command == "audit":
         return audit_command.run(args, plane)
     if args.command == "restore":
-        return restore.run(args, config, plane)
+        return restore.run(args, config, plane, kafka())
     if args.command == "acls":
         return acl_commands.run(args, config)
     if args.command == "partitions":
         return partitions.run(args, config, plane, sender)
     if args.command == "offsets":
-        return group_commands.offsets(args, config)
+        return group_commands.offsets(args, config, kafka())
     if args.command in ("failover", "failback"):
-        return group_commands.failover(args, config)
+        return group_commands.failover(args, config, kafka())
     return lists.run(args, config, plane, sender)
+
+
+def kafka() -> KafkaClients:
+    """The Kafka clients the commands that talk to a cluster directly open (srm-control's
+    composition root: the commands build none)."""
+    return KafkaClients(
+        admin=lambda keys: kafka_clients.admin(dict(keys)),
+        log_reader=lambda log, client_id: EventLogReader(log, client_id=client_id),
+        log_writer=lambda log, client_id: EventLogWriter(log, client_id=client_id),
+        offsets=FlowOffsets,
+        checkpoints=lambda flow: MirrorClient(
+            flow.target_consumer, flow.replication_policy(), cluster=flow.target
+        ),
+    )
 
 
 def _config_path(given: Path | None) -> Path:

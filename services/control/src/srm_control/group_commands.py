@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
-from srm_common.adapters import kafka_clients
 from srm_common.adapters.flow_offsets import FlowOffsets
 from srm_common.adapters.group_admin import (
     GroupAdminError,
@@ -29,12 +28,13 @@ from srm_common.adapters.group_admin import (
     committed_offsets,
     set_offsets,
 )
-from srm_common.adapters.mirror_client import MirrorClient
 from srm_common.cli_support import fail
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.domain.filters import compile_patterns
 from srm_common.domain.translation import Translation
 from srm_common.errors import InvalidPatternError, SrmError
+
+from srm_control.clients import KafkaClients
 
 PROG = "srm-control"
 Key = tuple[str, int]
@@ -43,12 +43,12 @@ Key = tuple[str, int]
 # -- offsets -------------------------------------------------------------------------------
 
 
-def offsets(args: argparse.Namespace, config: SrmConfig) -> int:
+def offsets(args: argparse.Namespace, config: SrmConfig, clients: KafkaClients) -> int:
     flow = _flow(config, args.source, args.target)
     if bool(args.group) == bool(args.groups):
         fail(PROG, "name the group: --group G, or several with --groups REGEX")
     wanted = _group_matcher(args)
-    client = MirrorClient(flow.target_consumer, flow.replication_policy(), cluster=flow.target)
+    client = clients.checkpoints(flow)
     try:
         found = client.checkpoints(flow.source, None if args.groups else {args.group})
     except SrmError as exc:
@@ -106,7 +106,7 @@ class Move:
     inexact: int | None = None  # with --allow-inexact: the nearest sync below
 
 
-def failover(args: argparse.Namespace, config: SrmConfig) -> int:
+def failover(args: argparse.Namespace, config: SrmConfig, clients: KafkaClients) -> int:
     old, new = args.from_, args.to
     for alias in (old, new):
         if alias not in config.clusters:
@@ -122,8 +122,10 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
         fail(PROG, f"no flow between {old} and {new} in the configuration")
     any_flow = forward or backward
     assert any_flow is not None
-    new_admin = _admin(_admin_of(any_flow, new))
-    old_admin = _admin(_admin_of(any_flow, old))
+    # A cluster that does not answer is reported once, by the call that needed it;
+    # librdkafka's own connection errors would repeat it on stderr every second.
+    new_admin = clients.admin({**_admin_of(any_flow, new), "log_level": 0})
+    old_admin = clients.admin({**_admin_of(any_flow, old), "log_level": 0})
     try:
         on_new = activity(new_admin, group, where=new)
     except GroupAdminError as exc:
@@ -141,7 +143,7 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
     except GroupAdminError as exc:
         if forward is None:
             fail(PROG, f"{exc}; without {old} nothing can be translated back", status=1)
-        return _from_checkpoints(args, forward, new_admin, reason=str(exc))
+        return _from_checkpoints(args, forward, new_admin, clients, reason=str(exc))
     if on_old.active and not args.allow_active:
         fail(
             PROG,
@@ -152,14 +154,8 @@ def failover(args: argparse.Namespace, config: SrmConfig) -> int:
         )
     if not commits:
         fail(PROG, f"group {group!r} has no committed offsets on {old}; nothing to move", status=1)
-    moves = _translate(commits, forward, backward)
+    moves = _translate(commits, forward, backward, clients)
     return _apply(args, moves, new_admin, new)
-
-
-def _admin(config: Mapping[str, str]) -> AdminClient:
-    # A cluster that does not answer is reported once, by the call that needed it;
-    # librdkafka's own connection errors would repeat it on stderr every second.
-    return kafka_clients.admin({**config, "log_level": 0})
 
 
 def _admin_of(flow: FlowConfig, alias: str) -> Mapping[str, str]:
@@ -167,14 +163,17 @@ def _admin_of(flow: FlowConfig, alias: str) -> Mapping[str, str]:
 
 
 def _translate(
-    commits: Mapping[Key, int], forward: FlowConfig | None, backward: FlowConfig | None
+    commits: Mapping[Key, int],
+    forward: FlowConfig | None,
+    backward: FlowConfig | None,
+    clients: KafkaClients,
 ) -> list[Move]:
     readers = {}
     try:
         if forward is not None:
-            readers["forward"] = FlowOffsets(forward)
+            readers["forward"] = clients.offsets(forward)
         if backward is not None:
-            readers["backward"] = FlowOffsets(backward)
+            readers["backward"] = clients.offsets(backward)
         for reader in readers.values():
             reader.refresh()
         moves = []
@@ -254,14 +253,19 @@ def _print_moves(moves: list[Move], chosen: Mapping[Key, int]) -> None:
 
 
 def _from_checkpoints(
-    args: argparse.Namespace, flow: FlowConfig, admin: AdminClient, *, reason: str
+    args: argparse.Namespace,
+    flow: FlowConfig,
+    admin: AdminClient,
+    clients: KafkaClients,
+    *,
+    reason: str,
 ) -> int:
     print(
         f"{PROG}: {flow.source} does not answer ({reason}); using the last checkpoints on"
         f" {flow.target}: the group's newest commits on {flow.source} may be missing",
         file=sys.stderr,
     )
-    client = MirrorClient(flow.target_consumer, flow.replication_policy(), cluster=flow.target)
+    client = clients.checkpoints(flow)
     try:
         found = client.checkpoints(flow.source, {args.group})
     except SrmError as exc:

@@ -37,12 +37,7 @@ from pathlib import Path
 from typing import cast
 
 from confluent_kafka import KafkaException
-from srm_common.adapters import kafka_clients
-from srm_common.adapters.kafka_log import (
-    EventLogReader,
-    EventLogWriter,
-    ensure_control_topics,
-)
+from srm_common.adapters.kafka_log import ensure_control_topics
 from srm_common.cli_support import fail
 from srm_common.config.control import LEGACY_PREFIX, ControlPlane, ControlSettings
 from srm_common.config.model import SrmConfig
@@ -56,6 +51,8 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import ControlState, FlowState, HaltInfo, ResumeInfo, replay
 from srm_common.errors import SrmError
+
+from srm_control.clients import KafkaClients
 
 PROG = "srm-control"
 # The single log of an earlier release, in a source: it held every flow.
@@ -228,7 +225,9 @@ def _fields(value: object, cls: type, name: str, where: str) -> dict[str, object
 # -- the command -------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane) -> int:
+def run(
+    args: argparse.Namespace, config: SrmConfig, plane: ControlPlane, clients: KafkaClients
+) -> int:
     try:
         states, source = from_db(args.from_db) if args.from_db else from_audit(args.from_audit)
     except SrmError as exc:
@@ -244,7 +243,7 @@ def run(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane) -> int
         if lost is None:
             print(f"{target}: the {source} holds no log of the flows into {target}; skipped")
             continue
-        if _restore(args, plane.log(target), lost, source, by, explicit=bool(named)):
+        if _restore(args, plane.log(target), lost, source, by, clients, explicit=bool(named)):
             restored += 1
     if not restored and not args.dry_run:
         fail(PROG, "no log restored (see above)", status=1)
@@ -257,6 +256,7 @@ def _restore(
     lost: ControlState,
     source: str,
     by: str,
+    clients: KafkaClients,
     *,
     explicit: bool,
 ) -> bool:
@@ -280,8 +280,8 @@ def _restore(
             print(f"  {describe(envelope)}")
         return True
     try:
-        _make_room(settings, lost.log_id, replace=args.replace)
-        writer = EventLogWriter(settings, client_id=f"srm-control-restore-{uuid.uuid4().hex[:8]}")
+        _make_room(settings, lost.log_id, clients, replace=args.replace)
+        writer = clients.log_writer(settings, f"srm-control-restore-{uuid.uuid4().hex[:8]}")
         try:
             writer.fence()  # any coordinator still writing an old log can no longer commit
             writer.append(envelopes)
@@ -314,17 +314,19 @@ def _restore(
     return True
 
 
-def _make_room(settings: ControlSettings, lost_id: str | None, *, replace: bool) -> None:
+def _make_room(
+    settings: ControlSettings, lost_id: str | None, clients: KafkaClients, *, replace: bool
+) -> None:
     """An events topic to write the restored log into: missing (created), empty, or (with
     ``replace``) deleted and created again; RestoreError otherwise."""
     topic = settings.events_topic
-    admin = kafka_clients.admin(dict(settings.client))
+    admin = clients.admin(settings.client)
     try:
         exists = topic in admin.list_topics(timeout=15).topics
     except KafkaException as exc:
         raise RestoreError(f"cannot reach cluster {settings.cluster}: {exc}") from exc
     if exists and not replace:
-        reader = EventLogReader(settings, client_id=f"srm-control-restore-{time.time_ns()}")
+        reader = clients.log_reader(settings, f"srm-control-restore-{time.time_ns()}")
         try:
             held = reader.read_to_end(15)
             problem, log_id = reader.problem, reader.log_id
