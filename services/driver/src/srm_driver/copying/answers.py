@@ -8,8 +8,10 @@ was lost, or the slot could not apply it; a slot's first report; protocol 1) is 
 with the whole state. So a lost or refused answer costs one whole answer, never a wrong
 plan: the slot applies a delta only onto the version it names.
 
-Building an answer still visits every partition of the slot once (a comparison each, in
-memory); what is encoded, sent and parsed is what changed.
+Building a delta visits only the partitions of the slot touched since its last answer
+(:meth:`srm_driver.copying.parts.Parts.touched`: their plan or status changed, or they
+came, left or moved), so an answer to a slot of 10,000 idle partitions costs what changed;
+a whole answer visits them all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
 from srm_driver.copying.protocol import DELTA_PROTOCOL, PartitionPlan, SlotReport
 
 TopicPartition = tuple[str, int]
+Where = tuple[str, TopicPartition]
 REPORT_MS = 200
 SentUnit = tuple[UnitSettings, dict[TopicPartition, PartitionPlan]]
 
@@ -62,37 +65,30 @@ class Answers:
         delta = report.protocol >= DELTA_PROTOCOL
         before = self._sent.get(slot) if delta else None
         base = before if before is not None and before[0] == report.answered else None
+        parts = self._ledger.parts
+        touched = parts.touched(slot)
         units: dict[str, dict[str, object]] = {}
         sent: dict[str, SentUnit] = {}
         for flow, adapters in self._adapters.items():
-            mine = self._ledger.parts.of_slot(slot, flow)
-            if not mine:
+            if not parts.count_of_slot(slot, flow):
                 continue
-            plans: dict[TopicPartition, PartitionPlan] = {}
-            for state in mine:
-                if state.status == "running" and state.plan is not None:
-                    plans[state.key] = state.plan
-                elif not state.stopped and state.omitted_since is None:
-                    state.omitted_since = version
-            sent[flow] = (adapters.settings, plans)
             entry: dict[str, object] = {
                 "epoch": self._ledger.epochs.get((slot, flow), 0),
                 "lease_ms": leases.get(flow, 0),
             }
             prior = None if base is None else base[1].get(flow)
             if prior is None:
+                plans = self._whole(slot, flow, version)
                 entry["settings"] = adapters.settings.to_json()
                 entry["partitions"] = [plan.to_json() for plan in plans.values()]
             else:
-                settings, plans_before = prior
+                settings, plans = prior  # the base's plans, brought up to date in place
                 if settings != adapters.settings:
                     entry["settings"] = adapters.settings.to_json()
-                entry["partitions"] = [
-                    plan.to_json()
-                    for key, plan in plans.items()
-                    if (old := plans_before.get(key)) is not plan and old != plan
-                ]
-                entry["removed"] = [[*key] for key in plans_before if key not in plans]
+                changed, removed = self._changes(slot, flow, version, touched, plans)
+                entry["partitions"] = changed
+                entry["removed"] = removed
+            sent[flow] = (adapters.settings, plans)
             units[flow] = entry
         answer: dict[str, object] = {
             "protocol": report.protocol,
@@ -112,3 +108,50 @@ class Answers:
                 self._full_seen.add(slot)
             answer["full"] = slot not in self._full_seen
         return answer
+
+    def _whole(self, slot: int, flow: str, version: int) -> dict[TopicPartition, PartitionPlan]:
+        """Every plan of ``flow`` the slot is to run now; a partition that is not running
+        and not seen stopped is marked left out from ``version`` on."""
+        plans: dict[TopicPartition, PartitionPlan] = {}
+        for state in self._ledger.parts.of_slot(slot, flow):
+            if state.status == "running" and state.plan is not None:
+                plans[state.key] = state.plan
+            elif not state.stopped and state.omitted_since is None:
+                state.omitted_since = version
+        return plans
+
+    def _changes(
+        self,
+        slot: int,
+        flow: str,
+        version: int,
+        touched: set[Where],
+        plans: dict[TopicPartition, PartitionPlan],
+    ) -> tuple[list[dict[str, object]], list[list[object]]]:
+        """What changed of ``flow``'s plans on ``slot`` among the ``touched`` partitions,
+        as the entries of a delta (plans new or changed, partitions taken away); brings
+        ``plans`` (those of the last answer) up to date."""
+        parts = self._ledger.parts
+        changed: list[dict[str, object]] = []
+        removed: list[list[object]] = []
+        for where in touched:
+            if where[0] != flow:
+                continue
+            key = where[1]
+            state = parts.get(flow, key)
+            here = state is not None and state.slot == slot
+            plan = None
+            if state is not None and here:
+                if state.status == "running" and state.plan is not None:
+                    plan = state.plan
+                elif not state.stopped and state.omitted_since is None:
+                    state.omitted_since = version
+            old = plans.get(key)
+            if plan is None:
+                if old is not None:
+                    del plans[key]
+                    removed.append([*key])
+            elif old is not plan and old != plan:
+                plans[key] = plan
+                changed.append(plan.to_json())
+        return changed, removed

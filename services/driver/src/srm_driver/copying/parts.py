@@ -4,14 +4,22 @@ A slot's report and answer touch only that slot's partitions, a flow's planning 
 that flow's, and placing a new partition on the least loaded slot looks at the slots'
 counts, not at every partition: with 10,000 partitions held, none of these walks the
 other 9,999 (the ledger's lock is held meanwhile, so every walk delays the others).
-Pure bookkeeping under the ledger's lock.
+
+Within a slot, work follows what changed: each state tells its holder when its plan,
+status or ``omitted_since`` changes (:meth:`PartitionState.watch`), so the slot's next
+answer looks at the partitions *touched* since the last one (:meth:`Parts.touched`), and
+reports look only at the partitions *watched* (:meth:`Parts.watched`): those that may need
+something done although the slot does not list them (progress due with time alone, a
+release, a plan left out of an answer). Pure bookkeeping under the ledger's lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, ValuesView
+from collections.abc import Callable, Iterator, ValuesView
 
 from srm_driver.copying.state import PartitionState
+
+Where = tuple[str, tuple[str, int]]  # (flow, upstream partition)
 
 TopicPartition = tuple[str, int]
 
@@ -23,6 +31,10 @@ class Parts:
         self._all: dict[tuple[str, TopicPartition], PartitionState] = {}
         self._flows: dict[str, dict[TopicPartition, PartitionState]] = {}
         self._slots: dict[int, dict[str, dict[TopicPartition, PartitionState]]] = {}
+        # Per slot: partitions whose plan, status or omission changed since its last answer
+        # (or that came, left or moved), and those a report must look at when unlisted.
+        self._touched: dict[int, set[Where]] = {}
+        self._watched: dict[int, dict[Where, PartitionState]] = {}
 
     def __len__(self) -> int:
         return len(self._all)
@@ -43,14 +55,20 @@ class Parts:
         self._all[where] = state
         self._flows.setdefault(state.flow, {})[state.key] = state
         self._slots.setdefault(state.slot, {}).setdefault(state.flow, {})[state.key] = state
+        state.watch(self._changed)
+        self._changed(state)
 
     def remove(self, state: PartitionState) -> None:
         """Forget ``state`` (if it is the one held for its partition)."""
-        if self._all.get((state.flow, state.key)) is not state:
+        where = (state.flow, state.key)
+        if self._all.get(where) is not state:
             return
-        del self._all[(state.flow, state.key)]
+        del self._all[where]
         del self._flows[state.flow][state.key]
         del self._slots[state.slot][state.flow][state.key]
+        state.watch(None)
+        self._touched.setdefault(state.slot, set()).add(where)
+        self._watched.get(state.slot, {}).pop(where, None)
 
     def move(self, state: PartitionState, slot: int) -> None:
         """Plan ``state`` on ``slot`` from now on."""
@@ -60,9 +78,43 @@ class Parts:
         state.slot = slot
         self.add(state)
 
+    # -- what changed, per slot ------------------------------------------------------------
+
+    def _changed(self, state: PartitionState) -> None:
+        where = (state.flow, state.key)
+        self._touched.setdefault(state.slot, set()).add(where)
+        if state.status == "releasing" or (state.omitted_since is not None and not state.stopped):
+            self.watch(state)
+
+    def touched(self, slot: int) -> set[Where]:
+        """The partitions of ``slot`` touched since the last call for it (and forget them)."""
+        return self._touched.pop(slot, set())
+
+    def watch(self, state: PartitionState) -> None:
+        """Have reports of ``state``'s slot look at it until ``keep`` (see :meth:`watched`)
+        says there is no more reason to."""
+        self._watched.setdefault(state.slot, {})[(state.flow, state.key)] = state
+
+    def watched(self, slot: int, keep: Callable[[PartitionState], bool]) -> list[PartitionState]:
+        """The watched partitions of ``slot`` that ``keep`` still wants; the others are
+        forgotten (a state is watched again when a reason comes back)."""
+        held = self._watched.get(slot)
+        if not held:
+            return []
+        found = []
+        for where, state in list(held.items()):
+            if self._all.get(where) is state and state.slot == slot and keep(state):
+                found.append(state)
+            else:
+                del held[where]
+        return found
+
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         """The flow's partitions (a snapshot: safe to change the parts meanwhile)."""
         return iter(list(self._flows.get(flow, {}).values()))
+
+    def count_of_slot(self, slot: int, flow: str) -> int:
+        return len(self._slots.get(slot, {}).get(flow, {}))
 
     def count_of_flow(self, flow: str) -> int:
         return len(self._flows.get(flow, {}))

@@ -233,7 +233,11 @@ class ReportDesk:
             yield state, part, True
         if report.full:
             return
-        for state in parts.of_slot(report.slot, unit.flow):
+        if self._stopping():
+            unlisted = parts.of_slot(report.slot, unit.flow)  # every final progress is due
+        else:
+            unlisted = [s for s in parts.watched(report.slot, _watch) if s.flow == unit.flow]
+        for state in unlisted:
             last = state.reported
             if last is not None and last.plan == state.last_plan and state.key not in listed:
                 yield state, last, False
@@ -285,6 +289,7 @@ class ReportDesk:
                 state.next_send = part.next_send
                 state.uncertain = part.uncertain
                 state.reported = part
+                ledger.parts.watch(state)  # kept while its progress may come due unlisted
                 if part.stopped and not state.stopped:
                     stops.append((state, part, unit))
         self._written(progress, now)
@@ -295,7 +300,7 @@ class ReportDesk:
             if unit.flow in self._adapters:
                 self._broken(report.slot, unit, now, full=report.full)
         self._never_ran(report, refused)
-        for state in ledger.parts.of_slot(report.slot):
+        for state in ledger.parts.watched(report.slot, _watch):
             if (
                 state.status == "releasing"
                 and state.stopped
@@ -329,6 +334,8 @@ class ReportDesk:
         failure). A plan it never applied stopped too: it never will."""
         ledger = self._ledger
         failure = unit.broken
+        if failure is None and not unit.exited:
+            return  # the unit runs (every report says so): nothing of it is walked
         mine = ledger.parts.of_slot(slot, unit.flow)
         if unit.exited and failure is None and not self._stopping() and mine:
             failure = Failure("transient", "the copy loop of this flow ended unexpectedly")
@@ -361,7 +368,7 @@ class ReportDesk:
         and not in this report, is not running: either it never started (it was withdrawn
         before the unit applied it) or the driver saw it stopped already."""
         units = {unit.flow: unit for unit in report.units}
-        for state in self._ledger.parts.of_slot(report.slot):
+        for state in self._ledger.parts.watched(report.slot, _watch):
             since = state.omitted_since
             if state.stopped or since is None:
                 continue
@@ -398,6 +405,24 @@ class ReportDesk:
                 state.progress, state.last_commit = written, now
                 state.reserve = max(state.reserve, written.inflight_end)
                 state.plan = with_reserve(state.plan, state.reserve)
+
+
+def _watch(state: PartitionState) -> bool:
+    """Whether a report must look at ``state`` even when its slot does not list it: it is
+    being released, its plan was left out of an answer and it is not seen stopped, or its
+    last entry taken in holds acknowledgements (or a wait at the reservation) that no
+    progress written covers yet: a commit may come due with time alone. (Only a change of
+    the state brings one of these back, and that watches it again: copying/parts.py.)"""
+    if state.status == "releasing":
+        return True
+    if state.omitted_since is not None and not state.stopped:
+        return True
+    last, progress = state.reported, state.progress
+    if state.status != "running" or progress is None or last is None:
+        return False
+    if last.plan != state.last_plan:
+        return False
+    return last.state == "waiting_reservation" or last.acked_up > progress.next_upstream
 
 
 def _known(state: PartitionState) -> bool:

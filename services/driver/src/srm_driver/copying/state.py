@@ -14,6 +14,7 @@ A partition's life on one driver::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +25,10 @@ from srm_driver.copying.protocol import PartitionPlan, PartitionReport
 
 TopicPartition = tuple[str, int]
 Status = Literal["pending", "running", "releasing", "halted"]
+# Fields whose change the holder of a state is told of (copying/parts.py): what a slot's
+# next answer carries (the plan, and whether it runs) and what a report must look at
+# although the slot did not list the partition (a release, a plan left out).
+WATCHED_FIELDS = frozenset({"plan", "status", "omitted_since"})
 
 MIN_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
@@ -169,6 +174,19 @@ class PartitionState:
     # Not reconciled (by any slot) nor let go before this (monotonic): a run of the slot
     # it ran on was taken over and may still write until then (copying/runs.py).
     fenced_until: float = 0.0
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in WATCHED_FIELDS:
+            changed = self.__dict__.get("_changed")
+            if changed is not None:
+                changed(self)
+
+    def watch(self, changed: Callable[[PartitionState], None] | None) -> None:
+        """Call ``changed`` after every change of a :data:`WATCHED_FIELDS` field (None:
+        stop): so whatever code changes a plan, the next answer knows, without a walk
+        over every partition."""
+        object.__setattr__(self, "_changed", changed)
 
     @property
     def where(self) -> str:
