@@ -11,7 +11,7 @@ of every installed package and names each call of a client constructor outside t
 places allowed below, with its file and line.
 
 Not counted: the adapters' one-shot functions that open a client, use it and close it
-within the call (``kafka_reader.read_partitions``, ``kafka_log.read_log``,
+within the call (``kafka_reader.read_partitions``, ``event_log_reads.read_log``,
 ``ensure_control_topics``); they live in the adapters and are called where the work is.
 """
 

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from srm_common.adapters.kafka_log import EventLogWriter, Fenced, read_log
+from srm_common.adapters.event_log_reads import read_log
+from srm_common.adapters.event_log_writer import EventLogWriter
 from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
+from srm_common.errors import Fenced
 from srm_control import cli as control_cli
 from srm_control.audit import format_time
 from srm_local import testing
@@ -217,7 +219,7 @@ def test_a_new_leader_fences_the_old_one(kafka, tmp_path, unique_name):  # type:
     prefix = unique_name("fence")
     config = _config(kafka, tmp_path, prefix)
     settings = testing.control_log(config)
-    from srm_common.adapters.kafka_log import ensure_control_topics
+    from srm_common.adapters.control_topics import ensure_control_topics
 
     ensure_control_topics(settings)
 

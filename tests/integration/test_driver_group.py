@@ -13,7 +13,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from srm_common.adapters.kafka_log import read_log
+from srm_common.adapters.event_log_reads import read_log
 from srm_common.control.events import AssignmentChanged
 from srm_common.control.state import parse_task_id
 from srm_local import testing

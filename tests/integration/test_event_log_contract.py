@@ -4,7 +4,7 @@ from the real log.
 
 One suite (:class:`EventLogContract`), two logs: :class:`TestInMemoryEventLog`
 (:class:`srm_common.testing.InMemoryEventLog`, no cluster: it runs with the unit tests)
-and :class:`TestKafkaEventLog` (the Kafka adapters of ``srm_common.adapters.kafka_log``
+and :class:`TestKafkaEventLog` (the Kafka adapters ``srm_common.adapters.event_log_*``
 on the session's ``primary``, a fresh prefix per test). The suite lives here, not in
 ``libs/srm_common/tests/contract``, because the clusters are this folder's fixtures.
 """
@@ -18,12 +18,10 @@ from typing import Protocol
 
 import pytest
 from confluent_kafka import Producer
-from srm_common.adapters.kafka_log import (
-    EventLogEnd,
-    EventLogReader,
-    EventLogWriter,
-    ensure_control_topics,
-)
+from srm_common.adapters.control_topics import ensure_control_topics
+from srm_common.adapters.event_log_end import EventLogEnd
+from srm_common.adapters.event_log_reader import EventLogReader
+from srm_common.adapters.event_log_writer import EventLogWriter
 from srm_common.config.control import ControlSettings
 from srm_common.control.events import (
     Envelope,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, select
-from srm_common.adapters.kafka_log import read_log
+from srm_common.adapters.event_log_reads import read_log
 from srm_common.adapters.sql.schema import events
 from srm_control import cli as control_cli
 from srm_local import testing

@@ -15,7 +15,8 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from srm_common.adapters.kafka_log import ensure_control_topics, read_log
+from srm_common.adapters.control_topics import ensure_control_topics
+from srm_common.adapters.event_log_reads import read_log
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
 from srm_common.control.events import (

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from srm_common.adapters.kafka_log import EventLogReader
+from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
 from srm_common.control.events import Envelope, LogStarted

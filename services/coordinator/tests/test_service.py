@@ -9,7 +9,6 @@ import time
 from concurrent.futures import Future
 
 import pytest
-from srm_common.adapters.kafka_log import ControlLogError, Fenced
 from srm_common.config.model import SrmConfig
 from srm_common.control.commands import ChangePatterns
 from srm_common.control.events import (
@@ -24,6 +23,7 @@ from srm_common.control.events import (
     TopicsDenied,
 )
 from srm_common.control.state import apply, replay
+from srm_common.errors import ControlLogError, Fenced
 from srm_common.tracecontext import TraceContext
 from srm_coordinator.leader import baseline_of
 from srm_coordinator.migration import Migration

@@ -9,7 +9,6 @@ import logging
 from collections.abc import Mapping
 
 import pytest
-from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.control.events import (
     AssignmentChanged,
     DriverJoined,
@@ -19,6 +18,7 @@ from srm_common.control.events import (
     PartitionResumeRequested,
 )
 from srm_common.control.task_configs import task_configs
+from srm_common.errors import ControlLogError
 from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
 from srm_common.tracecontext import TraceContext
 from srm_driver.control import ControlLink, LinkPorts

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from srm_common.adapters.kafka_log import EventLogReader
+from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.config.control import ControlSettings, control_plane, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.state import ControlState

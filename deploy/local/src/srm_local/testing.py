@@ -344,7 +344,7 @@ def control_log(config: Path, target: str | None = None):  # type: ignore[no-unt
 
 def control_state(config: Path, target: str | None = None):  # type: ignore[no-untyped-def]
     """The state of one target's log (:func:`control_log`), replayed to its end now."""
-    from srm_common.adapters.kafka_log import read_log
+    from srm_common.adapters.event_log_reads import read_log
     from srm_common.control.state import replay
 
     return replay(read_log(control_log(config, target), timeout=15))
@@ -667,14 +667,14 @@ class ControlGroup:
         self.settings = control_log(config, target)
 
     def state(self):  # type: ignore[no-untyped-def]
-        from srm_common.adapters.kafka_log import read_log
+        from srm_common.adapters.event_log_reads import read_log
         from srm_common.control.state import replay
 
         return replay(read_log(self.settings, timeout=15))
 
     def events(self) -> list[object]:
         """Every event of the log, in order."""
-        from srm_common.adapters.kafka_log import read_log
+        from srm_common.adapters.event_log_reads import read_log
 
         return [envelope.event for envelope in read_log(self.settings, timeout=15)]
 

@@ -2,7 +2,7 @@
 component coordinators, drivers and the gateway read the control path through.
 
 A :class:`LogFollower` owns a reader of the log (the Kafka one,
-:class:`~srm_common.adapters.kafka_log.EventLogReader`, or the in-memory one of
+:class:`~srm_common.adapters.event_log_reader.EventLogReader`, or the in-memory one of
 :mod:`srm_common.testing`) and folds what it returns::
 
     open the reader (again after a failure, every retry_s)

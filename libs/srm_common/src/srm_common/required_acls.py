@@ -439,7 +439,7 @@ def _control_acls(settings: ControlSettings, grant: _Grant) -> None:
         "the gateway projects the event log",
     )
     # Every reader of the event log is a librdkafka consumer with a group id of its own
-    # (srm_common.adapters.kafka_log): it commits nothing, but looks its group up.
+    # (srm_common.adapters.event_log_reader): it commits nothing, but looks its group up.
     for service in ("coordinator", "driver", "api-gateway"):
         grant(
             alias,

@@ -18,7 +18,7 @@ from srm_common.control.events import Envelope, encode
 from srm_common.domain.tasks import TopicPartition
 
 if TYPE_CHECKING:
-    from srm_common.adapters.kafka_log import EventLogReader
+    from srm_common.adapters.event_log_reader import EventLogReader
 
 # Control settings of backup's log for tests whose Kafka is faked: nothing listens on 9.
 FAKE_CONTROL = ControlSettings(
@@ -74,7 +74,7 @@ class Clock:
 
 
 class FakeEventTopic:
-    """The event log topic as :class:`~srm_common.adapters.kafka_log.EventLogReader` sees
+    """The event log topic as :class:`~srm_common.adapters.event_log_reader.EventLogReader` sees
     it through ``consumer()`` and ``admin()``: records by offset and a topic id that a
     test changes (``append`` events or raw bytes, ``delete``, ``recreate``).
 
@@ -129,7 +129,7 @@ class InMemoryEventLog(FakeEventTopic):
         self.written: list[Envelope] = []
 
     def reader(self, known_log: str | None = None, *, client_id: str = "test") -> EventLogReader:
-        from srm_common.adapters.kafka_log import EventLogReader
+        from srm_common.adapters.event_log_reader import EventLogReader
 
         legacy = self.topic.endswith(".events.internal")  # an earlier release's single log
         prefix = self.topic.removesuffix(".events.internal").removesuffix(".log.internal")
@@ -167,7 +167,7 @@ class InMemoryEventLog(FakeEventTopic):
 
 
 class InMemoryLogWriter:
-    """:class:`~srm_common.adapters.kafka_log.EventLogWriter` of an
+    """:class:`~srm_common.adapters.event_log_writer.EventLogWriter` of an
     :class:`InMemoryEventLog`; ``error`` set: every append raises it."""
 
     def __init__(self, log: InMemoryEventLog) -> None:
@@ -188,7 +188,7 @@ class InMemoryLogWriter:
 
 
 class InMemoryLogEnd:
-    """:class:`~srm_common.adapters.kafka_log.EventLogEnd` of an :class:`InMemoryEventLog`."""
+    """:class:`~srm_common.adapters.event_log_end.EventLogEnd` of an :class:`InMemoryEventLog`."""
 
     def __init__(self, log: InMemoryEventLog) -> None:
         self.log = log

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
-from srm_common.adapters.kafka_log import EventLogReader
 from srm_common.config.control import ControlPlane, ControlSettings
 from srm_common.config.model import SrmConfig
 from srm_common.log_follower import LogFollower, LogSet

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from srm_common.adapters.kafka_log import read_logs
+from srm_common.adapters.event_log_reads import read_logs
 from srm_common.cli_support import fail
 from srm_common.config.control import ControlPlane
 from srm_common.control.events import Envelope, decode

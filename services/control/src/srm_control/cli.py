@@ -23,8 +23,9 @@ from pathlib import Path
 from srm_common import telemetry
 from srm_common.adapters import kafka_clients
 from srm_common.adapters.cluster_probe import refused_clusters
+from srm_common.adapters.event_log_reader import EventLogReader
+from srm_common.adapters.event_log_writer import EventLogWriter
 from srm_common.adapters.flow_offsets import FlowOffsets
-from srm_common.adapters.kafka_log import EventLogReader, EventLogWriter
 from srm_common.adapters.mirror_client import MirrorClient
 from srm_common.cli_support import exit_code, fail, load_or_exit, parse_pairs
 from srm_common.config.control import ControlPlane, control_plane

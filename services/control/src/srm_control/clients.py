@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
+from srm_common.adapters.event_log_reader import EventLogReader
+from srm_common.adapters.event_log_writer import EventLogWriter
 from srm_common.adapters.flow_offsets import FlowOffsets
-from srm_common.adapters.kafka_log import EventLogReader, EventLogWriter
 from srm_common.adapters.mirror_client import MirrorClient
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import cast
 
 from confluent_kafka import KafkaException
-from srm_common.adapters.kafka_log import ensure_control_topics
+from srm_common.adapters.control_topics import ensure_control_topics
 from srm_common.cli_support import fail
 from srm_common.config.control import LEGACY_PREFIX, ControlPlane, ControlSettings
 from srm_common.config.model import SrmConfig

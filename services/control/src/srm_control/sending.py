@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from srm_common.adapters.event_log_reads import read_log
 from srm_common.adapters.http_client import HttpCredentials, credentials
-from srm_common.adapters.kafka_log import read_log
 from srm_common.cli_support import fail
 from srm_common.config.control import ControlSettings
 from srm_common.control.events import describe

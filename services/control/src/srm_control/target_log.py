@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from srm_common.adapters.kafka_log import read_log
+from srm_common.adapters.event_log_reads import read_log
 from srm_common.cli_support import fail
 from srm_common.config.control import ControlPlane, ControlSettings
 from srm_common.config.model import SrmConfig

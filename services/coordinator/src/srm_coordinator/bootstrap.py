@@ -15,14 +15,12 @@ import uuid
 from collections.abc import Sequence
 
 from srm_common.adapters import kafka_clients
+from srm_common.adapters.control_topics import ensure_control_topics
 from srm_common.adapters.discovery import Discovery
-from srm_common.adapters.kafka_log import (
-    BeatReader,
-    EventLogEnd,
-    EventLogReader,
-    EventLogWriter,
-    ensure_control_topics,
-)
+from srm_common.adapters.event_log_end import EventLogEnd
+from srm_common.adapters.event_log_reader import EventLogReader
+from srm_common.adapters.event_log_writer import EventLogWriter
+from srm_common.adapters.heartbeats import BeatReader
 from srm_common.config.control import ControlPlane, ControlSettings
 from srm_common.config.model import SrmConfig
 from srm_common.control.events import Envelope, LogMigrated

@@ -4,7 +4,7 @@ Every coordinator joins one consumer group on a one-partition topic; the member 
 holds the partition leads. A leader that dies stops heartbeating the group and the
 broker hands the partition to a standby after ``session.timeout.ms``. Election alone
 does not stop a paused old leader from writing: the new leader's transactional init
-does (see :mod:`srm_common.adapters.kafka_log`).
+does (see :mod:`srm_common.adapters.event_log_writer`).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ class Discoverer(Protocol):
 
 
 class LogReader(Protocol):
-    """The event log, read_committed (:class:`~srm_common.adapters.kafka_log.EventLogReader`)."""
+    """The event log, read_committed
+    (:class:`~srm_common.adapters.event_log_reader.EventLogReader`)."""
 
     problem: LogProblem | None
     position: int
@@ -52,7 +53,8 @@ class LogReader(Protocol):
 
 
 class LogWriter(Protocol):
-    """The leader's fencing writer (:class:`~srm_common.adapters.kafka_log.EventLogWriter`)."""
+    """The leader's fencing writer
+    (:class:`~srm_common.adapters.event_log_writer.EventLogWriter`)."""
 
     def fence(self) -> None: ...
     def append(self, envelopes: Sequence[Envelope]) -> list[Envelope]: ...
@@ -60,14 +62,14 @@ class LogWriter(Protocol):
 
 
 class LogEnd(Protocol):
-    """Where the event log ends now (:class:`~srm_common.adapters.kafka_log.EventLogEnd`)."""
+    """Where the event log ends now (:class:`~srm_common.adapters.event_log_end.EventLogEnd`)."""
 
     def query(self) -> int: ...
     def topic_id(self) -> str | None: ...
 
 
 class Beats(Protocol):
-    """Driver heartbeats (:class:`~srm_common.adapters.kafka_log.BeatReader`)."""
+    """Driver heartbeats (:class:`~srm_common.adapters.heartbeats.BeatReader`)."""
 
     def poll(self, timeout: float = 0) -> list[Beat]: ...
     def close(self) -> None: ...

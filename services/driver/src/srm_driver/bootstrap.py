@@ -18,19 +18,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from srm_common.adapters import kafka_clients
+from srm_common.adapters.control_topics import check_control_topics
 from srm_common.adapters.discovery import Discovery
+from srm_common.adapters.event_log_end import EventLogEnd
+from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.adapters.flow_offsets import FlowOffsets
 from srm_common.adapters.group_admin import ClusterGroups
+from srm_common.adapters.heartbeats import BeatWriter
 from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
 from srm_common.adapters.http_tls import listener_certificate
-from srm_common.adapters.kafka_log import (
-    BeatWriter,
-    EventLogEnd,
-    EventLogReader,
-    check_control_topics,
-)
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic

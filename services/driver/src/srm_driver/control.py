@@ -53,7 +53,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from srm_common import telemetry
-from srm_common.adapters.kafka_log import ControlLogError
 from srm_common.config.control import ControlSettings
 from srm_common.control.beats import Beat
 from srm_common.control.events import (
@@ -63,6 +62,7 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
 )
 from srm_common.control.state import ControlState, parse_task_id
+from srm_common.errors import ControlLogError
 from srm_common.log_follower import Folded, LogFollower, LogReader
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ SHOWN = 10  # partitions named in the line that says what a traced change gave
 
 
 class LogEnd(Protocol):
-    """Where the event log ends (:class:`~srm_common.adapters.kafka_log.EventLogEnd`)."""
+    """Where the event log ends (:class:`~srm_common.adapters.event_log_end.EventLogEnd`)."""
 
     def query(self, timeout: float = ...) -> int: ...
     def topic_id(self, timeout: float = ...) -> str | None: ...
@@ -81,7 +81,7 @@ class LogEnd(Protocol):
 
 
 class BeatSender(Protocol):
-    """Sends heartbeats (:class:`~srm_common.adapters.kafka_log.BeatWriter`)."""
+    """Sends heartbeats (:class:`~srm_common.adapters.heartbeats.BeatWriter`)."""
 
     def send(self, beat: Beat, timeout: float) -> bool: ...
     def close(self) -> None: ...

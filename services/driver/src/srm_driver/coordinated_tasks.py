@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
-from srm_common.adapters.kafka_log import ControlLogError, ControlTopicRefused
 from srm_common.config.control import ControlPlane, ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.refresh import Due, RefreshSchedule
 from srm_common.control.state import ControlState, parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
+from srm_common.errors import ControlLogError, ControlTopicRefused
 
 from srm_driver.control import ControlLink, LinkPorts
 from srm_driver.coordinator_client import CoordinatorUnavailable

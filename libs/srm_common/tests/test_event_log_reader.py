@@ -8,8 +8,9 @@ import json
 
 import pytest
 from confluent_kafka import KafkaError
-from srm_common.adapters.kafka_log import ControlLogError, EventLogReader
+from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.control.events import Envelope, FlowEnabled, LogStarted, encode
+from srm_common.errors import ControlLogError
 from srm_common.testing import FAKE_CONTROL, FakeEventTopic, _Message
 
 SETTINGS = FAKE_CONTROL
