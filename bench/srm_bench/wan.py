@@ -150,8 +150,8 @@ def run_wan(options: BenchOptions, folder: Path, started_at: datetime) -> int:
                 document["points"].append(point.to_json())
                 code = code or (1 if point.errors else 0)
         except KeyboardInterrupt:
-            say("interrupted; stopping everything")
-            return 130
+            say("interrupted; stopping everything (the round trips measured are kept)")
+            code = 130
         except (ClusterStartError, JarFetchError, KafkaException, RuntimeError, TimeoutError) as e:
             say(f"make bench --wan failed: {e}")
             code = 2
