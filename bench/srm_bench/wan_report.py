@@ -99,7 +99,7 @@ def plot(document: dict[str, Any], path: Path) -> Path:
     axes.set_ylabel("copy rate, MB/s")
     axes.set_xticks(xs)
     axes.set_ylim(bottom=0)
-    axes.legend(loc="upper right")
+    axes.legend(loc="best")
     axes.set_title(
         f"make bench --wan: {data['mb']:,} MB, {data['partitions']} partitions,"
         f" {data['record_size']} B records"
