@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 from srm_driver.copier import unit as unit_module
 from srm_driver.copier.lease import Lease
-from srm_driver.copier.plan import UnitPlan, Wanted
+from srm_driver.copier.plan import UnitPlan, Wanted, parse_plan
 
 REMOTE = "primary.t"
 
@@ -347,3 +347,115 @@ def test_new_client_settings_swap_the_producer_once_its_copies_landed_and_reassi
     with unit.lock:
         unit._follow_settings(sized)
     assert len(made) == 2 and len(consumers) == 1, "the same settings again change nothing"
+
+
+# -- copies compressed with their source's codec (srm_driver.copier.producers) -----
+
+
+@pytest.fixture
+def by_codec(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, str], FakeProducer]]:
+    producers: list[tuple[dict[str, str], FakeProducer]] = []
+
+    def producer(settings: Any, delivered: Any) -> FakeProducer:
+        producers.append((dict(settings), FakeProducer(delivered)))
+        return producers[-1][1]
+
+    monkeypatch.setattr(unit_module.clients, "producer", producer)
+    return producers
+
+
+def _codec_plan(codecs: dict[int, str], producer: dict[str, str] | None = None) -> UnitPlan:
+    return UnitPlan(
+        "primary->backup", 1, 0, {}, producer or {"acks": "all"}, None, None, "primary",
+        "backup", 100, {("t", n): Wanted(1, REMOTE, 0, 0, 1000, c) for n, c in codecs.items()},
+    )  # fmt: skip
+
+
+def _codec_sent(producer: FakeProducer) -> list[tuple[int, bytes]]:
+    return [(partition, value) for _t, value, _k, partition, *_ in producer.sent]
+
+
+def test_each_partition_is_compressed_by_a_producer_of_its_codec(by_codec: list) -> None:
+    unit = _unit(_codec_plan({0: "zstd", 1: "lz4"}))
+    _copy(unit, _records(0, range(3)) + _records(1, range(2)))
+    made = {settings["compression.type"]: producer for settings, producer in by_codec}
+    assert sorted(made) == ["lz4", "zstd"]
+    assert _codec_sent(made["zstd"]) == [(0, b"0-0"), (0, b"0-1"), (0, b"0-2")]
+    assert _codec_sent(made["lz4"]) == [(1, b"1-0"), (1, b"1-1")]
+    assert all(settings["acks"] == "all" for settings, _ in by_codec), "the forced keys stay"
+    entry, _ = unit.report({}, set())
+    assert entry["broken"] is None
+    assert {p["partition"]: p["acked_up"] for p in entry["partitions"]} == {0: 3, 1: 2}
+
+
+def test_a_configured_compression_type_is_kept_for_every_copy(by_codec: list) -> None:
+    unit = _unit(_codec_plan({0: "zstd", 1: "lz4"}, {"compression.type": "gzip"}))
+    _copy(unit, _records(0, range(2)) + _records(1, range(2)))
+    ((settings, producer),) = by_codec
+    assert settings["compression.type"] == "gzip" and len(producer.sent) == 4
+
+
+def test_an_unknown_codec_leaves_the_producer_as_configured(by_codec: list) -> None:
+    unit = _unit(_codec_plan({0: ""}))
+    _copy(unit, _records(0, range(2)))
+    ((settings, _producer),) = by_codec
+    assert "compression.type" not in settings
+
+
+def test_a_codec_found_later_moves_the_partition_once_its_copies_landed(by_codec: list) -> None:
+    plan = _codec_plan({0: ""})
+    unit = _unit(plan)
+    _copy(unit, _records(0, range(3)))
+    later = _codec_plan({0: "zstd"})
+    with unit.lock:
+        unit._apply(later)
+    unit.update(later)
+    acked_when_second_sent: list[int | None] = []
+    original = FakeProducer.produce
+
+    def produce(self: FakeProducer, topic: str, value: bytes, *rest: Any) -> None:
+        if value == b"0-4":
+            acked_when_second_sent.append(self.next_offset.get(0))
+        original(self, topic, value, *rest)
+
+    FakeProducer.produce = produce  # type: ignore[method-assign]
+    try:
+        with unit.lock:
+            zstd = unit._producer_for(later).for_codec("zstd")
+        zstd.next_offset[0] = 3  # type: ignore[attr-defined] # where the first one's ended
+        _copy(unit, _records(0, range(3, 6)))
+    finally:
+        FakeProducer.produce = original  # type: ignore[method-assign]
+    assert [s.get("compression.type") for s, _ in by_codec] == [None, "zstd"]
+    assert _codec_sent(by_codec[1][1]) == [(0, b"0-3"), (0, b"0-4"), (0, b"0-5")]
+    assert acked_when_second_sent == [4], "the new producer's first copy landed first"
+    entry, _ = unit.report({}, set())
+    assert entry["broken"] is None and entry["partitions"][0]["acked_up"] == 6
+
+
+def test_a_codec_change_waits_while_copies_are_in_flight(by_codec: list) -> None:
+    unit = _unit(_codec_plan({0: "lz4"}))
+    p = unit._parts[("t", 0)]
+    p.inflight.append((0, 0, 1, -1))
+    p.change_codec("zstd")
+    assert p.codec == "lz4", "in flight to the lz4 producer: not moved yet"
+    p.inflight.clear()
+    p.established = True
+    p.change_codec("zstd")
+    assert (p.codec, p.established) == ("zstd", False)
+
+
+def test_the_answer_codec_is_optional() -> None:
+    body = {
+        "epoch": 0,
+        "settings": {"consumer": {}, "producer": {}, "source": "a", "target": "b",
+                     "poll_ms": 100},
+        "partitions": [
+            {"topic": "t", "partition": 0, "plan": 1, "remote": "a.t", "start": 0, "down": 0,
+             "reserve": 10, "codec": "zstd"},
+            {"topic": "t", "partition": 1, "plan": 2, "remote": "a.t", "start": 0, "down": 0,
+             "reserve": 10},
+        ],
+    }  # fmt: skip
+    plan = parse_plan("a->b", 1, body)
+    assert plan.partitions[("t", 0)].codec == "zstd" and plan.partitions[("t", 1)].codec == ""

@@ -76,6 +76,8 @@ class FakeFacts:
         self.pairs: list[tuple[int, int]] = []
         # Partitions whose offsets cannot be read, with why.
         self.unreadable: dict[tuple[str, int], str] = {}
+        # The codec every source topic has ("": none found).
+        self.codec = ""
 
     def gather(
         self, routes: Mapping[tuple[str, int], str]
@@ -90,6 +92,9 @@ class FakeFacts:
 
     def compare(self, *_args: object) -> tuple[Surplus, list[tuple[int, int]]]:
         return self.surplus, self.pairs
+
+    def codecs(self, partitions: Mapping[str, object]) -> dict[str, str]:
+        return {topic: self.codec for topic in partitions if self.codec}
 
     def last_copied(self, *_args: object) -> int | None:
         return None
@@ -1131,3 +1136,21 @@ def test_larger_records_and_a_longer_round_trip_resize_the_clients_in_the_next_a
     h.service.size_clients(FLOW, 20 * 1024 * 1024, 170.0)
     _status, answer = report2(h, part(plan, 0, 0), applied=answer["version"])
     assert "settings" not in answer["units"][FLOW], "jitter within a power of two: no change"
+
+
+def test_a_plan_carries_the_codec_of_its_source_topic(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    h.facts.codec = "lz4"
+    assert started(h)["codec"] == "lz4"
+
+
+def test_a_running_plan_gets_its_codec_once_the_source_has_one(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    plan = started(h)
+    assert "codec" not in plan, "an empty source topic has no codec yet"
+    h.facts.codec = "zstd"
+    h.clock.now += 6  # past the next look at unknown codecs
+    h.tick()
+    later = h.plan()
+    assert later is not None and (later["plan"], later["codec"]) == (plan["plan"], "zstd")
+    assert later["start"] == plan["start"], "the same plan, only compressed otherwise"

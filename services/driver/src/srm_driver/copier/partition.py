@@ -65,6 +65,7 @@ class PartitionCopy:
         "error",
         "uncertain",
         "established",
+        "codec",
     )
 
     def __init__(
@@ -77,6 +78,7 @@ class PartitionCopy:
         down: int,
         reserve: int,
         shared: bool,
+        codec: str = "",
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -109,6 +111,16 @@ class PartitionCopy:
         self.uncertain = False
         # The unit's current producer has had a copy acknowledged here (see the unit).
         self.established = False
+        # The codec its copies are compressed with (the producer they go to).
+        self.codec = codec
+
+    def change_codec(self, codec: str) -> None:
+        """Send to the producer of ``codec`` from now on: once nothing is in flight to
+        the current one (called again at the next plan until then). That producer is new
+        to this partition, so its first copy is acknowledged before more go there."""
+        if codec != self.codec and not self.inflight:
+            self.codec = codec
+            self.established = False
 
     @property
     def key(self) -> tuple[str, int]:

@@ -19,13 +19,15 @@ TopicPartition = tuple[str, int]
 @dataclass(frozen=True, slots=True)
 class Wanted:
     """One partition's plan: copy upstream ``start``.. to ``remote`` from downstream
-    ``down``, never at or past upstream ``reserve``."""
+    ``down``, never at or past upstream ``reserve``, compressed with ``codec`` (the
+    source's; "": the producer's configured one)."""
 
     plan: int
     remote: str
     start: int
     down: int
     reserve: int
+    codec: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,7 @@ def _partitions(items: Any) -> dict[TopicPartition, Wanted]:
             start=_number(p, "start"),
             down=_number(p, "down"),
             reserve=_number(p, "reserve"),
+            codec=str(p.get("codec") or ""),
         )
         for p in items
     }

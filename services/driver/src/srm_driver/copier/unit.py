@@ -38,7 +38,6 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
-    Producer,
     TopicPartition,
 )
 from srm_common.domain.origin import DROP, STAMP, MalformedOrigin, decide
@@ -48,6 +47,7 @@ from srm_driver.copier.failures import failure, fatal_kind, kind_of
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, STOPPED, Failure, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
+from srm_driver.copier.producers import Producers
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class FlowUnit:
         self._poll_error: str | None = None
         self._applied_epoch = plan.epoch
         self._applied_version = -1
-        self._producer: Producer | None = None
+        self._producer: Producers | None = None
         self._producer_settings: Mapping[str, str] | None = None
         self._polling = False
         self._now_ms = 0
@@ -205,7 +205,8 @@ class FlowUnit:
         parts = self._parts
         lease = self.lease
         clock = time.monotonic_ns
-        produce = self._producer_for(plan).produce
+        producers = self._producer_for(plan)
+        produce = None
         rewrite = plan.origin_header is not None or plan.copy_header is not None
         errors = 0
         topic: str | None = None
@@ -219,7 +220,9 @@ class FlowUnit:
             if msg.partition() != partition or msg.topic() != topic:
                 topic, partition = msg.topic(), msg.partition()
                 p = parts.get((topic, partition))
-            if p is None or p.state != SENDING:
+                if p is not None:
+                    produce = producers.for_codec(p.codec).produce
+            if p is None or p.state != SENDING or produce is None:
                 continue
             up = msg.offset()
             if up < p.next_send:
@@ -340,7 +343,7 @@ class FlowUnit:
                 )
                 return False
             try:
-                producer.produce(
+                producer.for_codec(p.codec).produce(
                     p.remote, msg.value(), msg.key(), p.partition, None, None, max(ts, 0), headers
                 )
                 return True
@@ -379,10 +382,10 @@ class FlowUnit:
 
     # -- the producer and its acknowledgements -------------------------------------------
 
-    def _producer_for(self, plan: UnitPlan) -> Producer:
+    def _producer_for(self, plan: UnitPlan) -> Producers:
         producer = self._producer
         if producer is None:
-            producer = self._producer = clients.producer(plan.producer, self._delivered)
+            producer = self._producer = Producers(plan.producer, self._delivered)
             self._producer_settings = plan.producer
         return producer
 
@@ -533,7 +536,7 @@ class FlowUnit:
             p.abandon()
         del producer  # destroyed with its last reference
 
-    def _drain(self, producer: Producer, seconds: float) -> None:
+    def _drain(self, producer: Producers, seconds: float) -> None:
         """Serve delivery reports until nothing is in flight, for at most ``seconds``."""
         deadline = time.monotonic() + seconds
         self._now_ms = time.time_ns() // 1_000_000
@@ -579,6 +582,7 @@ class FlowUnit:
             wanted = plan.partitions.get(key)
             if wanted is not None and wanted.plan == p.plan:
                 p.extend_reserve(wanted.reserve)
+                p.change_codec(wanted.codec)
                 if p.maybe_resume():
                     try:
                         consumer.seek(TopicPartition(key[0], key[1], p.next_send))
@@ -599,7 +603,7 @@ class FlowUnit:
             if key in self._parts:
                 continue
             p = PartitionCopy(key[0], key[1], w.plan, w.remote, w.start, w.down, w.reserve,
-                              plan.shared)  # fmt: skip
+                              plan.shared, w.codec)  # fmt: skip
             self._parts[key] = p
             self._by_remote[(w.remote, key[1])] = p
             reassign = True

@@ -13,6 +13,7 @@ from srm_common.domain.progress import PartitionFacts, Surplus
 
 from srm_driver.kafka_admin import read_end_offsets, read_partition_offsets, topic_ids
 from srm_driver.shared_target import last_copied_offset
+from srm_driver.source_codecs import SourceCodecs
 
 TopicPartition = tuple[str, int]
 
@@ -24,6 +25,12 @@ class FlowFacts:
         self._flow = flow
         self._source_admin = source_admin
         self._target_admin = target_admin
+        self._codecs = SourceCodecs(source_admin, flow.source_admin)
+
+    def codecs(self, partitions: Mapping[str, Sequence[int]]) -> dict[str, str]:
+        """The codec of each source topic (topic -> some of its partitions) that has one
+        now (:mod:`srm_driver.source_codecs`)."""
+        return self._codecs.find(partitions)
 
     def gather(
         self, routes: Mapping[TopicPartition, str]

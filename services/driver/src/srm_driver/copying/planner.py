@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
@@ -33,6 +33,10 @@ TopicPartition = tuple[str, int]
 # How often the topics of running partitions are checked for deletion or recreation (by
 # topic id); the copy loops' clients do not tell.
 IDENTITY_CHECK_S = 2.0
+# How often running partitions of topics whose codec is not known yet (empty when
+# planned) are looked at again, and how often every running topic's codec is.
+CODEC_UNKNOWN_S = 5.0
+CODEC_REFRESH_S = 60.0
 # A slot that has not reported for this long is not given new plans.
 SLOT_SILENT_S = 5.0
 # Partitions reconciled from one reading of their facts and claimed in one write: the
@@ -64,6 +68,9 @@ class Planner:
         self._lease_ms = lease_ms
         self._clock = clock
         self._identity_due: dict[str, float] = {}
+        # Per flow: the codec of each source topic found so far, and when to look again.
+        self._codecs: dict[str, dict[str, str]] = {}
+        self._codec_due: dict[str, tuple[float, float]] = {}
 
     def plan_due(self, now: float, flow: str) -> None:
         """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
@@ -158,8 +165,26 @@ class Planner:
             if claim is not None:
                 claims.append(claim)
         if claims:
+            self._find_codecs(adapters, flow, [c.state.key for c in claims], known=True)
             self._claim(adapters, flow, claims)
         return recorded
+
+    def _find_codecs(
+        self, adapters: FlowAdapters, flow: str, keys: list[TopicPartition], *, known: bool
+    ) -> dict[str, str]:
+        """The codecs of the topics of ``keys``, asked of the source (``known``: only for
+        topics whose codec is not known yet); one that cannot be found stays unknown."""
+        codecs = self._codecs.setdefault(flow, {})
+        wanted: dict[str, list[int]] = {}
+        for topic, partition in keys:
+            if not known or topic not in codecs:
+                wanted.setdefault(topic, []).append(partition)
+        if wanted:
+            try:
+                codecs.update(adapters.facts.codecs(wanted))
+            except SrmError as exc:
+                log.warning("%s: cannot find the codecs of %d topics: %s", flow, len(wanted), exc)
+        return codecs
 
     def _decide(
         self,
@@ -245,10 +270,44 @@ class Planner:
             resume.start,
             resume.downstream,
             claim.progress.inflight_end or resume.start,
+            self._codecs.get(state.flow, {}).get(state.key[0], ""),
         )
         state.resume = None
         state.running(plan, claim.progress)
         state.last_commit = now
+
+    def check_codecs(self, now: float, flow: str) -> None:
+        """Give ``flow``'s running plans the codec of their source topic when it was not
+        known (every :data:`CODEC_UNKNOWN_S`) or changed (every :data:`CODEC_REFRESH_S`):
+        the next answer carries the plan with its new codec."""
+        unknown_due, refresh_due = self._codec_due.get(flow, (0.0, now + CODEC_REFRESH_S))
+        refresh = now >= refresh_due
+        if (now < unknown_due and not refresh) or self._lease_ms(flow) <= 0:
+            return
+        with self._ledger.lock:
+            keys = [
+                state.key
+                for state in self._ledger.parts.of_flow(flow)
+                if state.status == "running"
+                and state.plan is not None
+                and (refresh or not state.plan.codec)
+            ]
+        self._codec_due[flow] = (
+            now + CODEC_UNKNOWN_S,
+            now + CODEC_REFRESH_S if refresh else refresh_due,
+        )
+        if not keys:
+            return
+        codecs = self._find_codecs(self._adapters(flow), flow, keys, known=False)
+        with self._ledger.lock:
+            for key in keys:
+                state = self._ledger.parts.get(flow, key)
+                codec = codecs.get(key[0], "")
+                if state is None or state.status != "running" or state.plan is None:
+                    continue
+                if codec and codec != state.plan.codec:
+                    log.info("%s: copies compressed with %s from now on", state.where, codec)
+                    state.plan = replace(state.plan, codec=codec)
 
     def check_identities(self, now: float, flow: str) -> None:
         """Send back ``flow``'s running partitions whose source or remote topic was

@@ -8,6 +8,7 @@ window past the next record to send.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from srm_common.domain.progress import Progress
 from srm_common.domain.records import OffsetSync
@@ -56,9 +57,7 @@ def commit_due(
 
 
 def with_reserve(plan: PartitionPlan, reserve: int) -> PartitionPlan:
-    return PartitionPlan(
-        plan.topic, plan.partition, plan.plan, plan.remote, plan.start, plan.down, reserve
-    )
+    return replace(plan, reserve=reserve)
 
 
 def sync_records(

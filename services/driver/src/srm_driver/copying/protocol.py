@@ -51,7 +51,7 @@ Answer (driver -> slot)::
      "units": {"primary->backup": {"epoch": 2, "lease_ms": 4000, "settings": {...},
                "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
                                "remote": "primary.orders", "start": 250, "down": 230,
-                               "reserve": 50250}],
+                               "reserve": 50250, "codec": "zstd"}],
                "removed": [["orders", 5]]}}}
 
 Leases are per flow: a unit's ``lease_ms`` is how long its flow's records may still be
@@ -62,6 +62,11 @@ answer. The slot-level ``lease_ms`` is the longest unit lease (``LEASE_CAP_MS`` 
 answer has no unit); a slot uses it only for a unit entry without a ``lease_ms`` of its
 own (a driver of an older version), and reports the longest lease it holds. A unit's
 report also carries what its lease has left (``lease_ms``), for the logs.
+
+A plan's ``codec`` (absent: not known) is the source topic's codec: the slot compresses
+that partition's copies with it (:mod:`srm_driver.source_codecs`). It may change within a
+plan (the driver found it after the plan was handed out); the slot moves the partition to
+a producer of the new codec once nothing of it is in flight there.
 
 ``refused`` lists the flows whose part of the report the driver did not take in (no
 lease for a write that part needed, or the write failed): the slot keeps that part (syncs,
@@ -327,9 +332,11 @@ class PartitionPlan:
     start: int
     down: int
     reserve: int
+    # The source's codec, for the copies' producer ("": not known, the configured one).
+    codec: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "topic": self.topic,
             "partition": self.partition,
             "plan": self.plan,
@@ -338,3 +345,6 @@ class PartitionPlan:
             "down": self.down,
             "reserve": self.reserve,
         }
+        if self.codec:
+            out["codec"] = self.codec
+        return out

@@ -157,6 +157,7 @@ class CopyService:
             return
         self._planner.plan_due(now, flow)
         self._planner.check_identities(now, flow)
+        self._planner.check_codecs(now, flow)
 
     def held(self, flow: str) -> frozenset[TopicPartition]:
         """Partitions of ``flow`` this driver still holds (a plan may run): not halted.
