@@ -5,12 +5,15 @@ root, on the session's Spark) for flow ``primary->backup`` and compares the full
 of every source partition (key, value, headers, timestamp, order) with its remote twin.
 ``test_copier.py`` covers the ordinary record shapes; these cover what makes offsets or
 bytes unusual: log-append timestamps, compaction gaps, transactions, records near the
-size limit, a record the target refuses, empty partitions and a restart.
+size limit, a record the target refuses, empty partitions and a restart; and compressed
+topics, whose copies keep the source's codec on the target's log (read there batch by
+batch, not from a config).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +28,7 @@ from srm_common.domain.records import OffsetSync
 from srm_driver.kafka_admin import admin_client, partition_offsets
 from srm_driver.topic_sync import TopicSync
 from srm_local import testing
+from srm_local.log_batches import data_codecs, log_batches, log_bytes
 from srm_local.testing import Record, content
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -230,9 +234,13 @@ def test_log_append_time_source_keeps_the_source_timestamps(
 # --- compaction gaps and offset syncs ----------------------------------------------------
 
 
+@pytest.mark.parametrize("codec", [None, "zstd"])
 def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
-    kafka, run_driver, tmp_path, unique_name
+    kafka, run_driver, tmp_path, unique_name, codec
 ):  # type: ignore[no-untyped-def]
+    """With ``codec``, the gaps are inside compressed batches (the log cleaner keeps a
+    batch's codec), and the copy is compressed with it too."""
+    produced_with = {"compression.type": codec, "linger.ms": 50} if codec else None
     topic = kafka.create_topic(
         "primary",
         unique_name("compacted"),
@@ -256,11 +264,12 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
             keys_written[partition].add(key)
             headers = (("round", bytes([round_])),)
             batch.append(Record(key, f"r{round_}-{i}".encode(), headers, None, partition))
-        testing.produce(kafka["primary"], topic, batch)
+        testing.produce(kafka["primary"], topic, batch, config=produced_with)
         time.sleep(0.2)
     # One last record per partition rolls the previous segment, so everything before it
     # can be cleaned; the active segment (this record alone) never is.
-    testing.produce(kafka["primary"], topic, [Record(b"roll", b"", (), None, p) for p in (0, 1)])
+    rolls = [Record(b"roll", b"", (), None, p) for p in (0, 1)]
+    testing.produce(kafka["primary"], topic, rolls, config=produced_with)
     cleaned = {p: len(keys) + 1 for p, keys in keys_written.items()}
 
     def compacted() -> bool:
@@ -284,6 +293,87 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
         gaps = _assert_syncs_exact(source[partition], syncs[partition])
         assert gaps >= 5, f"partition {partition}: compaction left only {gaps} gaps"
     _assert_translation_exact(config, topic, source, ends)
+    if codec:
+        cleaned_batches = log_batches(kafka["primary"], topic)
+        holes = [
+            b for bs in cleaned_batches.values() for b in bs
+            if b.records > 1 and b.next_offset - b.base_offset > b.records
+        ]  # fmt: skip
+        assert holes and {b.codec for b in holes} == {codec}, "gaps inside compressed batches"
+        assert data_codecs(log_batches(kafka["backup"], remote)) == {codec}
+
+
+# --- compressed topics ------------------------------------------------------------------
+
+
+def _json_records(count: int, partitions: int, seed: int) -> list[Record]:
+    """Orders as a JSON API would write them: compressible, as real topics are."""
+    rng = random.Random(seed)
+    return [
+        Record(
+            f"order-{i % 500}".encode(),
+            json.dumps(
+                {
+                    "id": i,
+                    "customer": f"customer-{rng.randrange(2000)}",
+                    "items": [
+                        {"sku": f"sku-{rng.randrange(300)}", "qty": rng.randrange(1, 5)}
+                        for _ in range(rng.randrange(1, 4))
+                    ],
+                    "status": rng.choice(["new", "paid", "shipped"]),
+                }
+            ).encode(),
+            (("trace", f"{seed}-{i}".encode()),) if i % 3 else (),
+            1_700_000_000_000 + i,
+            i % partitions,
+        )
+        for i in range(count)
+    ]
+
+
+def test_zstd_and_lz4_topics_keep_their_codec_and_every_record(
+    kafka, run_driver, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    """Topics at ``compression.type=producer`` (Kafka's default) written by zstd and lz4
+    producers: the remote topics hold every record (keys, values, headers, timestamps, at
+    the same offsets, with exact offset syncs), in batches of the same codec, in about
+    as many bytes as the source."""
+    topics = {}
+    for seed, codec in enumerate(("zstd", "lz4")):
+        topic = kafka.create_topic("primary", unique_name(codec), partitions=2)
+        kafka.created.append(("backup", f"primary.{topic}"))
+        testing.produce(
+            kafka["primary"],
+            topic,
+            _json_records(4000, 2, seed),
+            config={"compression.type": codec, "linger.ms": 100, "batch.size": 1_000_000},
+        )
+        topics[codec] = topic
+    driver = run_driver(_config(kafka, tmp_path, list(topics.values())))
+    for topic in topics.values():
+        _copied(kafka, topic, f"primary.{topic}")
+    driver.stop()
+    for codec, topic in topics.items():
+        remote = f"primary.{topic}"
+        source = _assert_copied(kafka, topic, remote)
+        target = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+        for partition, records in source.items():
+            assert [r.offset for r in target[partition]] == [r.offset for r in records]
+        syncs = _offset_syncs(kafka, topic)
+        for partition in (0, 1):
+            assert _assert_syncs_exact(source[partition], syncs[partition]) == 0
+        source_log = log_batches(kafka["primary"], topic)
+        target_log = log_batches(kafka["backup"], remote)
+        assert data_codecs(source_log) == {codec}
+        assert data_codecs(target_log) == {codec}, f"{remote} batches: {data_codecs(target_log)}"
+        assert _topic_config(kafka["backup"], remote, "compression.type") == "producer"
+        source_bytes, target_bytes = log_bytes(source_log), log_bytes(target_log)
+        print(
+            f"\n{codec}: source {source_bytes} bytes in {sum(map(len, source_log.values()))}"
+            f" batches, target {target_bytes} bytes in {sum(map(len, target_log.values()))}"
+        )
+        # Uncompressed, these records take about 8x the source's bytes.
+        assert target_bytes < 2 * source_bytes
 
 
 # --- transactions -----------------------------------------------------------------------

@@ -7,7 +7,8 @@ checkpoint task. An application's group reads part of the topic on ``primary`` a
 commits; then it moves to ``backup`` (``srm-control failover``, or automatic group offset
 sync), reads ``primary.<topic>`` there, moves home (``srm-control failback``) and reads
 the rest. A ledger of every id read counts records skipped and read twice over the whole
-journey. ``test_mm2_failover.py`` runs the same journey with MirrorMaker 2.
+journey; once more on a topic written with zstd, whose copy stays zstd.
+``test_mm2_failover.py`` runs the same journey with MirrorMaker 2.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from srm_local.group_scenario import (
     group_offsets,
     produce_numbered,
 )
+from srm_local.log_batches import data_codecs, log_batches
 from srm_local.tools import run_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -69,11 +71,16 @@ def _control(config: Path, *args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _start(kafka, run_driver, tmp_path, unique_name, *, sync: bool):  # type: ignore[no-untyped-def]
+def _start(kafka, run_driver, tmp_path, unique_name, *, sync: bool, codec: str = "none"):  # type: ignore[no-untyped-def]
     topic = kafka.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
     kafka.created.append(("backup", f"primary.{topic}"))
     numbered = produce_numbered(
-        kafka["primary"], topic, partitions=PARTITIONS, per_partition=PER_PARTITION, abort_every=3
+        kafka["primary"],
+        topic,
+        partitions=PARTITIONS,
+        per_partition=PER_PARTITION,
+        abort_every=3,
+        codec=codec,
     )
     group = unique_name("app")
     config = _config(kafka, tmp_path, topic, group, sync=sync)
@@ -103,12 +110,14 @@ def _checkpointed(kafka, group: str, commits: dict) -> bool:  # type: ignore[no-
     return {(f"primary.{t}", p): o for (t, p), o in commits.items()} == found
 
 
+@pytest.mark.parametrize("codec", ["none", "zstd"])
 def test_failover_and_failback_commands_skip_nothing_and_read_nothing_twice(
-    kafka, run_driver, tmp_path, unique_name
+    kafka, run_driver, tmp_path, unique_name, codec
 ):  # type: ignore[no-untyped-def]
     topic, numbered, group, config, driver = _start(
-        kafka, run_driver, tmp_path, unique_name, sync=False
+        kafka, run_driver, tmp_path, unique_name, sync=False, codec=codec
     )
+    assert data_codecs(log_batches(kafka["backup"], f"primary.{topic}")) == {codec}
     ledger = Ledger(numbered.ids)
     first = ledger.read(consume(kafka["primary"], [topic], group, 250), "primary")
     commits = group_offsets(kafka["primary"], group)

@@ -89,6 +89,7 @@ def produce_numbered(
     batch: int = 10,
     abort_every: int = 0,
     clean_partitions: Collection[int] = (),
+    codec: str = "none",
 ) -> NumberedTopic:
     """Write ``per_partition`` committed records to each partition of an existing topic,
     values ``record_id(p, seq)`` for ``seq`` in ``start .. start + per_partition - 1``.
@@ -99,9 +100,16 @@ def produce_numbered(
     ``b"aborted:<p>:<seq>"`` to that partition and aborts them, so the partition's offsets
     have holes (the aborted records and their abort marker) a ``read_committed`` reader
     never sees. Every write is acknowledged before the next one starts, so the committed
-    ids are in offset order."""
-    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    aborter = _Aborter(bootstrap, topic) if abort_every > 0 else None
+    ids are in offset order. Both producers compress with ``codec``."""
+    plain = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "compression.type": codec,
+        }
+    )
+    aborter = _Aborter(bootstrap, topic, codec) if abort_every > 0 else None
     errors: list[str] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -144,13 +152,14 @@ def produce_numbered(
 class _Aborter:
     """A transactional producer that writes records and aborts them."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, codec: str = "none") -> None:
         self.topic = topic
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
                 "transactional.id": f"{topic}-aborter-{uuid.uuid4().hex[:8]}",
                 "linger.ms": 5,
+                "compression.type": codec,
             }
         )
         self.producer.init_transactions(30)

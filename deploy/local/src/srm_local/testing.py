@@ -598,9 +598,11 @@ def count_copy(source: Mapping[int, list[Record]], target: Mapping[int, list[Rec
 
 class SteadyProducer(threading.Thread):
     """Numbered records, key k<n>, a header, round robin over partitions, ~1500/s
-    (``per_tick`` records every 50 ms: 75)."""
+    (``per_tick`` records every 50 ms: 75), compressed with ``codec``."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, per_tick: int = 75) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, partitions: int, per_tick: int = 75, codec: str = "none"
+    ) -> None:
         super().__init__(daemon=True)
         self.topic = topic
         self.partitions = partitions
@@ -609,7 +611,12 @@ class SteadyProducer(threading.Thread):
         self.sent = 0
         self.errors: list[str] = []
         self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "compression.type": codec,
+            }
         )
 
     def run(self) -> None:
