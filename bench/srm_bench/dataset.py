@@ -3,7 +3,9 @@
 Record ``i`` goes to partition ``i % partitions`` with value ``VALUES[i % 64]``: 64
 values of ``record_size`` pseudo-random bytes from a fixed seed, so every run copies
 exactly the same bytes and nothing in them compresses. No keys, no headers: Kafka's
-producer perf tool, which gives the raw figure, writes the same shape.
+producer perf tool, which gives the raw figure, writes the same shape. With ``--codec``
+the values are JSON documents of the same size, written compressed with that codec
+(:mod:`srm_bench.codec`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from srm_bench.codec import json_values
 from srm_bench.offsets import end_offsets
 from srm_bench.options import Dataset
 from srm_bench.progress import Progress, say
@@ -42,6 +45,7 @@ def load_dataset(bootstrap: str, dataset: Dataset) -> float:
             "linger.ms": 20,
             "batch.size": 1_000_000,
             "queue.buffering.max.kbytes": 262_144,
+            "compression.type": dataset.codec or "none",
             "log_level": 2,  # no "coordinator load in progress" retries, no reconnects
         }
     )
@@ -51,7 +55,9 @@ def load_dataset(bootstrap: str, dataset: Dataset) -> float:
         if err is not None:
             errors.append(err)
 
-    values = record_values(dataset.record_size)
+    values = (
+        json_values(dataset.record_size) if dataset.codec else record_values(dataset.record_size)
+    )
     progress = Progress("data set", "loading", dataset.bytes)
     started = time.monotonic()
     for index in range(dataset.records):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from srm_local.paths import project_root
 
+from srm_bench.codec import CODECS
+
 MIB = 1024 * 1024
 
 
@@ -21,6 +23,8 @@ class Dataset:
     partitions: int
     record_size: int
     records: int
+    # --codec: written compressed with it, as JSON values (bench/srm_bench/codec.py).
+    codec: str | None = None
 
     @property
     def bytes(self) -> int:
@@ -69,10 +73,11 @@ class BenchOptions:
     skip_coordinator: bool = False
     # --wan: the copy reads the source through Toxiproxy at these round trips (wan.py).
     wan: tuple[int, ...] = ()
+    codec: str | None = None
 
     def dataset(self) -> Dataset:
         records = max(1, self.size_mb * MIB // self.record_size)
-        return Dataset("bench-data", self.partitions, self.record_size, records)
+        return Dataset("bench-data", self.partitions, self.record_size, records, self.codec)
 
     def catchup_deadline(self) -> float:
         """Seconds a replicator may take to catch up: start-up plus 1 MB/s at worst."""
@@ -150,6 +155,13 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         help="WAN run instead: the replicators read the source through Toxiproxy with this"
         " round trip added, one measurement of each at each (e.g. 0,50,150); catch-up only;"
         " builds Toxiproxy with 'go install' when absent (docs/benchmark.md, WAN)",
+    )
+    add(
+        "--codec",
+        choices=CODECS,
+        help="a compressed topic: JSON values written with this codec; reports CPU per GiB,"
+        " target bytes and codec (e.g. make bench BENCH_ARGS='--codec zstd --size-mb 200"
+        " --skip-latency --skip-raw')",
     )
     scale = parser.add_argument_group(
         "scale (--scale)",
@@ -238,6 +250,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         stall_seconds=args.stall_seconds,
         skip_coordinator=args.skip_coordinator,
         wan=tuple(args.wan),
+        codec=args.codec,
         **extra,
     )
 

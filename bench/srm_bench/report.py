@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from srm_bench.catchup import CatchupResult
+from srm_bench.codec import CodecResult
 from srm_bench.latency import WINDOW_SECONDS, LatencyResult
 from srm_bench.options import BenchOptions, Dataset
 from srm_bench.raw import DEFINITION as RAW_DEFINITION
@@ -53,6 +54,7 @@ class SystemResult:
     peak_rss_mb: float
     stop_seconds: float | None
     peak_members: tuple[tuple[str, float], ...] = ()  # (command, RSS MB) at the peak
+    codec: CodecResult | None = None  # --codec only
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,12 @@ _ROWS = (
     _Row("cpu_seconds", "CPU time to catch up, s", ("catchup", "cpu_seconds"), ".1f"),
     _Row("latency_p50_ms", "latency p50, ms", ("latency", "p50_ms"), ",.1f"),
     _Row("latency_p99_ms", "latency p99, ms", ("latency", "p99_ms"), ",.1f"),
+)  # fmt: skip
+# With --codec (srm_bench/codec.py).
+_CODEC_ROWS = (
+    _Row("cpu_s_per_gib", "CPU per GiB copied, s", ("codec", "cpu_s_per_gib"), ".1f"),
+    _Row("target_mb", "target log, MB", ("codec", "target_mb"), ",.1f"),
+    _Row("target_over_source", "target bytes / source bytes", ("codec", "target_ratio"), ".2f"),
 )  # fmt: skip
 
 
@@ -111,7 +119,7 @@ class BenchReport:
         return {
             f"{_SHORT[one]}_over_{_SHORT[other]}": {
                 row.key: _ratio(self._figure(one, row.path), self._figure(other, row.path))
-                for row in _ROWS
+                for row in self._rows()
             }
             for one, other in pairs
         }
@@ -166,6 +174,10 @@ class BenchReport:
             },
             "raw": self.raw.describe() if self.raw else None,
             "spark_standalone": self.spark.describe() if self.spark else None,
+            "codec": {
+                name: result.codec.describe() if result.codec else None
+                for name, result in self._ran().items()
+            },
             "load_seconds": _round(self.load_seconds),
             "errors": self.errors,
             "foreign_cpu_share": {phase: round(v, 3) for phase, v in self.foreign_cpu.items()},
@@ -186,7 +198,7 @@ class BenchReport:
     def table(self) -> str:
         heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in _COLUMNS]
         lines = ["".join(heading)]
-        for row in _ROWS:
+        for row in self._rows():
             srm, mm2, tuned = (self._figure(name, row.path) for name in REPLICATORS)
             limit = getattr(self.raw, row.raw) if self.raw and row.raw else None
             cells = (
@@ -204,8 +216,9 @@ class BenchReport:
         cores = int(str(self.machine.get("cores") or 1))
         title = (
             f"make bench: {data.records:,} records x {data.record_size} B = {data.mib:,.0f} MB "
-            f"in {data.partitions} partitions; {self.machine['cores']} cores, "
-            f"{self.machine['ram_gib']} GiB RAM"
+            f"in {data.partitions} partitions"
+            f"{f', JSON values compressed with {data.codec}' if data.codec else ''}; "
+            f"{self.machine['cores']} cores, {self.machine['ram_gib']} GiB RAM"
         )
         raw = self.raw
         notes = [f"raw limit: {RAW_DEFINITION}"]
@@ -219,6 +232,14 @@ class BenchReport:
             "MB = 2^20 bytes of record values"
         )
         notes += self._tuned_notes()
+        if data.codec:
+            notes.append(
+                f"--codec {data.codec}: {LABELS[MM2_TUNED]} also sets backup.producer.compression."
+                f"type={data.codec}; CPU per GiB: catch-up CPU (start-up included) per GiB of"
+                " record values; target log: the remote topic's segment files"
+            )
+            notes += [f"{LABELS[name]} target batches: {'/'.join(result.codec.target_codecs)}"
+                      for name, result in self._ran().items() if result.codec]  # fmt: skip
         for name, result in self._ran().items():
             if result.latency:
                 lat = result.latency
@@ -262,6 +283,9 @@ class BenchReport:
         if overridden:
             notes.append(f"  --mm2-set overrides tuned keys: {', '.join(overridden)}")
         return notes
+
+    def _rows(self) -> tuple[_Row, ...]:
+        return _ROWS + _CODEC_ROWS if self.dataset.codec else _ROWS
 
     def _figure(self, name: str, path: tuple[str, ...]) -> float | None:
         return _get(self.systems.get(name), *path)

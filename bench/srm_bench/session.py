@@ -26,6 +26,7 @@ from srm_local.jars import JarFetchError
 from srm_local.paths import run_dir
 
 from srm_bench.catchup import ReplicatorFailedError, RunningReplicator, measure_catchup
+from srm_bench.codec import measure_codec
 from srm_bench.dataset import load_dataset
 from srm_bench.latency import measure_latency
 from srm_bench.machine import ForeignCpu, describe_machine, describe_versions
@@ -38,6 +39,7 @@ from srm_bench.replicators import (
     MM2_TUNED,
     SRM,
     SRM_STANDALONE,
+    TARGET,
     Replicator,
     latency_topic,
     mirrormaker2,
@@ -221,6 +223,9 @@ def run_replicator(
         dataset.partitions,
     )
     extra = options.srm_set if name in (SRM, SRM_STANDALONE) else options.mm2_set
+    if name == MM2_TUNED and options.codec:
+        # A careful operator compresses a compressed topic's copy (srm_bench/codec.py).
+        extra = (f"{TARGET}.producer.compression.type={options.codec}", *extra)
     properties = replicator_properties(name, shared, wan=bool(options.wan))
     written = write_properties(replicator.config_path, properties, extra)
     report.configs[name] = {
@@ -245,6 +250,23 @@ def run_replicator(
             f"{catchup.mb_s:.1f} MB/s ({catchup.records_s:,.0f} records/s), "
             f"peak RSS {catchup.peak_rss_mb:,.0f} MB"
         )
+        codec = None
+        if options.codec:
+            codec = measure_codec(
+                stack.source.folder,
+                stack.target.folder,
+                stack.target.bootstrap_servers,
+                dataset.topic,
+                remote_topic(dataset.topic),
+                catchup.cpu_seconds,
+                dataset.bytes,
+            )
+            codecs = "/".join(codec.target_codecs)
+            say(
+                f"  {replicator.label}: target {codec.target_mb:,.1f} MB"
+                f" ({codec.target_ratio:.2f} x the source), batches {codecs},"
+                f" {codec.cpu_s_per_gib:.1f} CPU s per GiB"
+            )
         latency_result = None
         if not options.skip_latency:
             latency_result = measure_latency(
@@ -270,6 +292,7 @@ def run_replicator(
             peak.rss_bytes / MIB,
             running.stop_seconds,
             tuple((command, rss / MIB) for command, rss in peak.members),
+            codec,
         )
 
 
