@@ -16,7 +16,7 @@ librdkafka's default (none).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Producer
@@ -41,9 +41,6 @@ class Producers:
             settings = {**self._settings, "compression.type": key} if key else self._settings
             producer = self._by_codec[key] = clients.producer(settings, self._delivered)
         return producer
-
-    def __iter__(self) -> Iterator[Producer]:
-        return iter(list(self._by_codec.values()))
 
     def __len__(self) -> int:
         """Copies queued or in flight, in all of them."""

@@ -3,9 +3,11 @@ and the partitions the driver planned here. Records never leave this process.
 
 Rules that keep the copy exactly once (docs/driver.md):
 
-* the producer is idempotent (up to 5 requests in flight, kept in order) with librdkafka's
-  gap-less guarantee, lingers 1 ms (its delivery timeout counts from ``produce()``, so the
-  fence's bound is unchanged: :mod:`~srm_driver.copier.clients`); nothing is handed to it
+* the producer (one per codec the partitions' sources use, treated as one:
+  :mod:`~srm_driver.copier.producers`) is idempotent (up to 5 requests in flight, kept in
+  order) with librdkafka's gap-less guarantee, lingers 1 ms (its delivery timeout counts
+  from ``produce()``, so the fence's bound is unchanged: :mod:`~srm_driver.copier.clients`);
+  nothing is handed to it
   without a valid :class:`~srm_driver.copier.lease.Lease` or past a partition's
   reservation;
 * the first copy a new producer sends to a partition is acknowledged before it sends more

@@ -298,7 +298,12 @@ class Planner:
         )
         if not keys:
             return
-        codecs = self._find_codecs(self._adapters(flow), flow, keys, known=False)
+        try:
+            adapters = self._adapters(flow)
+        except SrmError as exc:
+            log.warning("%s: cannot find the codecs of its topics: %s", flow, exc)
+            return
+        codecs = self._find_codecs(adapters, flow, keys, known=False)
         with self._ledger.lock:
             for key in keys:
                 state = self._ledger.parts.get(flow, key)
