@@ -30,15 +30,14 @@ _WORDS = (
 
 
 def json_values(record_size: int, count: int = 64) -> list[bytes]:
-    """``count`` JSON documents of exactly ``record_size`` bytes (space padded)."""
+    """``count`` JSON documents of ``record_size`` bytes (space padded; a size too small
+    for one event gives the document cut to that size)."""
     rng = random.Random(_SEED)
     values = []
     for n in range(count):
-        document: dict[str, object] = {"id": n, "events": []}
-        text = json.dumps(document)
-        while len(text) < record_size - 80:
-            events = document["events"]
-            assert isinstance(events, list)
+        events: list[dict[str, object]] = []
+        text = json.dumps({"id": n, "events": events})
+        while True:
             events.append(
                 {
                     "type": rng.choice(_WORDS),
@@ -47,7 +46,10 @@ def json_values(record_size: int, count: int = 64) -> list[bytes]:
                     "amount": round(rng.random() * 1000, 2),
                 }
             )
-            text = json.dumps(document)
+            longer = json.dumps({"id": n, "events": events})
+            if len(longer) > record_size:
+                break
+            text = longer
         values.append(text.encode()[:record_size].ljust(record_size, b" "))
     return values
 

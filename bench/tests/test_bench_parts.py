@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from srm_bench.catchup import CatchupResult
+from srm_bench.codec import CodecResult, json_values, log_bytes
 from srm_bench.dataset import expected_end_offsets, record_values
 from srm_bench.latency import LatencyResult, percentile, windows
 from srm_bench.options import BenchOptions, parse_options
@@ -289,3 +292,40 @@ def test_latency_windows_cover_the_whole_phase_by_sequence_number() -> None:
     assert result.describe()["windows"] == [
         {"start_s": 0, "p50_ms": 1.0, "p99_ms": None, "max_ms": 3.0}
     ]
+
+
+def test_codec_values_are_json_of_the_record_size_that_compress() -> None:
+    values = json_values(1024)
+    assert len(values) == 64 and {len(v) for v in values} == {1024}
+    assert json.loads(values[3])["id"] == 3
+    assert len(zlib.compress(b"".join(values))) < len(b"".join(values)) / 3
+
+
+def test_codec_log_bytes_count_only_that_topics_segments(tmp_path: Path) -> None:
+    for folder, size in (("t-0", 100), ("t-1", 50), ("t-x-0", 7), ("other-0", 9)):
+        (tmp_path / "data" / folder).mkdir(parents=True)
+        (tmp_path / "data" / folder / "00000000000000000000.log").write_bytes(b"x" * size)
+        (tmp_path / "data" / folder / "00000000000000000000.index").write_bytes(b"x" * 99)
+    assert log_bytes(tmp_path, "t") == 150
+
+
+def test_codec_rows_and_notes_show_only_with_codec() -> None:
+    report = _report(with_mm2=True)
+    assert "target log, MB" not in report.table()
+    options = BenchOptions(size_mb=100, codec="zstd")
+    coded = _report(with_mm2=True)
+    coded.options, coded.dataset = options, options.dataset()
+    srm, mm2 = coded.systems[SRM], coded.systems[MM2]
+    coded.systems[SRM] = replace(srm, codec=CodecResult(10.0, 1.02, ("zstd",), 12.0))
+    coded.systems[MM2] = replace(mm2, codec=CodecResult(100.0, 10.2, ("none",), 40.0))
+    table = coded.table()
+    assert _row(table, "target bytes / source bytes")[:2] == ["1.02", "10.20"]
+    assert _row(table, "CPU per GiB copied, s")[:2] == ["12.0", "40.0"]
+    assert "SRM driver target batches: zstd" in table and "compressed with zstd" in table
+    assert coded.to_json()["codec"][SRM]["target_codecs"] == ["zstd"]
+
+
+def test_options_accept_only_known_codecs() -> None:
+    assert parse_options(["--codec", "lz4"]).dataset().codec == "lz4"
+    with pytest.raises(SystemExit):
+        parse_options(["--codec", "brotli"])
