@@ -14,7 +14,7 @@ import time
 
 import pytest
 from srm_local import testing
-from srm_local.log_batches import data_codecs, log_batches
+from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -84,4 +84,4 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
         assert testing.content(target[partition]) == testing.content(source[partition])
     # A kill hit records that were written but not yet recorded: checked, not re-sent.
     assert "past the recorded position are verified copies" in driver.log_text()
-    assert data_codecs(log_batches(kafka["backup"], remote)) == {codec}
+    assert data_codecs(log_batches(kafka["backup"], remote), WORTH_COMPRESSING) == {codec}

@@ -19,6 +19,8 @@ def _batch(codec: int, *, control: bool = False, records: bytes = b"r" * 40) -> 
 def test_the_newest_data_batch_names_the_codec() -> None:
     assert newest_codec(_batch(4)) == "zstd"
     assert newest_codec(_batch(1) + _batch(3)) == "lz4"
+    assert newest_codec(_batch(4) + _batch(0)) == "zstd", "a batch left uncompressed says nothing"
+    assert newest_codec(_batch(0) + _batch(0)) == "none"
     assert newest_codec(_batch(2) + _batch(0, control=True)) == "snappy", "a marker is skipped"
     assert newest_codec(_batch(4) + _batch(3)[:30]) == "lz4", "a cut-off batch has its header"
     assert newest_codec(_batch(4)[:20]) is None and newest_codec(b"") is None

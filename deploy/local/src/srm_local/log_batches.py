@@ -39,9 +39,25 @@ def log_batches(
     return asyncio.run(asyncio.wait_for(_read(bootstrap, topic, first), timeout))
 
 
-def data_codecs(batches: dict[int, list[Batch]]) -> set[str]:
-    """The codecs of the data batches (transaction markers are never compressed)."""
-    return {b.codec for bs in batches.values() for b in bs if not b.control}
+# A producer that compresses (librdkafka) still sends a batch uncompressed when compressing
+# would not make it smaller: a batch of one or a few short records. Checks of a topic's
+# codec look at batches of at least this many records.
+WORTH_COMPRESSING = 10
+
+
+def data_codecs(batches: dict[int, list[Batch]], min_records: int = 1) -> set[str]:
+    """The codecs of the data batches of at least ``min_records`` records (transaction
+    markers are never compressed)."""
+    return {
+        b.codec for bs in batches.values() for b in bs if not b.control and b.records >= min_records
+    }
+
+
+def codec_share(batches: dict[int, list[Batch]], codec: str) -> float:
+    """The share of the data batches' bytes that are in batches of ``codec``."""
+    data = [b for bs in batches.values() for b in bs if not b.control]
+    total = sum(b.size for b in data)
+    return sum(b.size for b in data if b.codec == codec) / total if total else 0.0
 
 
 def log_bytes(batches: dict[int, list[Batch]]) -> int:

@@ -4,11 +4,15 @@ A copy re-produces every record (docs/design.md, "Compressed topics"), so the ta
 keeps the source's codec only if the copy's producer compresses with it. A topic whose
 ``compression.type`` names a codec has every batch in it (the broker recompresses what
 producers send otherwise). A topic left at ``producer`` (Kafka's default) keeps each
-producer's own codec: there the codec is read from the attributes of the newest batch of
-one of its partitions, with one raw Fetch per leader broker for all the topics asked
-about (aiokafka's protocol classes: librdkafka hides batch attributes). Only a few
-hundred bytes per topic are asked for: the attributes sit in the batch header
-(``../shared/reference/scale-and-wan.md``), and a truncated batch still has its header.
+producer's own codec: there the codec is read from the attributes of the newest batches
+of one of its partitions, with one raw Fetch per leader broker for all the topics asked
+about (aiokafka's protocol classes: librdkafka hides batch attributes). At most 64 KiB
+per topic are asked for, from up to 1,000 offsets before the end: the attributes sit in
+each batch header (``../shared/reference/scale-and-wan.md``), and a truncated batch still
+has its header. The newest compressed batch there names the codec: a producer that
+compresses still sends a batch uncompressed when compressing would not make it smaller
+(librdkafka does, for a batch of one short record), so an uncompressed batch among
+compressed ones says nothing about the producer's codec.
 
 A topic that is empty, or that cannot be read now, has no codec yet (left out of the
 answer): its copies use the producer's configured codec until a later check finds one.
@@ -42,8 +46,9 @@ TOPIC_CODECS = {
     "zstd": "zstd",
 }
 _CONTROL = 0x20
-# Bytes asked for per partition: one batch header (61 bytes) and the next ones' starts.
-_PEEK_BYTES = 512
+# Bytes asked for per partition, from this many offsets before its end (see above).
+_PEEK_BYTES = 64 * 1024
+_PEEK_OFFSETS = 1000
 # Partitions of one topic looked at (the one holding most records is read).
 _PARTITIONS_PER_TOPIC = 4
 
@@ -55,10 +60,12 @@ def codec_of_config(value: str | None) -> str | None:
 
 
 def newest_codec(data: bytes) -> str | None:
-    """The codec of the last data batch whose header ``data`` (a Fetch answer's record
-    set, possibly cut off inside a batch) holds; control batches (transaction markers)
-    are skipped; None when there is none."""
+    """The codec of the last compressed data batch whose header ``data`` (a Fetch
+    answer's record set, possibly cut off inside a batch) holds, else "none" when it
+    holds an uncompressed data batch; control batches (transaction markers) are skipped;
+    None when there is no data batch."""
     found = None
+    compressed = None
     pos = 0
     while pos + 17 <= len(data):
         (length,) = struct.unpack_from(">i", data, pos + 8)
@@ -73,10 +80,12 @@ def newest_codec(data: bytes) -> str | None:
             attributes = data[pos + 17]
         if not attributes & _CONTROL or magic < 2:
             found = BATCH_CODECS.get(attributes & 0x07, found)
+            if attributes & 0x07:
+                compressed = found
         if length <= 0:
             break
         pos += 12 + length
-    return found
+    return compressed or found
 
 
 class SourceCodecs:
@@ -129,8 +138,8 @@ class SourceCodecs:
                 continue  # empty
             held = where.end - where.log_start
             if topic not in newest or held > newest[topic][1]:
-                # The last two offsets: a transaction's marker is the last one.
-                newest[topic] = ((topic, partition), max(where.log_start, where.end - 2))
+                start = max(where.log_start, where.end - _PEEK_OFFSETS)
+                newest[topic] = ((topic, partition), start)
         if not newest:
             return {}
         at = {tp: offset for tp, offset in newest.values()}
