@@ -5,14 +5,15 @@ keeps the source's codec only if the copy's producer compresses with it. A topic
 ``compression.type`` names a codec has every batch in it (the broker recompresses what
 producers send otherwise). A topic left at ``producer`` (Kafka's default) keeps each
 producer's own codec: there the codec is read from the attributes of the newest batches
-of one of its partitions, with one raw Fetch per leader broker for all the topics asked
-about (aiokafka's protocol classes: librdkafka hides batch attributes). At most 64 KiB
-per topic are asked for, from up to 1,000 offsets before the end: the attributes sit in
-each batch header (``../shared/reference/scale-and-wan.md``), and a truncated batch still
-has its header. The newest compressed batch there names the codec: a producer that
-compresses still sends a batch uncompressed when compressing would not make it smaller
-(librdkafka does, for a batch of one short record), so an uncompressed batch among
-compressed ones says nothing about the producer's codec.
+of one of its partitions, with a raw Fetch (aiokafka's protocol classes: librdkafka hides
+batch attributes), one request per partition (up to 8 at a time). About 64 KiB per topic
+are asked for (more when the first batch is larger: a broker returns it whole), from up
+to 1,000 offsets before the end: the attributes sit in each batch header
+(``../shared/reference/scale-and-wan.md``), and a truncated batch still has its header.
+The newest compressed batch there names the codec: a producer that compresses still
+sends a batch uncompressed when compressing would not make it smaller (librdkafka does,
+for a batch of one short record), so an uncompressed batch among compressed ones says
+nothing about the producer's codec.
 
 A topic that is empty, or that cannot be read now, has no codec yet (left out of the
 answer): its copies use the producer's configured codec until a later check finds one.
@@ -49,6 +50,7 @@ _CONTROL = 0x20
 # Bytes asked for per partition, from this many offsets before its end (see above).
 _PEEK_BYTES = 64 * 1024
 _PEEK_OFFSETS = 1000
+_CONCURRENT_FETCHES = 8
 # Partitions of one topic looked at (the one holding most records is read).
 _PARTITIONS_PER_TOPIC = 4
 
@@ -169,23 +171,36 @@ class SourceCodecs:
         try:
             await client.bootstrap()
             await client.set_topics(sorted({topic for topic, _ in at}))
-            by_leader: dict[int, dict[str, list[tuple[int, int, int]]]] = {}
-            for (topic, partition), offset in at.items():
+            limit = asyncio.Semaphore(_CONCURRENT_FETCHES)
+
+            async def peek(topic: str, partition: int, offset: int) -> None:
                 leader = client.cluster.leader_for_partition(Tp(topic, partition))
                 if leader is None or leader < 0:
-                    continue
-                by_leader.setdefault(leader, {}).setdefault(topic, []).append(
-                    (partition, offset, _PEEK_BYTES)
-                )
-            for leader, topics in by_leader.items():
+                    return
+                # One partition a request: a broker answers a partition other than a
+                # request's first with nothing when its first batch is larger than the
+                # bytes asked for (KIP-74); the first one always gets its first batch.
                 # read_uncommitted: an open transaction's batches have the codec too.
-                request = FetchRequest(0, 0, 64 * 1024 * 1024, 0, list(topics.items()))
-                response = await client.send(leader, request)
-                for topic, parts in response.topics:
+                request = FetchRequest(
+                    0, 0, _PEEK_BYTES, 0, [(topic, [(partition, offset, _PEEK_BYTES)])]
+                )
+                async with limit:
+                    response = await client.send(leader, request)
+                for _topic, parts in response.topics:
                     for part in parts:
-                        partition, error, records = part[0], part[1], part[-1]
+                        error, records = part[1], part[-1]
                         if error == 0 and records:
                             out[(topic, partition)] = bytes(records)
+
+            answers = await asyncio.gather(
+                *(peek(topic, partition, offset) for (topic, partition), offset in at.items()),
+                return_exceptions=True,
+            )
+            failed = [a for a in answers if isinstance(a, BaseException)]
+            if failed:
+                log.warning(
+                    "cannot read the newest batches of %d source topics: %s", len(failed), failed[0]
+                )
         finally:
             await client.close()
         return out

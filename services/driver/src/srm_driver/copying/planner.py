@@ -36,7 +36,7 @@ IDENTITY_CHECK_S = 2.0
 # How often running partitions of topics whose codec is not known yet (empty when
 # planned) are looked at again, and how often every running topic's codec is.
 CODEC_UNKNOWN_S = 5.0
-CODEC_REFRESH_S = 60.0
+CODEC_REFRESH_S = 600.0
 # A slot that has not reported for this long is not given new plans.
 SLOT_SILENT_S = 5.0
 # Partitions reconciled from one reading of their facts and claimed in one write: the
