@@ -50,6 +50,7 @@ ALLOWED = {
     "srm_driver/bootstrap.py": "the driver's composition root",
     "srm_driver/kafka_admin.py": "the driver's admin adapter (admin_client is its factory)",
     "srm_driver/acl_probe.py": "an adapter: one DescribeAcls over aiokafka's protocol",
+    "srm_driver/source_codecs.py": "an adapter: the codec probe's Fetch over aiokafka's protocol",
     "srm_driver/copier/clients.py": "the copy slot's root (a process of its own, in Spark)",
     "srm_coordinator/bootstrap.py": "the coordinator's composition root",
     "srm_api_gateway/bootstrap.py": "the gateway's composition root",
