@@ -25,8 +25,10 @@ from pathlib import Path
 
 from srm_common.metrics.grouping import grouped, raw_partition
 from srm_common.metrics.raw import Histogram, PartitionSample, encode
-from srm_metrics_aggregator.folds import CONTRIBUTIONS, Out, RawFolder, Settings
+from srm_metrics_aggregator.fold_records import CONTRIBUTIONS, Out
+from srm_metrics_aggregator.fold_settings import Settings
 from srm_metrics_aggregator.merger import Merger
+from srm_metrics_aggregator.raw_folder import RawFolder
 
 RAW_PARTITIONS = 6
 T0 = 1_700_000_040_000

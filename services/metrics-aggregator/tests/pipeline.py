@@ -11,15 +11,10 @@ from dataclasses import dataclass, field
 from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import Sample, encode
-from srm_metrics_aggregator.folds import (
-    AGGREGATED,
-    CONTRIBUTIONS,
-    DEAD,
-    Out,
-    RawFolder,
-    Settings,
-)
+from srm_metrics_aggregator.fold_records import AGGREGATED, CONTRIBUTIONS, DEAD, Out
+from srm_metrics_aggregator.fold_settings import Settings
 from srm_metrics_aggregator.merger import Merger
+from srm_metrics_aggregator.raw_folder import RawFolder
 
 
 class Clock:

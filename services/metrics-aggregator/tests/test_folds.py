@@ -17,7 +17,7 @@ from srm_common.metrics.raw import (
     TopicMapping,
     encode,
 )
-from srm_metrics_aggregator.folds import Settings
+from srm_metrics_aggregator.fold_settings import Settings
 from srm_metrics_aggregator.windows import parse_windows, window_start
 
 from .pipeline import Pipeline

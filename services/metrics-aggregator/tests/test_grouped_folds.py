@@ -10,7 +10,7 @@ from pathlib import Path
 
 from srm_common.metrics.grouping import grouped, raw_partition
 from srm_common.metrics.raw import Histogram, PartitionSample, encode
-from srm_metrics_aggregator.folds import Settings
+from srm_metrics_aggregator.fold_settings import Settings
 
 from .pipeline import Pipeline
 

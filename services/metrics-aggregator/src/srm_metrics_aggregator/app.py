@@ -1,4 +1,5 @@
-"""The Faust app: thin agents over the pure folds (:mod:`srm_metrics_aggregator.folds`).
+"""The Faust app: thin agents over the pure folds (:mod:`srm_metrics_aggregator.raw_folder`,
+:mod:`srm_metrics_aggregator.merger`).
 
 Topics on the aggregated cluster (``<id>`` is ``srm.metrics.aggregator.id``)::
 
@@ -31,8 +32,9 @@ from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC
 
 from srm_metrics_aggregator.credentials import broker_credentials
-from srm_metrics_aggregator.folds import AGGREGATED, CONTRIBUTIONS, DEAD, Out, RawFolder
+from srm_metrics_aggregator.fold_records import AGGREGATED, CONTRIBUTIONS, DEAD, Out
 from srm_metrics_aggregator.merger import Merger
+from srm_metrics_aggregator.raw_folder import RawFolder
 from srm_metrics_aggregator.settings import AggregatorSettings
 
 log = logging.getLogger("srm_metrics_aggregator")

@@ -37,17 +37,15 @@ from typing import Any
 from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import Aggregate, Figures
 
-from srm_metrics_aggregator.folds import (
+from srm_metrics_aggregator.fold_records import (
     AGGREGATED,
     Out,
-    Settings,
-    Store,
     compact_json,
     contribution_of,
     dead_letter,
-    once,
-    scan_keys,
 )
+from srm_metrics_aggregator.fold_settings import Settings
+from srm_metrics_aggregator.fold_state import Store, once, scan_keys
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from srm_common.config.model import SrmConfig
 from srm_common.errors import ConfigError
 
-from srm_metrics_aggregator.folds import Settings
+from srm_metrics_aggregator.fold_settings import Settings
 from srm_metrics_aggregator.windows import parse_duration, parse_windows
 
 DEFAULT_APP_ID = "srm-metrics-aggregator"

@@ -1,5 +1,6 @@
-"""The aggregator's two folds, pure: raw samples into windows (:class:`RawFolder`), and
-windows of many subjects into the figures of the subject above them (:class:`Merger`).
+"""The aggregator's first fold, pure: raw samples into windows (:class:`RawFolder`); the
+second, windows of many subjects into the figures of the subject above them, is
+:class:`~srm_metrics_aggregator.merger.Merger`.
 No Kafka or Faust here: state is a ``MutableMapping[str, bytes]`` (a Faust table with a
 changelog in the service, a dict in tests) and each call returns the records to send.
 
@@ -56,15 +57,13 @@ state (its effects are there), so it sends nothing by itself.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, MutableMapping
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from dataclasses import replace
 
 from srm_common.metrics import aggregate, raw
-from srm_common.metrics.aggregate import REASON_HEADER, Aggregate, Figures
+from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import (
     FlowSample,
     GroupSample,
@@ -75,56 +74,10 @@ from srm_common.metrics.raw import (
     TopicMapping,
 )
 
+from srm_metrics_aggregator.fold_records import AGGREGATED, Out, contribution_of, dead_letter
+from srm_metrics_aggregator.fold_settings import Settings
+from srm_metrics_aggregator.fold_state import Store, once, scan_keys
 from srm_metrics_aggregator.windows import Cell, window_start
-
-AGGREGATED = "aggregated"
-CONTRIBUTIONS = "contributions"
-DEAD = "dead"
-
-Store = MutableMapping[str, bytes]
-
-
-class Out(NamedTuple):
-    """A record to send: ``role`` is :data:`AGGREGATED`, :data:`CONTRIBUTIONS` or
-    :data:`DEAD`."""
-
-    role: str
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    windows: tuple[int, ...] = (60_000, 3_600_000)
-    grace_ms: int = 30_000
-    update_ms: int = 5_000
-    future_ms: int = 3_600_000
-    min_retention_ms: int = 600_000
-
-    def update_s(self, size_ms: int) -> float:
-        """How long an open window of ``size_ms`` waits between two updates: ``update_ms``,
-        and at least a sixtieth of its size (an hour window: a minute), so that the
-        windows of 10,000 partitions are not all written every few seconds (0: at once)."""
-        return max(self.update_ms, size_ms // 60) / 1000 if self.update_ms else 0.0
-
-    def grace(self, size_ms: int) -> int:
-        return min(size_ms, self.grace_ms)
-
-    def keep_ms(self, size_ms: int) -> int:
-        """How long after its close a window's cells (and ids) are kept: one window, at
-        least :attr:`min_retention_ms`. Long enough for a sample sent twice to be known,
-        and for a restart to send again a close that a crash kept from being sent."""
-        return max(size_ms, self.min_retention_ms)
-
-    def retention_ms(self, size_ms: int) -> int:
-        """How long after its end an entry above the partition is kept (ten windows, at
-        least :attr:`min_retention_ms`): a partition's contribution may be that late."""
-        return max(10 * size_ms, self.min_retention_ms)
-
-
-def dead_letter(key: bytes | None, value: bytes | None, reason: str) -> Out:
-    return Out(DEAD, key, value, ((REASON_HEADER, reason.encode()),))
 
 
 def _subject(kind: str, text: str) -> dict[str, str | int]:
@@ -134,49 +87,6 @@ def _subject(kind: str, text: str) -> dict[str, str | int]:
         return {"flow": flow, "topic": topic, "partition": int(partition)}
     flow, _, rest = text.partition("|")
     return {"flow": flow, "group": rest} if kind == GroupSample.KIND else {"flow": flow}
-
-
-def _above(level: str, subject: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The level and subject a window of ``level`` contributes to (None: the top)."""
-    if level == "partition":
-        return "topic", {"flow": subject["flow"], "topic": subject["topic"]}
-    if level in ("group", "driver", "topic"):
-        return "flow", {"flow": subject["flow"]}
-    if level == "flow":
-        return "cluster", {"cluster": str(subject["flow"]).split("->", 1)[1]}
-    return None
-
-
-def contribution_of(
-    level: str,
-    size: int,
-    start: int,
-    subject: dict[str, Any],
-    origin: str,
-    figures: Figures,
-    *,
-    closed: bool,
-    final: bool,
-) -> Out | None:
-    above = _above(level, subject)
-    if above is None:
-        return None
-    upper = Aggregate(above[0], size, start, above[1], False, Figures())
-    value = {
-        "level": upper.level,
-        "window_ms": size,
-        "start_ms": start,
-        "subject": upper.subject,
-        "from": origin,
-        "closed": closed,
-        "final": final,
-        "figures": figures.to_json(),
-    }
-    return Out(CONTRIBUTIONS, upper.key(), compact_json(value))
-
-
-def compact_json(data: object) -> bytes:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
 
 def _check(sample: Sample) -> str | None:
@@ -209,31 +119,6 @@ def _check_all(sample: Sample) -> str | None:
 
 def _late(windows: list[str], watermark: int) -> str:
     return f"late: window {', '.join(windows)} closed at watermark {watermark} ms"
-
-
-def once(
-    store: Any,
-    counts: Any,
-    partition: int,
-    offset: int | None,
-    outs: list[Out],
-    work: Callable[[int, bytes | None, bytes | None], list[Out]],
-    key: bytes | None,
-    value: bytes | None,
-) -> list[Out]:
-    """``outs`` plus what ``work`` sends for the record at ``offset`` of ``partition``,
-    unless that offset was done already (a replay after a crash: counted, skipped). The
-    offset is written last, to the same changelog partition as the state: when it is
-    there after a crash, so is everything the record changed."""
-    if offset is not None:
-        done = store.get(f"o|{partition}")
-        if done is not None and offset <= int(done):
-            counts["replayed"] += 1
-            return outs
-    outs.extend(work(partition, key, value))
-    if offset is not None:
-        store[f"o|{partition}"] = str(offset).encode()
-    return outs
 
 
 class RawFolder:
@@ -508,13 +393,3 @@ class RawFolder:
         self._index[partition] = windows
         self.counts["rebuilt"] += 1
         return outs
-
-
-def scan_keys(keys: Iterable[str], prefix: str) -> dict[int, list[str]]:
-    """Keys ``prefix|<partition>|...`` by partition."""
-    found: dict[int, list[str]] = {}
-    for key in keys:
-        kind, _, rest = key.partition("|")
-        if kind == prefix:
-            found.setdefault(int(rest.split("|", 1)[0]), []).append(key)
-    return {p: sorted(keys) for p, keys in found.items()}
