@@ -21,6 +21,7 @@ from pathlib import Path
 
 from srm_local.spark_standalone import SparkStandalone
 
+from srm_bench.options import MIB
 from srm_bench.process_tree import TreeMonitor, sample_tree
 from srm_bench.progress import say
 from srm_bench.replicators import LABELS, SRM_STANDALONE
@@ -160,7 +161,7 @@ def run_standalone(
         cores_per_worker=cores,
         master_url=cluster.master_url,
         worker_figures=tuple(
-            WorkerFigures(name, cpu.get(name, 0.0), monitors[name].peak_rss_bytes / 2**20)
+            WorkerFigures(name, cpu.get(name, 0.0), monitors[name].peak_rss_bytes / MIB)
             for name in monitors
         ),
         driver_cpu_seconds=catchup.cpu_seconds,
