@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from srm_common.adapters.mirror_client import (
-    MirrorClient,
+from srm_common.adapters.mirror_client import MirrorClient
+from srm_common.domain.mirror_topology import (
     checkpoint_topics_among,
     fold_checkpoints,
     heartbeat_topics_among,
