@@ -5,7 +5,8 @@ from __future__ import annotations
 from srm_common.acl_render import acl_table, kafka_acls_commands
 from srm_common.config import parse_properties_text
 from srm_common.config.model import SrmConfig
-from srm_common.required_acls import RequiredAcl, principal_of, required_acls, topic_resources
+from srm_common.required_acls import RequiredAcl, principal_of, required_acls
+from srm_common.required_acls_grant import topic_resources
 
 SCRAM = (
     'org.apache.kafka.common.security.scram.ScramLoginModule required username="srm-{a}"'

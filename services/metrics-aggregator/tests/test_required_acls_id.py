@@ -3,7 +3,7 @@ default there must be the aggregator's own."""
 
 from __future__ import annotations
 
-from srm_common.required_acls import DEFAULT_AGGREGATOR_ID
+from srm_common.required_acls_grant import DEFAULT_AGGREGATOR_ID
 from srm_metrics_aggregator.settings import DEFAULT_APP_ID
 
 

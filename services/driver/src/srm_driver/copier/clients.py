@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, Producer
 from srm_common.adapters import kafka_clients
 from srm_common.config.providers import resolve_client_keys
 from srm_common.redaction import remember_config_secrets
-from srm_common.required_acls import READER_GROUP
+from srm_common.required_acls_grant import READER_GROUP
 
 LIBRDKAFKA_LOG = logging.getLogger("srm.copier.librdkafka")
 LINGER_MS = 1
