@@ -15,8 +15,8 @@ from srm_common.domain.filters import (
     TopicFilter,
     compile_patterns,
     split_pattern_list,
-    translate_java_regex,
 )
+from srm_common.domain.java_regex import translate_java_regex
 from srm_common.errors import ConfigError, InvalidPatternError
 
 
