@@ -5,6 +5,11 @@ source partition's end offset. Times are taken from the process start (``wall``:
 and Spark start-up included) and between the first and the last observation of
 copied records (``copy``: the rate of the copy itself). The target's end offsets are
 polled every 0.1 s, which is the resolution of both.
+
+CPU is taken the same two ways: the process tree's CPU seconds from its start to caught
+up (``cpu_seconds``), and between the same two observations as the copy rate
+(``copy_cpu_seconds``: start-up apart), which over the bytes copied between them gives
+the steady-state ``cpu_s_per_gib``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from confluent_kafka.admin import AdminClient
 
 from srm_bench.dataset import expected_end_offsets
 from srm_bench.offsets import end_offsets_or_none
-from srm_bench.options import MIB, Dataset
+from srm_bench.options import GIB, MIB, Dataset
 from srm_bench.process_tree import TreeMonitor
 from srm_bench.progress import Progress, say
 from srm_bench.replicators import Replicator, remote_topic
@@ -44,6 +49,10 @@ class CatchupResult:
     cpu_seconds: float
     processes: int
     target_offsets_past_source: int
+    # CPU seconds between the first and the last observation of copied records, and
+    # per GiB of record values copied meanwhile (None: too few records between them).
+    copy_cpu_seconds: float | None = None
+    cpu_s_per_gib: float | None = None
 
     def describe(self) -> dict[str, object]:
         return {key: _round(value) for key, value in asdict(self).items()}
@@ -126,6 +135,7 @@ def measure_catchup(
     progress = Progress(label, "copying", dataset.bytes)
     first_seen: float | None = None
     first_records = 0
+    first_cpu = 0.0
     last_note = 0.0
     while True:
         running.check_running()
@@ -139,6 +149,8 @@ def measure_catchup(
         copied = sum(min(ends[p], end) for p, end in source_ends.items()) if ends else 0
         if copied and first_seen is None:
             first_seen, first_records = now, copied
+            assert running.monitor is not None
+            first_cpu = running.monitor.sample().cpu_seconds
             say(f"  {label}: first records on the target after {now:.1f} s")
         if first_seen is None and now - last_note >= 5:
             say(f"  {label}: starting ({now:.0f} s), no record on the target yet")
@@ -154,6 +166,7 @@ def measure_catchup(
     copy_seconds = max(wall - first_seen, POLL_SECONDS)
     copy_records = dataset.records - first_records
     excess = sum(ends.values()) - dataset.records
+    copy_cpu = sample.cpu_seconds - first_cpu
     return CatchupResult(
         wall_seconds=wall,
         first_record_seconds=first_seen,
@@ -166,7 +179,17 @@ def measure_catchup(
         cpu_seconds=sample.cpu_seconds,
         processes=running.monitor.peak_processes,
         target_offsets_past_source=excess,
+        copy_cpu_seconds=copy_cpu,
+        cpu_s_per_gib=cpu_per_gib(copy_cpu, copy_records * dataset.record_size),
     )
+
+
+def cpu_per_gib(cpu_seconds: float, value_bytes: int) -> float | None:
+    """CPU seconds per GiB of record values; None when nothing was copied in between
+    (the whole data set arrived between two polls: no steady state to speak of)."""
+    if value_bytes <= 0:
+        return None
+    return cpu_seconds / (value_bytes / GIB)
 
 
 def _session_alive(session_id: int) -> bool:

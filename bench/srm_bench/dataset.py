@@ -5,7 +5,7 @@ values of ``record_size`` pseudo-random bytes from a fixed seed, so every run co
 exactly the same bytes and nothing in them compresses. No keys, no headers: Kafka's
 producer perf tool, which gives the raw figure, writes the same shape. With ``--codec``
 the values are JSON documents of the same size, written compressed with that codec
-(:mod:`srm_bench.codec`).
+(:mod:`srm_bench.codec`), 16,384 distinct documents.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def load_dataset(bootstrap: str, dataset: Dataset) -> float:
     progress = Progress("data set", "loading", dataset.bytes)
     started = time.monotonic()
     for index in range(dataset.records):
-        value = values[index % _DISTINCT_VALUES]
+        value = values[index % len(values)]
         partition = index % dataset.partitions
         while True:
             try:

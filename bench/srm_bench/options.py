@@ -12,6 +12,7 @@ from srm_local.paths import project_root
 from srm_bench.codec import CODECS
 
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ class Replicator:
 
     @property
     def label(self) -> str:
-        return LABELS[self.name]
+        return LABELS.get(self.name, self.name)
 
     def display(self) -> str:
         """The command line, with the long JVM classpath and options elided."""

@@ -14,8 +14,7 @@ from srm_bench.catchup import CatchupResult
 from srm_bench.codec import CodecResult
 from srm_bench.latency import WINDOW_SECONDS, LatencyResult
 from srm_bench.options import BenchOptions, Dataset
-from srm_bench.raw import DEFINITION as RAW_DEFINITION
-from srm_bench.raw import RawResult
+from srm_bench.raw_limit import RawLimit
 from srm_bench.replicators import (
     LABELS,
     MM2,
@@ -29,8 +28,9 @@ if TYPE_CHECKING:
     from srm_bench.spark_run import StandaloneRun
 
 # 2: MirrorMaker 2 tuned; 3: srm (JVM copy slot) beside srm_python (Python copy slot);
-# 4: srm is the Python copy slot, the only one (docs/benchmark.md, "The JSON").
-SCHEMA_VERSION = 4
+# 4: srm is the Python copy slot, the only one; 5: steady CPU per GiB, raw = best of
+# several candidates (docs/benchmark.md, "The JSON").
+SCHEMA_VERSION = 5
 
 # The table's columns after the label: (heading, width).
 _COLUMNS = (
@@ -65,7 +65,7 @@ class _Row:
     label: str
     path: tuple[str, ...]  # attribute path from SystemResult
     spec: str
-    raw: str | None = None  # RawResult attribute, for the rates
+    raw: str | None = None  # RawLimit attribute, for the rates and CPU per GiB
 
 
 _ROWS = (
@@ -76,12 +76,13 @@ _ROWS = (
          ("catchup", "first_record_seconds"), ".1f"),
     _Row("peak_rss_mb", "peak RSS (process tree), MB", ("peak_rss_mb",), ",.0f"),
     _Row("cpu_seconds", "CPU time to catch up, s", ("catchup", "cpu_seconds"), ".1f"),
+    _Row("cpu_s_per_gib", "CPU s per GiB copied", ("catchup", "cpu_s_per_gib"), ".1f",
+         "cpu_s_per_gib"),
     _Row("latency_p50_ms", "latency p50, ms", ("latency", "p50_ms"), ",.1f"),
     _Row("latency_p99_ms", "latency p99, ms", ("latency", "p99_ms"), ",.1f"),
 )  # fmt: skip
 # With --codec (srm_bench/codec.py).
 _CODEC_ROWS = (
-    _Row("cpu_s_per_gib", "CPU per GiB copied, s", ("codec", "cpu_s_per_gib"), ".1f"),
     _Row("target_mb", "target log, MB", ("codec", "target_mb"), ",.1f"),
     _Row("target_over_source", "target bytes / source bytes", ("codec", "target_ratio"), ".2f"),
 )  # fmt: skip
@@ -96,7 +97,7 @@ class BenchReport:
     machine: dict[str, object]
     versions: dict[str, object]
     load_seconds: float | None = None
-    raw: RawResult | None = None
+    raw: RawLimit | None = None
     systems: dict[str, SystemResult] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     foreign_cpu: dict[str, float] = field(default_factory=dict)  # phase -> share of CPUs
@@ -112,6 +113,11 @@ class BenchReport:
     def throughput_records_s(self) -> dict[str, float | None]:
         rates = {name: self._figure(name, ("catchup", "records_s")) for name in REPLICATORS}
         return {**rates, "raw": self.raw.records_s if self.raw else None}
+
+    def cpu_s_per_gib(self) -> dict[str, float | None]:
+        """Steady CPU seconds per GiB copied (start-up apart), and the raw limit's."""
+        per_gib = {name: self._figure(name, ("catchup", "cpu_s_per_gib")) for name in REPLICATORS}
+        return {**per_gib, "raw": self.raw.cpu_s_per_gib if self.raw else None}
 
     def row_ratios(self) -> dict[str, dict[str, float | None]]:
         """SRM over each MirrorMaker 2 for every row of the table (None: one is missing)."""
@@ -145,6 +151,7 @@ class BenchReport:
                 "mm2_tuned_over_mm2": _ratio(mb_s[MM2_TUNED], mb_s[MM2]),
             },
             "row_ratios": self.row_ratios(),
+            "cpu_s_per_gib": _rounded(self.cpu_s_per_gib()),
             "latency_ms": {
                 name: {
                     "p50": _round(self._figure(name, ("latency", "p50_ms")), 1),
@@ -220,23 +227,20 @@ class BenchReport:
             f"{f', JSON values compressed with {data.codec}' if data.codec else ''}; "
             f"{self.machine['cores']} cores, {self.machine['ram_gib']} GiB RAM"
         )
-        raw = self.raw
-        notes = [f"raw limit: {RAW_DEFINITION}"]
-        if raw:
-            notes.append(
-                f"  (consumer perf {raw.consumer.mb_s:.1f} MB/s in {raw.consumer.seconds:.1f} s, "
-                f"producer perf {raw.producer.mb_s:.1f} MB/s in {raw.producer.seconds:.1f} s)"
-            )
+        notes = self.raw.notes() if self.raw else []
         notes.append(
             "copy rate: first to last record on the target (start-up excluded); "
             "MB = 2^20 bytes of record values"
+        )
+        notes.append(
+            "CPU s per GiB copied: the process tree's CPU seconds between those two records"
+            " over the GiB copied between them (start-up apart; brokers not included)"
         )
         notes += self._tuned_notes()
         if data.codec:
             notes.append(
                 f"--codec {data.codec}: {LABELS[MM2_TUNED]} also sets backup.producer.compression."
-                f"type={data.codec}; CPU per GiB: catch-up CPU (start-up included) per GiB of"
-                " record values; target log: the remote topic's segment files"
+                f"type={data.codec}; target log: the remote topic's segment files"
             )
             notes += [f"{LABELS[name]} target batches: {'/'.join(result.codec.target_codecs)}"
                       for name, result in self._ran().items() if result.codec]  # fmt: skip

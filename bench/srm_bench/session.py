@@ -32,7 +32,7 @@ from srm_bench.latency import measure_latency
 from srm_bench.machine import ForeignCpu, describe_machine, describe_versions
 from srm_bench.options import MIB, BenchOptions, parse_options
 from srm_bench.progress import say
-from srm_bench.raw import measure_raw
+from srm_bench.raw_limit import measure_raw_limit
 from srm_bench.replicators import (
     LABELS,
     MM2,
@@ -115,15 +115,13 @@ def _run(options: BenchOptions, report: BenchReport, stack: BenchStack, folder: 
     say(f"  primary {stack.source.bootstrap_servers}, backup {stack.target.bootstrap_servers}")
     report.load_seconds = load_dataset(stack.source.bootstrap_servers, dataset)
     if not options.skip_raw:
-        say("raw limit: consumer perf on primary and producer perf on backup at the same time")
+        say("raw limit: the best of the Python copy loop's settings and Kafka's perf tools")
         try:
             with ForeignCpu() as foreign:
-                report.raw = measure_raw(
-                    stack.source.bootstrap_servers, stack.target.bootstrap_servers, dataset, folder
-                )
+                report.raw = measure_raw_limit(options, stack, folder)
             report.foreign_cpu["raw"] = foreign.share
-            say(f"  raw: {report.raw.mb_s:.1f} MB/s ({report.raw.records_s:,.0f} records/s)")
-        except (RuntimeError, ValueError) as exc:  # a perf tool failed or printed no summary
+            say(f"  raw: {report.raw.mb_s:.1f} MB/s ({report.raw.best.name})")
+        except (RuntimeError, ValueError) as exc:  # no candidate ran
             report.errors["raw"] = str(exc)
             say(f"  raw limit FAILED: {exc}")
     for name in systems_to_run(options):
@@ -248,6 +246,7 @@ def run_replicator(
         say(
             f"  {replicator.label}: caught up in {catchup.wall_seconds:.1f} s; copy "
             f"{catchup.mb_s:.1f} MB/s ({catchup.records_s:,.0f} records/s), "
+            f"{_per_gib(catchup.cpu_s_per_gib)} CPU s per GiB copied, "
             f"peak RSS {catchup.peak_rss_mb:,.0f} MB"
         )
         codec = None
@@ -258,14 +257,11 @@ def run_replicator(
                 stack.target.bootstrap_servers,
                 dataset.topic,
                 remote_topic(dataset.topic),
-                catchup.cpu_seconds,
-                dataset.bytes,
             )
             codecs = "/".join(codec.target_codecs)
             say(
                 f"  {replicator.label}: target {codec.target_mb:,.1f} MB"
-                f" ({codec.target_ratio:.2f} x the source), batches {codecs},"
-                f" {codec.cpu_s_per_gib:.1f} CPU s per GiB"
+                f" ({codec.target_ratio:.2f} x the source), batches {codecs}"
             )
         latency_result = None
         if not options.skip_latency:
@@ -308,6 +304,10 @@ def _replicator(
     if name in (MM2, MM2_TUNED):
         return mirrormaker2(folder, options.mm2_heap, name)
     return srm_driver(folder, spark_master or options.spark_master, name)
+
+
+def _per_gib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:

@@ -16,6 +16,7 @@ from srm_bench.dataset import expected_end_offsets, record_values
 from srm_bench.latency import LatencyResult, percentile, windows
 from srm_bench.options import BenchOptions, parse_options
 from srm_bench.raw import RawResult, ToolRun, parse_consumer_output, parse_producer_output
+from srm_bench.raw_limit import PERF_TOOLS, RawCandidate, RawLimit
 from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
@@ -179,16 +180,22 @@ def _report(with_mm2: bool, with_tuned: bool = False, with_srm: bool = True) -> 
         run_folder=Path("/tmp/run"),
         machine={"cores": 2, "ram_gib": 23.5},
         versions={},
-        raw=RawResult(30.0, 30720.0, ToolRun(2.0, 50.0, 51200.0), ToolRun(3.3, 30.0, 30720.0)),
-    )
-    catchup = CatchupResult(20.0, 8.0, 12.0, 102400, 15.0, 15360.0, 5.0, 600.0, 30.0, 4, 0)
+        raw=RawLimit(
+            (RawCandidate("Python loop, 2 processes", 30.0, 30720.0, 8.0, 300.0),
+             RawCandidate(PERF_TOOLS, 25.0, 25600.0)),
+            RawResult(25.0, 25600.0, ToolRun(2.0, 50.0, 51200.0), ToolRun(4.0, 25.0, 25600.0)),
+        ),
+    )  # fmt: skip
+    catchup = CatchupResult(20.0, 8.0, 12.0, 102400, 15.0, 15360.0, 5.0, 600.0, 30.0, 4, 0,
+                            12.0, 6.0)  # fmt: skip
     latency = LatencyResult(50.0, 300.0, 80.0, 400.0, 100, 100, 0, 0, 0, 120, 500.0)
     if with_srm:
         report.systems[SRM] = SystemResult(catchup, latency, 650.0, 1.0)
     if with_mm2:
         report.systems[MM2] = SystemResult(catchup, latency, 1500.0, 1.0)
     if with_tuned:
-        faster = CatchupResult(15.0, 8.0, 6.0, 102400, 30.0, 30720.0, 6.7, 700.0, 20.0, 1, 0)
+        faster = CatchupResult(15.0, 8.0, 6.0, 102400, 30.0, 30720.0, 6.7, 700.0, 20.0, 1, 0,
+                               18.0, 9.0)  # fmt: skip
         slower = LatencyResult(100.0, 600.0, 120.0, 800.0, 100, 100, 0, 0, 0, 120, 500.0)
         report.systems[MM2_TUNED] = SystemResult(faster, slower, 1300.0, 1.0)
     return report
@@ -202,7 +209,12 @@ def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path:
     path = _report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == 5
+    assert data["cpu_s_per_gib"] == {
+        "srm": 6.0, "mirrormaker2": None, "mirrormaker2_tuned": None, "raw": 8.0,
+    }  # fmt: skip
+    assert data["raw"]["best"] == "Python loop, 2 processes"
+    assert [c["mb_s"] for c in data["raw"]["candidates"]] == [30.0, 25.0]
     assert data["throughput_mb_s"] == {
         "srm": 15.0,
         "mirrormaker2": None,
@@ -238,7 +250,12 @@ def test_table_shows_ratios_when_both_replicators_ran() -> None:
     table = _report(with_mm2=True).table()
     # SRM, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
     assert _row(table, "copy rate, MB/s") == ["15.0", "15.0", "-", "30.0", "1.00", "-", "0.50"]
-    assert "raw limit: consumer perf" in table
+    assert "raw limit: the best copy rate of the candidates" in table
+    assert (
+        "Python loop, 2 processes: 30.0 MB/s, 8.0 CPU s per GiB, peak RSS 300 MB (the limit)"
+        in table
+    )
+    assert "Kafka perf tools: 25.0 MB/s\n" in table
 
 
 def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> None:
@@ -294,11 +311,14 @@ def test_latency_windows_cover_the_whole_phase_by_sequence_number() -> None:
     ]
 
 
-def test_codec_values_are_json_of_the_record_size_that_compress() -> None:
-    values = json_values(1024)
-    assert len(values) == 64 and {len(v) for v in values} == {1024}
+def test_codec_values_are_distinct_json_of_the_record_size_that_compress_as_json() -> None:
+    values = json_values(1024, count=512)
+    assert len(set(values)) == 512 and {len(v) for v in values} == {1024}
     assert json.loads(values[3])["id"] == 3
-    assert len(zlib.compress(b"".join(values))) < len(b"".join(values)) / 3
+    joined = b"".join(values)
+    # Compressible as JSON is, not 100x as repeated documents would be.
+    assert len(joined) / 6 < len(zlib.compress(joined)) < len(joined) / 1.5
+    assert json_values(1024, count=4) == values[:4], "the same documents in every run"
 
 
 def test_codec_log_bytes_count_only_that_topics_segments(tmp_path: Path) -> None:
@@ -316,11 +336,10 @@ def test_codec_rows_and_notes_show_only_with_codec() -> None:
     coded = _report(with_mm2=True)
     coded.options, coded.dataset = options, options.dataset()
     srm, mm2 = coded.systems[SRM], coded.systems[MM2]
-    coded.systems[SRM] = replace(srm, codec=CodecResult(10.0, 1.02, ("zstd",), 12.0))
-    coded.systems[MM2] = replace(mm2, codec=CodecResult(100.0, 10.2, ("none",), 40.0))
+    coded.systems[SRM] = replace(srm, codec=CodecResult(10.0, 1.02, ("zstd",)))
+    coded.systems[MM2] = replace(mm2, codec=CodecResult(100.0, 10.2, ("none",)))
     table = coded.table()
     assert _row(table, "target bytes / source bytes")[:2] == ["1.02", "10.20"]
-    assert _row(table, "CPU per GiB copied, s")[:2] == ["12.0", "40.0"]
     assert "SRM driver target batches: zstd" in table and "compressed with zstd" in table
     assert coded.to_json()["codec"][SRM]["target_codecs"] == ["zstd"]
 
