@@ -31,7 +31,7 @@ from srm_common.adapters.http_server import HttpServer
 from srm_common.adapters.http_tls import listener_certificate
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
-from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
+from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.metrics.raw import RAW_TOPIC
 
 from srm_driver.acl_sync import AclSync, AclSyncJob
@@ -257,5 +257,5 @@ def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
         syncs=syncs,
         facts=FlowFacts(flow, admin_client(flow.source_admin), admin_client(flow.target_admin)),
         settings=unit_settings(flow, write_timeout_ms=write_timeout),
-        shared=isinstance(policy, IdentityReplicationPolicy),
+        shared=flow.keeps_topic_names,
     )

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from srm_common.adapters.kafka_reader import FirstRecords, KafkaReadError, TopicTail
 from srm_common.config.model import FlowConfig
 from srm_common.domain.connect_offsets import decode_source_offset
-from srm_common.domain.policy import IdentityReplicationPolicy, mm2_offsets_topic
+from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.domain.progress import Progress
 from srm_common.domain.records import OffsetSync
 from srm_common.domain.translation import SyncHistory, Translation
@@ -32,7 +32,7 @@ class FlowOffsets:
     def __init__(self, flow: FlowConfig, *, timeout: float = 30.0) -> None:
         self.flow = flow
         self.policy = flow.replication_policy()
-        self.shared = isinstance(self.policy, IdentityReplicationPolicy)
+        self.shared = flow.keeps_topic_names
         if flow.offset_syncs_topic_location == "target":
             topic, config = self.policy.offset_syncs_topic(flow.source), flow.target_consumer
         else:

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from srm_common.domain.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
-from srm_common.domain.policy import ReplicationPolicy
+from srm_common.domain.policy import IdentityReplicationPolicy, ReplicationPolicy
 from srm_common.errors import ConfigError
 from srm_common.policies import load_replication_policy
 
@@ -155,6 +155,14 @@ class FlowConfig:
             internal_topic_separator_enabled=self.internal_topic_separator_enabled,
             source_alias=self.source,
         )
+
+    @property
+    def keeps_topic_names(self) -> bool:
+        """Under the identity policy (or one built on it) a remote topic has the source
+        topic's own name, so the target partition may also hold the target's own records
+        or another flow's copies: copies carry origin and copy headers, and offsets are
+        read from them rather than assumed. Decided here once for every user."""
+        return isinstance(self.replication_policy(), IdentityReplicationPolicy)
 
 
 @dataclass(frozen=True)

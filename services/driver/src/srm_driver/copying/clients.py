@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from srm_common.config.model import FlowConfig
 from srm_common.config.providers import with_placeholders
-from srm_common.domain.policy import ORIGIN_HEADER, IdentityReplicationPolicy
+from srm_common.domain.policy import ORIGIN_HEADER
 
 from srm_driver.shared_target import COPY_HEADER
 
@@ -79,7 +79,7 @@ class UnitSettings:
 def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
     """The copy loop settings of ``flow``. Under the identity policy the remote partition
     is the target's own (shared): copies carry the origin and copy headers."""
-    shared = isinstance(flow.replication_policy(), IdentityReplicationPolicy)
+    shared = flow.keeps_topic_names
     return UnitSettings(
         # Secrets from config providers go to the slots as placeholders, which they
         # resolve where they run (docs/security.md).
