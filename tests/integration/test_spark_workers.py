@@ -1,14 +1,19 @@
-"""A worker of a Spark standalone cluster lost under load (issue 24): a master and two
-1-core workers from the PySpark install, the driver with ``--spark-master spark://...``, a
-numbered load at ~500 records/s into 4 partitions. The worker running copy slot 0 is
-killed with ``kill -9`` together with its executor's JVM and Python workers, and brought
-back as a supervisor would (a new worker process): Spark runs the lost slot task again
-there. The driver must recognise the new run of the slot, fence the old one and hand it
-the slot's partitions through the restart's verification, so copying resumes; every
-record of source and target is compared after it did (nothing missing, nothing twice).
+"""Workers of a Spark standalone cluster lost and added under load (issue 24): a master
+and two 1-core workers from the PySpark install, the driver with ``--spark-master
+spark://...``, a numbered load at ~500 records/s into 4 partitions.
 
-No timing is asserted: the content is waited for with a generous deadline, and how long
-the killed slot's partitions paused is printed."""
+1. The worker running copy slot 0 is killed with ``kill -9`` together with its executor's
+   JVM and Python workers, and brought back as a supervisor would (a new worker process):
+   Spark runs the lost slot task again there. The driver must recognise the new run of
+   the slot (or find the slot lost), fence the old one and hand the slot's partitions on
+   through the restart's verification, so copying resumes.
+2. A third worker is added while the load runs: the driver must start a slot on its core
+   and move partitions to it through the same hand-over, without stopping the others.
+
+After each step the load stops, the target catches up and every record of source and
+target is compared (nothing missing, nothing twice). No timing is asserted: how long the
+killed slot's partitions paused, and how long until the added worker held partitions, is
+printed."""
 
 from __future__ import annotations
 
@@ -49,7 +54,23 @@ def _copy_status(driver: DriverProcess) -> dict:  # type: ignore[type-arg]
     return status["copy"]  # type: ignore[no-any-return]
 
 
-def test_a_worker_killed_under_load_is_replaced_and_copying_resumes_exactly(
+def _slots(driver: DriverProcess) -> dict[int, int]:
+    """Partitions per reporting copy slot, from the flow's status."""
+    return {int(slot): held for slot, held in _copy_status(driver)["slots"].items()}
+
+
+def _compare(kafka, topic: str, remote: str, step: str) -> None:  # type: ignore[no-untyped-def]
+    """Every record of source and target compared, after ``step``."""
+    source = testing.consume_all(kafka["primary"], topic)
+    target = testing.consume_all(kafka["backup"], remote)
+    counted = count_copy(source, target)
+    print(f"after {step}: {counted}")
+    for partition in range(PARTITIONS):
+        assert content(target[partition]) == content(source[partition]), (step, partition)
+    assert (counted.missing, counted.duplicated) == (0, 0), step
+
+
+def test_workers_killed_and_added_under_load_copy_on_exactly(
     kafka, spark_cluster, tmp_path, unique_name
 ):  # type: ignore[no-untyped-def]
     started = time.monotonic()
@@ -64,6 +85,7 @@ def test_a_worker_killed_under_load_is_replaced_and_copying_resumes_exactly(
     )
     driver = DriverProcess(config, tmp_path / "driver.log", spark_master=spark_cluster.master_url)
     producer = SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
+    more = SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
     driver.start()
     try:
         producer.start()
@@ -81,13 +103,14 @@ def test_a_worker_killed_under_load_is_replaced_and_copying_resumes_exactly(
             detail=lambda: driver.log_text()[-3000:],
         )
         time.sleep(5)
+        print(f"\npartitions per slot before the kill: {_slots(driver)}")
         victim = _slot_worker(spark_cluster, 0)
         assert victim is not None
         at_kill = testing.end_offsets(kafka["backup"], remote)
         killed = spark_cluster.kill_worker(victim)
         kill_time = time.monotonic()
         print(
-            f"\nkilled {victim} (pids {killed}) with slot 0 under load: {producer.sent} produced,"
+            f"killed {victim} (pids {killed}) with slot 0 under load: {producer.sent} produced,"
             f" {sum(at_kill.values())} on the target"
         )
         # Brought back as a supervisor would: a new worker, where Spark runs slot 0 again.
@@ -109,31 +132,77 @@ def test_a_worker_killed_under_load_is_replaced_and_copying_resumes_exactly(
         time.sleep(5)  # more load on the new run
         producer.finish()
         testing.wait_caught_up(
-            kafka["primary"],
-            topic,
-            kafka["backup"],
-            remote,
+            kafka["primary"], topic, kafka["backup"], remote, 240,
+            detail=lambda: driver.log_text()[-4000:],
+        )  # fmt: skip
+        _compare(kafka, topic, remote, "the kill and the take-over")
+        print(f"partitions per slot after the kill: {_slots(driver)}")
+
+        # Step 2: a third worker added under load gets a slot and partitions.
+        more.sent = producer.sent  # the numbering goes on
+        more.start()
+        before = _slots(driver)
+        added_time = time.monotonic()
+        added = spark_cluster.add_worker()
+        print(f"{added} added and alive {time.monotonic() - added_time:.1f} s later")
+        testing.wait_until(
+            lambda: re.search(r"copy slot (\d+) of job", spark_cluster.executor_log(added)),
             240,
+            f"a copy slot started on {added}",
             detail=lambda: driver.log_text()[-4000:],
         )
+        slot_started = time.monotonic() - added_time
+        found = re.search(r"copy slot (\d+) of job", spark_cluster.executor_log(added))
+        assert found is not None
+        new_slot = int(found[1])
+        assert new_slot not in before, "a new slot, not one of those running"
+        testing.wait_until(
+            lambda: _slots(driver).get(new_slot, 0) > 0,
+            120,
+            f"copy slot {new_slot} on {added} holding partitions",
+            detail=lambda: driver.log_text()[-4000:],
+        )
+        held = time.monotonic() - added_time
+        print(
+            f"{added}: copy slot {new_slot} started {slot_started:.1f} s and held partitions"
+            f" {held:.1f} s after the worker was added; partitions per slot: {_slots(driver)}"
+        )
+        at_move = testing.end_offsets(kafka["backup"], remote)
+        testing.wait_until(
+            lambda: all(
+                end > at_move[p] for p, end in testing.end_offsets(kafka["backup"], remote).items()
+            ),
+            120,
+            "every partition copying after the re-balance",
+            detail=lambda: driver.log_text()[-4000:],
+        )
+        time.sleep(5)  # more load on the three slots
+        more.finish()
+        testing.wait_caught_up(
+            kafka["primary"], topic, kafka["backup"], remote, 240,
+            detail=lambda: driver.log_text()[-4000:],
+        )  # fmt: skip
+        _compare(kafka, topic, remote, "a third worker was added")
         copy = _copy_status(driver)
     finally:
         producer.stop.set()
+        more.stop.set()
         stopped = driver.stop()
     assert stopped == 0, driver.log_text()[-3000:]
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
-    counted = count_copy(source, target)
-    print(f"after the kill and the take-over: {counted}")
-    for partition in range(PARTITIONS):
-        assert content(target[partition]) == content(source[partition]), partition
-    assert counted.produced == producer.sent
-    assert (counted.missing, counted.duplicated) == (0, 0)
-    log = driver.log_text()
-    assert "copy slot 0 re-run" in log, log[-3000:]
+    assert more.sent > producer.sent
+    counted = count_copy(
+        testing.consume_all(kafka["primary"], topic), testing.consume_all(kafka["backup"], remote)
+    )
+    assert counted.produced == more.sent
     assert not copy["halted"], "no partition taken for written by someone else"
+    log = driver.log_text()
+    # Spark ran slot 0 again on the replacement: its run took the slot over (or found its
+    # partitions moved to slot 1 already, when Spark took longer than the lease).
+    assert "copy slot 0 re-run" in log, log[-3000:]
     (rerun,) = copy["slot_reruns"]
     assert (rerun["slot"], rerun["previous_attempt"]) == (0, 0) and rerun["attempt"] > 0
     print(f"take-over shown in the status: {rerun}")
     assert "copy slot 0 of job" in spark_cluster.executor_log(replacement)
+    assert copy["slots"].get(str(new_slot), 0) > 0, copy["slots"]
+    print(f"slot events: {copy['slot_events']}")
     print(f"test took {time.monotonic() - started:.0f} s")

@@ -36,6 +36,10 @@ def _config(tmp_path: Path, extra: str = "") -> Path:
         (["--spark-master", "local[*, 3]"], "lets Spark retry a failed task 3 times"),
         (["--spark-conf", "spark.task.maxFailures=4"], "spark.task.maxFailures=4 lets Spark run"),
         (["--spark-conf", "spark.speculation=true"], "spark.speculation=true would run a second"),
+        (
+            ["--spark-conf", "spark.dynamicAllocation.enabled=true"],
+            "spark.dynamicAllocation.enabled would size the copy job's executors",
+        ),
     ],
 )
 def test_bad_flags_are_one_message_and_exit_2(

@@ -16,6 +16,7 @@ from srm_common.domain.records import OffsetSync
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CopyService
+from srm_driver.copying.slots import SLOT_LOST_S
 from srm_driver.copying.state import ResumeRequest
 
 FLOW = "primary->backup"
@@ -107,10 +108,16 @@ class FakeJob:
     def __init__(self) -> None:
         self.job_id: str | None = None
         self.error: str | None = None
+        self.more: list[int] = []
 
     def start(self) -> str:
         self.job_id = "job-1"
         return self.job_id
+
+    def grow(self) -> list[int]:
+        """Slots Spark can run beyond those asked for: none unless a test adds some."""
+        added, self.more = self.more, []
+        return added
 
     def running(self) -> bool:
         return self.job_id is not None
@@ -154,8 +161,12 @@ class Harness:
         loaded: Mapping[tuple[str, int], Progress] = {},  # noqa: B006
         others: Sequence[FlowConfig] = (),
         store: Callable[[Journal, FakeFacts], FakeStore] | None = None,
+        grace_s: float = 0.0,
     ) -> None:
-        """``store``: the progress store of ``flow`` (default: one holding ``loaded``)."""
+        """``store``: the progress store of ``flow`` (default: one holding ``loaded``);
+        ``grace_s``: the start-up grace for slots still to report. Most tests let slot 0
+        alone report (of the job's 2), so by default nothing waits for slot 1: the grace is
+        tested on its own."""
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
@@ -187,6 +198,7 @@ class Harness:
             publish=self.events.append,
             write_timeout_ms=10_000,
             clock=self.clock,
+            slot_grace_s=grace_s,
         )
         self.service.tick()  # the copy job starts
 
@@ -1154,3 +1166,137 @@ def test_a_running_plan_gets_its_codec_once_the_source_has_one(flow: FlowConfig)
     later = h.plan()
     assert later is not None and (later["plan"], later["codec"]) == (plan["plan"], "zstd")
     assert later["start"] == plan["start"], "the same plan, only compressed otherwise"
+
+
+# -- elastic slots (copying/slots.py): a start-up grace, slots added while copying get
+# partitions through the restart's hand-over, a lost slot's partitions move to the others
+# after its lease and writes ran out, and a pause of the driver itself loses no slot.
+
+ELASTIC_PARTITIONS = 4
+
+
+def entry(plan: int, partition: int, acked: int = 0, state: str = "sending") -> dict[str, object]:
+    return {**part(plan, acked, acked, state=state), "partition": partition}
+
+
+def plans(h: Harness, slot: int, *entries: dict[str, object]) -> dict[int, int]:
+    """Report ``entries`` as ``slot``; the plans of its (whole) answer: partition -> plan."""
+    status, answer = h.report(*entries, slot=slot)
+    assert status == 200, answer
+    unit = answer["units"].get(FLOW)
+    return {} if unit is None else {p["partition"]: p["plan"] for p in unit["partitions"]}
+
+
+def both_running(h: Harness) -> tuple[dict[int, int], dict[int, int]]:
+    """Slots 0 and 1 answer, 4 partitions are planned over them; their plans."""
+    h.report(slot=0)
+    h.report(slot=1)
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(ELASTIC_PARTITIONS)})
+    h.service.tick()
+    h.service.work(FLOW)
+    return plans(h, 0), plans(h, 1)
+
+
+def test_partitions_are_spread_over_the_slots_that_report_within_the_grace(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow, grace_s=5.0)
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(ELASTIC_PARTITIONS)})
+    h.tick()  # slot 0 reports first
+    first = set(plans(h, 0))
+    assert len(first) == 2, "slot 1's partitions wait for it"
+    h.clock.now += 3
+    h.report(slot=1)
+    h.tick()
+    assert set(plans(h, 1)) == set(range(ELASTIC_PARTITIONS)) - first
+    assert set(plans(h, 0)) == first
+
+
+def test_after_the_grace_partitions_go_to_the_slots_that_answer(flow: FlowConfig) -> None:
+    h = Harness(flow, grace_s=5.0)
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(ELASTIC_PARTITIONS)})
+    h.tick()
+    h.clock.now += 4
+    h.tick()
+    assert len(plans(h, 0)) == 2
+    h.clock.now += 2  # slot 1 never came (Spark has one core)
+    h.tick()
+    assert set(plans(h, 0)) == {0, 1, 2, 3}
+
+
+def test_a_slot_added_while_copying_gets_partitions_and_the_others_run_on(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    zero, one = both_running(h)
+    assert (len(zero), len(one)) == (2, 2)
+    h.job.more = [2]  # an executor was added: Spark can run one more task
+    h.clock.now += 2  # the driver asks Spark every 2 s
+    h.service.tick()
+    assert h.service.status(FLOW)["slot_events"][-1]["slots"] == [2]
+    assert plans(h, 2) == {}, "a slot that has not reported yet is given nothing"
+    h.service.tick()  # it reports: re-balanced, one partition moves to it
+    now_zero, now_one = plans(h, 0), plans(h, 1)
+    (moved,) = set(zero) - set(now_zero)
+    assert now_zero == {p: zero[p] for p in now_zero} and now_one == one, "the others run on"
+    assert plans(h, 2) == {}, "not before its old slot said it stopped"
+    plans(h, 0, entry(zero[moved], moved, state="stopped"))
+    h.clock.now += 1
+    h.service.work(FLOW)
+    on_two = plans(h, 2)
+    assert set(on_two) == {moved} and on_two[moved] > zero[moved], "re-planned, reconciled"
+    assert moved not in plans(h, 0)
+    assert plans(h, 1) == one
+    status = h.service.status(FLOW)
+    assert status["slots"] == {"0": 1, "1": 2, "2": 1}
+    assert {"event": "rebalanced", "slot": 2, "partitions": 1}.items() <= next(
+        e for e in status["slot_events"] if e["event"] == "rebalanced"
+    ).items()
+
+
+def test_a_lost_slots_partitions_move_to_the_others_after_its_lease_and_writes(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    zero, one = both_running(h)
+    silent_from = h.clock.now
+    plans(h, 1, *(entry(plan, p, 10) for p, plan in one.items()))
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 10)  # what slot 1 wrote
+    granted = h.clock.now + h.lease / 1000
+    lost_at = None
+    while lost_at is None:  # slot 1 is silent, slot 0 answers
+        h.clock.now += 1
+        h.tick()
+        if any(e["event"] == "lost" for e in h.service.status(FLOW)["slot_events"]):
+            lost_at = h.clock.now
+    assert lost_at >= silent_from + SLOT_LOST_S
+    assert plans(h, 0) == zero, "slot 0 runs on meanwhile"
+    lost = next(e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost")
+    assert (lost["slot"], lost["partitions"]) == (1, 2)
+    code, answer = h.report(slot=1)
+    assert code == 410 and "lost" in answer["error"], "the old run, if it wakes, ends"
+    # Its last lease, then a record handed over then landing (10 s + 2 s), and 2 %.
+    wait_out = granted + 0.02 * (granted - lost_at) + 12
+    assert lost_at + lost["fenced_s"] == pytest.approx(wait_out, abs=0.1)
+    while h.clock.now + 1 < wait_out:
+        h.clock.now += 1
+        h.tick()
+        assert set(plans(h, 0)) == set(zero), "nothing moves while the old run may write"
+    h.clock.now = wait_out + 0.1
+    h.tick()
+    status, answer = h.report(slot=0)
+    moved = {p["partition"]: p for p in answer["units"][FLOW]["partitions"]}
+    assert set(moved) == {0, 1, 2, 3}
+    for p in one:
+        assert moved[p]["plan"] > one[p] and moved[p]["start"] == 10, "reconciled from 10"
+    assert not h.service.status(FLOW)["halted"]
+
+
+def test_a_pause_of_the_driver_itself_loses_no_slot(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    zero, one = both_running(h)
+    h.clock.now += 40  # the driver was stopped: no report was taken, no pass ran
+    h.service.tick()
+    h.report(slot=1)
+    assert not [e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost"]
+    assert plans(h, 0) == zero and plans(h, 1) == one

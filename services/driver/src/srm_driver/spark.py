@@ -5,6 +5,7 @@ JVM needs no jar of ours and no Kafka client.
 
 Spark must never run a copy task twice on its own (a re-run slot would copy a range
 again): task retries and speculation are refused at start-up, whatever the settings say.
+So is dynamic allocation (docs/design.md, section 3c): the slots follow the executors.
 """
 
 from __future__ import annotations
@@ -66,6 +67,16 @@ def check_spark_settings(master: str, conf: Mapping[str, str]) -> None:
             " nothing back to Spark while it copies; remove the setting",
             source="--spark-conf",
         )
+    dynamic = conf.get("spark.dynamicAllocation.enabled", "false").strip().lower()
+    if dynamic != "false":
+        raise ConfigError(
+            "spark.dynamicAllocation.enabled would size the copy job's executors by pending"
+            " tasks and idle time, which long-lived copy slots never have; the driver runs a"
+            " slot on every core it is given and follows executors added or removed by hand,"
+            " a cluster manager or an autoscaler (docs/design.md, section 3c). Remove the"
+            " setting; give cores with spark.cores.max or spark.executor.instances",
+            source="--spark-conf",
+        )
     speculation = conf.get("spark.speculation", "false").strip().lower()
     if speculation != "false":
         raise ConfigError(
@@ -113,7 +124,11 @@ def spark_session(
         builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    builder = builder.config("spark.task.maxFailures", "1").config("spark.speculation", "false")
+    builder = (
+        builder.config("spark.task.maxFailures", "1")
+        .config("spark.speculation", "false")
+        .config("spark.dynamicAllocation.enabled", "false")
+    )
     try:
         session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - PySpark raises plain runtime errors here

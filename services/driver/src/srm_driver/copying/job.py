@@ -1,4 +1,4 @@
-"""The copy job on Spark: one long-lived job of ``slots`` tasks, each a copy slot.
+"""The copy job on Spark: long-lived tasks, each a copy slot, one per core Spark has.
 
 The slots are Python (:mod:`srm_driver.copier`): one ``foreachPartition`` task per slot
 in PySpark's Python workers, each copying with librdkafka's clients (confluent-kafka);
@@ -9,6 +9,13 @@ the executors with the task: protect Spark's own traffic (``spark.authenticate``
 ``spark.network.crypto.enabled``) when executors run on other hosts. Everything here
 is the adapter over Spark: what the slots do is decided by
 :class:`srm_driver.copying.service.CopyService`.
+
+The slots follow the cores: the job starts with Spark's default parallelism, and
+:meth:`CopyJob.grow` starts more (a Spark job of their own, in the same job group) while
+Spark can run more tasks at once than slots remain to be run: an executor was added, or a
+slot ended (a run fenced as lost ends when it wakes) and freed its core. A slot task that
+Spark will run again after losing its executor still counts as remaining, so a lost slot
+is run again on the next free core rather than replaced by a new one beside it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -52,7 +60,9 @@ class CopyJob:
         self.local = str(session.sparkContext.master).startswith("local")
         self.job_id: str | None = None
         self.error: str | None = None
-        self._thread: threading.Thread | None = None
+        # The Spark jobs of this copy job's slots (the first, and one per grow()).
+        self._threads: list[threading.Thread] = []
+        self._next_slot = self.slots
         self._locks = tempfile.mkdtemp(prefix="srm-copy-slots-") if self.local else None
 
     def start(self) -> str:
@@ -60,14 +70,74 @@ class CopyJob:
         job_id = uuid.uuid4().hex[:12]
         self.job_id = job_id
         self.error = None
-        self._thread = threading.Thread(
-            target=self._run, args=(job_id,), name=f"copy job {job_id}", daemon=True
-        )
-        self._thread.start()
+        self._threads = []
+        self._next_slot = self.slots
+        self._submit(job_id, list(range(self.slots)))
         log.info("copy job %s: %d slots on Spark", job_id, self.slots)
         return job_id
 
-    def _run(self, job_id: str) -> None:
+    def grow(self) -> list[int]:
+        """Start a slot for each task Spark can run at once beyond the slots that remain
+        to be run (running, or waiting for a core); the new slots' numbers."""
+        job_id = self.job_id
+        if job_id is None or not self.running():
+            return []
+        try:
+            remaining = self._remaining(job_id)
+            wanted = 0 if remaining is None else self._capacity() - remaining
+        except Exception as exc:  # noqa: BLE001 - Py4J errors: asked again next time
+            log.info("cannot ask Spark for its executors now: %s", _first_line(exc))
+            return []
+        if wanted <= 0:
+            return []
+        slots = list(range(self._next_slot, self._next_slot + wanted))
+        self._next_slot += wanted
+        self._submit(job_id, slots)
+        log.info(
+            "copy job %s: Spark can run %d more tasks (executors added or slots ended):"
+            " starting copy slots %s",
+            job_id,
+            wanted,
+            ", ".join(map(str, slots)),
+        )
+        return slots
+
+    def _capacity(self) -> int:
+        """How many tasks Spark can run at once on the executors it has now."""
+        context = self._session.sparkContext._jsc.sc()
+        profile = context.resourceProfileManager().defaultResourceProfile()
+        return int(context.maxNumConcurrentTasks(profile))
+
+    def _remaining(self, job_id: str) -> int | None:
+        """Slot tasks of this copy job that Spark has not finished (running, or waiting
+        for a core: a task lost with its executor is run again); None while Spark's
+        status does not show every Spark job submitted yet (it follows events)."""
+        tracker = self._session.sparkContext.statusTracker()
+        spark_jobs = tracker.getJobIdsForGroup(f"srm-copy-{job_id}")
+        if len(spark_jobs) < len(self._threads):
+            return None
+        remaining = 0
+        for spark_job in spark_jobs:
+            info = tracker.getJobInfo(spark_job)
+            if info is None or info.status != "RUNNING":
+                continue
+            for stage_id in info.stageIds:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    remaining += stage.numTasks - stage.numCompletedTasks
+        return remaining
+
+    def _submit(self, job_id: str, slots: list[int]) -> None:
+        thread = threading.Thread(
+            target=self._run,
+            args=(job_id, slots),
+            name=f"copy job {job_id} slots {slots[0]}-{slots[-1]}",
+            daemon=True,
+        )
+        self._threads.append(thread)
+        thread.start()
+
+    def _run(self, job_id: str, slots: list[int]) -> None:
         context = self._session.sparkContext
         try:
             context.setJobGroup(f"srm-copy-{job_id}", f"srm copy slots of job {job_id}")
@@ -79,13 +149,16 @@ class CopyJob:
                 locks=self._locks,
                 server_certificate=self._server_certificate,
             )
-            context.parallelize(range(self.slots), self.slots).foreachPartition(task)
+            context.parallelize(slots, len(slots)).foreachPartition(task)
         except Exception as exc:  # noqa: BLE001 - Spark's errors: reported, the service restarts
-            self.error = _first_line(exc)
-            log.error("copy job %s ended: %s", job_id, self.error)
+            if self.job_id == job_id:
+                self.error = _first_line(exc)
+            log.error("copy job %s ended: %s", job_id, _first_line(exc))
 
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """Some slot task of the job still runs and none failed (a failed one, with task
+        retries off, failed its Spark job: the copy job is restarted whole)."""
+        return self.error is None and any(thread.is_alive() for thread in self._threads)
 
     def cancel(self) -> None:
         """Ask Spark to kill the job's tasks (their slots stop their loops)."""
@@ -97,9 +170,10 @@ class CopyJob:
             log.info("cancelling the copy job: %s", _first_line(exc))
 
     def join(self, timeout: float) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return not self.running()
+        deadline = time.monotonic() + timeout
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
 
     def active_slots(self) -> int | None:
         """Slot processes of this driver still running (local mode); None on a cluster."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 HALTED_SHOWN = 100
 # ... and the latest this many copy slots run again by Spark (copying/runs.py).
 RERUNS_SHOWN = 10
+# ... and the latest this many changes of the slots: started, lost, re-balanced onto.
+SLOT_EVENTS_SHOWN = 20
 
 TopicPartition = tuple[str, int]
 
@@ -49,6 +52,11 @@ class Ledger:
         self.granted: dict[int, float] = {}
         self.last_seq: dict[int, int] = {}
         self.live_slots: dict[int, float] = {}
+        # slot -> when it first reported in this job (the start-up grace counts from the
+        # first of them, copying/slots.py); the (slot, run id) of runs fenced as lost.
+        self.first_seen: dict[int, float] = {}
+        self.fenced_runs: set[tuple[int, str]] = set()
+        self.slot_events: deque[dict[str, object]] = deque(maxlen=SLOT_EVENTS_SHOWN)
         # slot -> its current run (copying/runs.py); the latest runs that took a slot over,
         # as the status shows them.
         self.runs: dict[int, SlotRun] = {}
@@ -66,6 +74,17 @@ class Ledger:
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         return self.parts.of_flow(flow)
+
+    def slot_event(self, event: dict[str, object]) -> None:
+        """Remember a change of the slots for the status (the latest few)."""
+        self.slot_events.append({**event, "at_ms": int(time.time() * 1000)})
+
+    def reported(self, slot: int, now: float) -> None:
+        """``slot`` reported (its report was taken in)."""
+        self.live_slots[slot] = now
+        if slot not in self.first_seen:
+            self.first_seen[slot] = now
+            self.slot_event({"event": "reported", "slot": slot, "run": str(self.runs.get(slot))})
 
     def new_plan_id(self) -> int:
         plan, self._next_plan = self._next_plan, self._next_plan + 1
@@ -187,4 +206,9 @@ class Ledger:
             "errors": ([unit_error] if unit_error else []) + errors[:10],
             "job": job_id,
             "slot_reruns": list(self.reruns),
+            # Partitions of this flow per slot that reports, and the latest slot changes.
+            "slots": {
+                str(slot): self.parts.count_of_slot(slot, flow) for slot in sorted(self.live_slots)
+            },
+            "slot_events": list(self.slot_events),
         }

@@ -25,6 +25,7 @@ from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import position, sync_records
 from srm_driver.copying.protocol import PartitionPlan
 from srm_driver.copying.restart import decide_restart, identity_changed
+from srm_driver.copying.slots import Slots
 from srm_driver.copying.state import PartitionState
 
 log = logging.getLogger(__name__)
@@ -37,8 +38,6 @@ IDENTITY_CHECK_S = 2.0
 # planned) are looked at again, and how often every running topic's codec is.
 CODEC_UNKNOWN_S = 5.0
 CODEC_REFRESH_S = 600.0
-# A slot that has not reported for this long is not given new plans.
-SLOT_SILENT_S = 5.0
 # Partitions reconciled from one reading of their facts and claimed in one write: the
 # first plans of a cold start go out after one batch, not after all 10,000 partitions.
 PLAN_BATCH = 2000
@@ -62,8 +61,10 @@ class Planner:
         adapters: Callable[[str], FlowAdapters],
         lease_ms: Callable[[str], int],
         clock: Callable[[], float],
+        slots: Slots,
     ) -> None:
         self._ledger = ledger
+        self._slots = slots
         self._adapters = adapters
         self._lease_ms = lease_ms
         self._clock = clock
@@ -80,7 +81,8 @@ class Planner:
         leased = self._lease_ms(flow) > 0
         parts = self._ledger.parts
         with self._ledger.lock:
-            live = [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
+            live = self._slots.live(now)
+            waiting = self._slots.waiting(now)
             for state in parts.of_flow(flow):
                 fenced = now < state.fenced_until
                 if state.status == "releasing" and state.stopped and not state.clean:
@@ -95,10 +97,16 @@ class Planner:
                 if not leased:
                     state.error = NO_LEASE
                     continue
+                if state.moving_to is not None:
+                    # Re-balanced (copying/slots.py): its plan on the old slot stopped.
+                    if state.moving_to in live:
+                        parts.move(state, state.moving_to)
+                    state.moving_to = None
                 if state.slot not in live:
-                    # A slot that never reported (Spark has fewer slots than it said) or
-                    # went quiet: plan on one that answers, if any does.
-                    if not live:
+                    # A slot that has not reported yet (while the job's slots are still
+                    # coming: the start-up grace), that Spark does not run (fewer cores
+                    # than asked), or that went quiet: plan on one that answers, if any.
+                    if not live or waiting:
                         state.error = "waiting for a copy slot to report"
                         continue
                     parts.move(state, min(live, key=lambda slot: (parts.load(slot), slot)))

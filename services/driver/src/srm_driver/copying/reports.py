@@ -117,6 +117,11 @@ class ReportDesk:
         flows = {*ledger.flows, *(unit.flow for unit in report.units)}
         leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
+            if (report.slot, report.run.id) in ledger.fenced_runs:
+                return 410, {
+                    "error": f"copy slot {report.slot} was lost (silent too long): this run"
+                    f" ({report.run}) is over; its partitions moved to other slots"
+                }
             verdict = admit(ledger.runs.get(report.slot), report.run)
             if verdict == "superseded":
                 return 410, {
@@ -167,7 +172,7 @@ class ReportDesk:
                 ledger.unit_errors[flow] = error
             self._take(report, progress, now, written=written, refused=set(refused))
             ledger.last_seq[report.slot] = report.seq
-            ledger.live_slots[report.slot] = now
+            ledger.reported(report.slot, now)
             answer = self._answers.answer(report, leases, set(refused))
             # Only units write, each under its own lease: the slot's last write ends with
             # the longest of them.

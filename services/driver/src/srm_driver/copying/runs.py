@@ -73,10 +73,10 @@ def admit(current: SlotRun | None, run: SlotRun) -> str:
     return "superseded"
 
 
-def take_over(ledger: Ledger, slot: int, run: SlotRun, now: float, wall_ms: int) -> Rerun:
-    """``run`` replaces the slot's current run: fence the old one (see the module
-    docstring). Call under the ledger's lock."""
-    old = ledger.runs.get(slot, SlotRun())
+def fence(ledger: Ledger, slot: int, now: float, why: str) -> tuple[int, float]:
+    """Stop every partition ``slot`` holds and keep it from being reconciled, by any slot,
+    before the slot's last lease and the writes it handed over have run out: how many it
+    held, and until when (monotonic). Call under the ledger's lock."""
     granted = ledger.granted.get(slot)
     # (2 % of the lease left for the rates of two monotonic clocks, as the leader does.)
     until = now if granted is None else max(now, granted * 1.02 - now * 0.02 + ledger.wait_out_s)
@@ -85,12 +85,20 @@ def take_over(ledger: Ledger, slot: int, run: SlotRun, now: float, wall_ms: int)
         held += 1
         state.fenced_until = max(state.fenced_until, until)
         if state.status == "running":
-            state.retry_later(now, f"copy slot {slot} runs again; waiting out its old run")
+            state.retry_later(now, f"{why}; waiting out its old run")
             state.backoff = 0.0
         if not state.stopped:
             # What the old run sent last is unknown: reconciled (verified) from the
             # last record, after the wait-out.
             state.stopped, state.clean = True, False
+    return held, until
+
+
+def take_over(ledger: Ledger, slot: int, run: SlotRun, now: float, wall_ms: int) -> Rerun:
+    """``run`` replaces the slot's current run: fence the old one (see the module
+    docstring). Call under the ledger's lock."""
+    old = ledger.runs.get(slot, SlotRun())
+    held, until = fence(ledger, slot, now, f"copy slot {slot} runs again")
     ledger.runs[slot] = run
     ledger.last_seq.pop(slot, None)
     rerun = Rerun(slot, old, run, wall_ms, held, until - now)

@@ -31,12 +31,15 @@ from srm_driver.copying.planner import Planner
 from srm_driver.copying.ports import CopyEvent, CopyJob, FlowAdapters
 from srm_driver.copying.protocol import ProtocolError, parse_report
 from srm_driver.copying.reports import ReportDesk
+from srm_driver.copying.slots import START_GRACE_S, Slots
 from srm_driver.copying.state import PartitionState, ResumeRequest
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 ADAPTER_RETRY_S = 5.0
+# How often the driver asks Spark whether executors were added (a slot per new core).
+GROW_EVERY_S = 2.0
 
 
 class CopyService:
@@ -52,7 +55,10 @@ class CopyService:
         publish: Callable[[CopyEvent], None],
         write_timeout_ms: int,
         clock: Callable[[], float] = time.monotonic,
+        slot_grace_s: float = START_GRACE_S,
     ) -> None:
+        """``slot_grace_s``: how long after the first slot reported partitions placed on
+        slots still to come wait for them (copying/slots.py)."""
         self._make_adapters = adapters
         self._job = job
         self._write_timeout_ms = write_timeout_ms
@@ -77,7 +83,9 @@ class CopyService:
         self._finished = False
         self._job_id: str | None = None
         self._retired_until: float | None = None
-        self._planner = Planner(self._ledger, self._flow_adapters, lease_ms, clock)
+        self._grow_at = 0.0
+        self._slots = Slots(self._ledger, slot_grace_s)
+        self._planner = Planner(self._ledger, self._flow_adapters, lease_ms, clock, self._slots)
         self._desk = ReportDesk(self._ledger, self._adapters, lease_ms, lambda: self._stopping)
 
     # -- the runtime thread -------------------------------------------------------------
@@ -101,8 +109,9 @@ class CopyService:
                 else:
                     ledger.parts.remove(state)
                     released += 1
+            now = self._clock()
             for key in owned.keys() - held:
-                slot = ledger.parts.least_loaded(self._job.slots)
+                slot = self._slots.place(now, self._job.slots)
                 ledger.parts.add(PartitionState(flow, key, owned[key], slot))
         if released:
             log.info("%s: released %d partitions that were not copying", flow, released)
@@ -135,8 +144,20 @@ class CopyService:
         )
 
     def tick(self) -> None:
-        """Keep the copy job running (the runtime thread)."""
-        self._maintain_job(self._clock())
+        """Keep the copy job running, with a slot for every core Spark has, and the
+        partitions spread over the slots that report (the runtime thread)."""
+        now = self._clock()
+        self._maintain_job(now)
+        if self._job_id is None or self._stopping:
+            return
+        if now >= self._grow_at:
+            self._grow_at = now + GROW_EVERY_S
+            added = self._job.grow()  # outside the lock: it asks Spark
+            if added:
+                with self._ledger.lock:
+                    self._slots.added(added)
+        with self._ledger.lock:
+            self._slots.check(now, stopping=self._stopping)
 
     def prepare(self, flow: str) -> None:
         """Build ``flow``'s adapters now (its internal topics are created then), before
@@ -261,12 +282,16 @@ class CopyService:
                 self._ledger.last_seq.clear()
                 self._ledger.runs.clear()
                 self._ledger.live_slots.clear()
+                self._ledger.first_seen.clear()
+                self._ledger.fenced_runs.clear()
+                self._slots.started(range(self._job.slots))
 
     def _retire(self, now: float) -> None:
         """The job ended by itself: every partition is reconciled again once no slot of
         it can write any more."""
         ledger = self._ledger
         reason = self._job.error or "no reason given"
+        self._job.cancel()  # the slots of its other Spark jobs end too
         with ledger.lock:
             old = self._job_id
             last_lease = max(ledger.granted.values(), default=now)

@@ -174,6 +174,8 @@ class PartitionState:
     # Not reconciled (by any slot) nor let go before this (monotonic): a run of the slot
     # it ran on was taken over and may still write until then (copying/runs.py).
     fenced_until: float = 0.0
+    # Re-balancing moves it to this slot once its plan here has stopped (copying/slots.py).
+    moving_to: int | None = None
 
     def __setattr__(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
