@@ -5,7 +5,7 @@ JVM needs no jar of ours and no Kafka client.
 
 Spark must never run a copy task twice on its own (a re-run slot would copy a range
 again): task retries and speculation are refused at start-up, whatever the settings say.
-So is dynamic allocation (docs/design.md, section 3c): the slots follow the executors.
+So is dynamic allocation (docs/design.md, section 3d): the slots follow the executors.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def check_spark_settings(master: str, conf: Mapping[str, str]) -> None:
             "spark.dynamicAllocation.enabled would size the copy job's executors by pending"
             " tasks and idle time, which long-lived copy slots never have; the driver runs a"
             " slot on every core it is given and follows executors added or removed by hand,"
-            " a cluster manager or an autoscaler (docs/design.md, section 3c). Remove the"
+            " a cluster manager or an autoscaler (docs/design.md, section 3d). Remove the"
             " setting; give cores with spark.cores.max or spark.executor.instances",
             source="--spark-conf",
         )
