@@ -1235,7 +1235,8 @@ def test_a_slot_added_while_copying_gets_partitions_and_the_others_run_on(
     h.service.tick()
     assert h.service.status(FLOW)["slot_events"][-1]["slots"] == [2]
     assert plans(h, 2) == {}, "a slot that has not reported yet is given nothing"
-    h.service.tick()  # it reports: re-balanced, one partition moves to it
+    h.clock.now += 1
+    h.service.tick()  # it reported: re-balanced, one partition moves to it
     now_zero, now_one = plans(h, 0), plans(h, 1)
     (moved,) = set(zero) - set(now_zero)
     assert now_zero == {p: zero[p] for p in now_zero} and now_one == one, "the others run on"

@@ -45,6 +45,9 @@ SLOT_LOST_S = 15.0
 DRIVER_GAP_S = 5.0
 # Partitions moved to another slot per pass at most (each is stopped and reconciled).
 MOVE_BATCH = 1000
+# How often the partitions per slot are compared; they are walked only when the counts
+# differ by more than one (so 100,000 partitions held cost nothing while balanced).
+REBALANCE_EVERY_S = 1.0
 START_GRACE_S = 5.0
 
 
@@ -57,6 +60,7 @@ class Slots:
         # The slots the job asked Spark for and that have not been lost.
         self._expected: set[int] = set()
         self._last_check: float | None = None
+        self._rebalance_at = 0.0
 
     def started(self, slots: range | list[int]) -> None:
         """A new copy job asks for ``slots``."""
@@ -102,7 +106,11 @@ class Slots:
         for slot, seen in list(ledger.live_slots.items()):
             if now - seen >= SLOT_LOST_S:
                 self._lost(slot, now)
-        if not stopping and not self.waiting(now):
+        if stopping or now < self._rebalance_at or self.waiting(now):
+            return
+        self._rebalance_at = now + REBALANCE_EVERY_S
+        loads = [self._ledger.parts.load(slot) for slot in self.live(now)]
+        if len(loads) > 1 and max(loads) - min(loads) > 1:
             self._rebalance(now)
 
     def _lost(self, slot: int, now: float) -> None:
