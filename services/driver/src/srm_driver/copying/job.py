@@ -123,8 +123,9 @@ class CopyJob:
                 continue
             for stage_id in info.stageIds:
                 stage = tracker.getStageInfo(stage_id)
-                if stage is not None:
-                    remaining += stage.numTasks - stage.numCompletedTasks
+                if stage is None:
+                    return None  # not in Spark's status yet: ask again next time
+                remaining += stage.numTasks - stage.numCompletedTasks
         return remaining
 
     def _submit(self, job_id: str, slots: list[int]) -> None:
