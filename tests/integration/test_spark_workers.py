@@ -106,9 +106,12 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         print(f"\npartitions per slot before the kill: {_slots(driver)}")
         victim = _slot_worker(spark_cluster, 0)
         assert victim is not None
-        at_kill = testing.end_offsets(kafka["backup"], remote)
         killed = spark_cluster.kill_worker(victim)
         kill_time = time.monotonic()
+        # Where each partition ends once what the killed slot had on the wire landed: the
+        # pause is measured from there (a snapshot before the kill would count those).
+        time.sleep(2)
+        at_kill = testing.end_offsets(kafka["backup"], remote)
         print(
             f"killed {victim} (pids {killed}) with slot 0 under load: {producer.sent} produced,"
             f" {sum(at_kill.values())} on the target"
