@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -82,24 +81,59 @@ def test_spans_and_metrics_reach_an_otlp_receiver_when_the_endpoint_is_set() -> 
 
 
 @pytest.mark.parametrize("mode", ["down", "garbage", "error", "slow"])
-def test_spans_cost_the_caller_nothing_when_the_collector_is_broken(mode: str) -> None:
+def test_spans_cost_the_caller_nothing_when_the_collector_is_broken(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spans go into a bounded queue and are exported on threads that are not the
+    caller's; an export that hangs (``slow``: it does not return until the test ends)
+    holds neither the caller making spans nor ``flush`` nor ``shutdown``. Shown by where
+    exports run and what is still running when each call returns, not by a clock."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    caller = threading.current_thread()
+    exporting_threads: list[threading.Thread] = []
+    in_flight: list[int] = []  # one entry per export that began and has not returned
+    began = threading.Event()
+    release = threading.Event()  # a hung export returns once the test is over
+    real_export = OTLPSpanExporter.export
+
+    def export(self, spans):  # type: ignore[no-untyped-def]
+        exporting_threads.append(threading.current_thread())
+        if threading.current_thread() is caller:
+            return SpanExportResult.FAILURE  # failed below, without waiting on the collector
+        in_flight.append(1)
+        began.set()
+        try:
+            if mode == "slow" and len(exporting_threads) == 1:
+                release.wait(60)  # the first export hangs: longer than any bound below
+            return real_export(self, spans)
+        finally:
+            in_flight.pop()
+
+    monkeypatch.setattr(OTLPSpanExporter, "export", export)
     receiver = OtlpReceiver("ok" if mode == "down" else mode, delay=5)
     with receiver:
         endpoint = f"http://127.0.0.1:{_closed_port()}" if mode == "down" else receiver.endpoint
         built = telemetry.setup("srm-driver", env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
-        started = time.monotonic()
-        for i in range(5000):  # more than the queue holds: the rest are dropped
-            with telemetry.span(f"s{i}"):
-                pass
-        telemetry.meter().create_counter("srm.test.things").add(1)
-        spent = time.monotonic() - started
-        assert spent < 3.0, f"{mode}: making spans took {spent:.1f} s"
-        started = time.monotonic()
-        built.flush(1.0)
-        assert time.monotonic() - started < 3.0, f"{mode}: flush is not bounded"
-        started = time.monotonic()
-        built.shutdown(timeout_s=1.0)
-        assert time.monotonic() - started < 3.0, f"{mode}: shutdown is not bounded"
+        try:
+            for i in range(5000):  # more than the queue holds: the rest are dropped
+                with telemetry.span(f"s{i}"):
+                    pass
+            telemetry.meter().create_counter("srm.test.things").add(1)
+            assert caller not in exporting_threads, f"{mode}: the caller's thread exported"
+            # 5,000 spans are more than a batch: the SDK's thread has begun exporting.
+            assert began.wait(30), f"{mode}: no export began"
+            built.flush(1.0)
+            if mode == "slow":
+                assert in_flight, "flush returned only once the hung export did"
+            built.shutdown(timeout_s=1.0)
+            if mode == "slow":
+                assert in_flight, "shutdown returned only once the hung export did"
+        finally:
+            release.set()
+    assert exporting_threads, f"{mode}: nothing was exported"
+    assert caller not in exporting_threads, f"{mode}: the caller's thread exported spans"
 
 
 def test_the_middleware_continues_the_callers_trace_and_names_the_route() -> None:
