@@ -67,8 +67,12 @@ kafka-down: ## stop the local Kafka clusters
 kafka-status: install ## show local Kafka clusters
 	@$(SRM_LOCAL) kafka status
 
+# Every test run ends with its slowest tests (setup, call and teardown timed apart):
+# docs/testing.md, "Where the time goes". DURATIONS=0 lists every test, DURATIONS= none.
+DURATIONS ?= 30
+
 test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
-	@$(VENV)/bin/python -m pytest
+	@$(VENV)/bin/python -m pytest $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
 	@echo "the driver's tests in $(DRIVER_VENV) (uv sync --package srm-driver: nothing else installed)..."
@@ -77,10 +81,10 @@ test-driver-alone: $(UV) ## the driver's tests with only the driver's dependenci
 		--confcutdir services/driver -p no:cacheprovider --import-mode=importlib -q services/driver/tests
 
 test-unit: install ## unit tests only (no Kafka, no Spark)
-	@$(VENV)/bin/python -m pytest -m "not integration"
+	@$(VENV)/bin/python -m pytest -m "not integration" $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-integration: jars ## integration tests only
-	@$(VENV)/bin/python -m pytest -m integration
+	@$(VENV)/bin/python -m pytest -m integration $(if $(DURATIONS),--durations=$(DURATIONS))
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
