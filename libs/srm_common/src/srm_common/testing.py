@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
@@ -80,19 +81,31 @@ class FakeEventTopic:
 
     Its consumer reads on from its position whatever the topic holds now, as librdkafka
     does when a topic is recreated under it; past the end of a recreated topic it says
-    ``_AUTO_OFFSET_RESET`` (``auto.offset.reset=error``)."""
+    ``_AUTO_OFFSET_RESET`` (``auto.offset.reset=error``). With nothing new to hand out
+    it waits for a change up to the timeout it is given, as librdkafka's ``consume``
+    does (a follower thread on a fake that answered at once would spin, and starve the
+    threads beside it of the GIL: ~100 ms a request to a gateway served in a test)."""
 
     def __init__(self, topic: str = "srm-control.log.internal") -> None:
         self.topic = topic
         self.topic_id: str | None = "topic-1"
         self.records: list[tuple[int, bytes]] = []
         self._created = 1
+        self.changes = 0  # counts appends, deletes and re-creations
+        self.changed = threading.Condition()
+
+    def touch(self) -> None:
+        """Tell waiting consumers the topic changed (every method that changes it does)."""
+        with self.changed:
+            self.changes += 1
+            self.changed.notify_all()
 
     def append(self, *items: object) -> None:
         """Envelopes (encoded) or bytes, at the next offsets; a commit marker after each."""
         for item in items:
             value = encode(item) if isinstance(item, Envelope) else bytes(item)  # type: ignore[arg-type]
             self.records.append((self.end(), value))
+        self.touch()
 
     def end(self) -> int:
         return self.records[-1][0] + 2 if self.records else 0
@@ -100,11 +113,13 @@ class FakeEventTopic:
     def delete(self) -> None:
         self.topic_id = None
         self.records = []
+        self.touch()
 
     def recreate(self) -> None:
         self._created += 1
         self.topic_id = f"topic-{self._created}"
         self.records = []
+        self.touch()
 
     def consumer(self) -> FakeLogConsumer:
         return FakeLogConsumer(self)
@@ -149,6 +164,7 @@ class InMemoryEventLog(FakeEventTopic):
         for envelope in envelopes:
             assert envelope.offset >= self.end() - 1, "offsets must increase"
             self.records.append((envelope.offset, encode(envelope)))
+        self.touch()
 
     def writer(self) -> InMemoryLogWriter:
         return InMemoryLogWriter(self)
@@ -163,6 +179,7 @@ class InMemoryEventLog(FakeEventTopic):
         for envelope in written:
             self.records.append((envelope.offset, encode(envelope)))
         self.written += written
+        self.touch()
         return written
 
 
@@ -231,7 +248,16 @@ class FakeLogConsumer:
         self.position_ = 0
         self._eof = False
 
-    def consume(self, count: int, _timeout: float) -> list[_Message]:
+    def consume(self, count: int, timeout: float) -> list[_Message]:
+        before = self.log.changes
+        messages = self._take(count)
+        if not messages and timeout > 0:
+            with self.log.changed:
+                self.log.changed.wait_for(lambda: self.log.changes != before, timeout)
+            messages = self._take(count)
+        return messages
+
+    def _take(self, count: int) -> list[_Message]:
         if self.log.topic_id is None:
             return [_Message(-1, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))]
         if self.position_ > self.log.end():
