@@ -415,8 +415,18 @@ class ChildProcess:
         return self.log_path.read_text(errors="replace")
 
 
+TEST_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""The Spark JVM of every driver a test starts compiles with C1 only. A driver's JVM
+schedules the copy slots and answers Py4J; the copying is Python. Starting it is most of
+a driver process's start, and the C2 compiler's work at start-up never pays off in a
+test: measured with one local[1] session on this 2-core machine (loaded), 25-39 s ->
+14-22 s to a session and 15.5-20.8 -> 10.7-12.3 CPU s (docs/testing.md, "Where the time
+goes"). Drivers started by `make up` or an operator keep the JVM's defaults."""
+
+
 class DriverProcess(ChildProcess):
-    """``srm-driver --config FILE`` (``--standalone`` unless ``args`` say otherwise)."""
+    """``srm-driver --config FILE`` (``--standalone`` unless ``args`` say otherwise), its
+    Spark JVM with :data:`TEST_DRIVER_JVM_OPTIONS`."""
 
     def __init__(
         self,
@@ -428,7 +438,15 @@ class DriverProcess(ChildProcess):
     ) -> None:
         super().__init__(
             "srm_driver",
-            ["--config", str(config), "--spark-master", spark_master, *args],
+            [
+                "--config",
+                str(config),
+                "--spark-master",
+                spark_master,
+                "--spark-conf",
+                f"spark.driver.extraJavaOptions={TEST_DRIVER_JVM_OPTIONS}",
+                *args,
+            ],
             log_path,
             env=driver_http_environment(),
         )
