@@ -6,17 +6,15 @@ import json
 import math
 import zlib
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from srm_bench.catchup import CatchupResult
+from bench_samples import sample_report
 from srm_bench.codec import CodecResult, json_values, log_bytes
 from srm_bench.dataset import expected_end_offsets, record_values
 from srm_bench.latency import LatencyResult, percentile, windows
 from srm_bench.options import BenchOptions, parse_options
-from srm_bench.raw import RawResult, ToolRun, parse_consumer_output, parse_producer_output
-from srm_bench.raw_limit import PERF_TOOLS, RawCandidate, RawLimit
+from srm_bench.raw import ToolRun, parse_consumer_output, parse_producer_output
 from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
@@ -28,7 +26,6 @@ from srm_bench.replicators import (
     shared_properties,
     write_properties,
 )
-from srm_bench.report import BenchReport, SystemResult
 from srm_bench.session import systems_to_run
 from srm_common.config.loader import load_config
 
@@ -171,42 +168,12 @@ def test_replicators_run_in_order_and_each_skip_option_leaves_one_out() -> None:
     assert parse_options(["--skip-mm2-tuned"]).describe()["skip_mm2_tuned"] is True
 
 
-def _report(with_mm2: bool, with_tuned: bool = False, with_srm: bool = True) -> BenchReport:
-    options = BenchOptions(size_mb=100)
-    report = BenchReport(
-        options=options,
-        dataset=options.dataset(),
-        started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-        run_folder=Path("/tmp/run"),
-        machine={"cores": 2, "ram_gib": 23.5},
-        versions={},
-        raw=RawLimit(
-            (RawCandidate("Python loop, 2 processes", 30.0, 30720.0, 8.0, 300.0),
-             RawCandidate(PERF_TOOLS, 25.0, 25600.0)),
-            RawResult(25.0, 25600.0, ToolRun(2.0, 50.0, 51200.0), ToolRun(4.0, 25.0, 25600.0)),
-        ),
-    )  # fmt: skip
-    catchup = CatchupResult(20.0, 8.0, 12.0, 102400, 15.0, 15360.0, 5.0, 600.0, 30.0, 4, 0,
-                            12.0, 6.0)  # fmt: skip
-    latency = LatencyResult(50.0, 300.0, 80.0, 400.0, 100, 100, 0, 0, 0, 120, 500.0)
-    if with_srm:
-        report.systems[SRM] = SystemResult(catchup, latency, 650.0, 1.0)
-    if with_mm2:
-        report.systems[MM2] = SystemResult(catchup, latency, 1500.0, 1.0)
-    if with_tuned:
-        faster = CatchupResult(15.0, 8.0, 6.0, 102400, 30.0, 30720.0, 6.7, 700.0, 20.0, 1, 0,
-                               18.0, 9.0)  # fmt: skip
-        slower = LatencyResult(100.0, 600.0, 120.0, 800.0, 100, 100, 0, 0, 0, 120, 500.0)
-        report.systems[MM2_TUNED] = SystemResult(faster, slower, 1300.0, 1.0)
-    return report
-
-
 def _row(table: str, label: str) -> list[str]:
     return next(line for line in table.splitlines() if line.startswith(label))[len(label) :].split()
 
 
 def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path: Path) -> None:
-    path = _report(with_mm2=False).write_json(tmp_path)
+    path = sample_report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
     assert data["schema_version"] == 5
@@ -230,7 +197,7 @@ def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path:
 
 
 def test_json_has_every_ratio_when_all_three_ran(tmp_path: Path) -> None:
-    report = _report(with_mm2=True, with_tuned=True)
+    report = sample_report(with_mm2=True, with_tuned=True)
     report.configs[MM2_TUNED] = {"config_file": "mm2-tuned.properties", "properties": {"a": "b"}}
     data = json.loads(report.write_json(tmp_path).read_text())
     assert data["throughput_mb_s"]["mirrormaker2_tuned"] == 30.0
@@ -247,7 +214,7 @@ def test_json_has_every_ratio_when_all_three_ran(tmp_path: Path) -> None:
 
 
 def test_table_shows_ratios_when_both_replicators_ran() -> None:
-    table = _report(with_mm2=True).table()
+    table = sample_report(with_mm2=True).table()
     # SRM, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
     assert _row(table, "copy rate, MB/s") == ["15.0", "15.0", "-", "30.0", "1.00", "-", "0.50"]
     assert "raw limit: the best copy rate of the candidates" in table
@@ -259,7 +226,7 @@ def test_table_shows_ratios_when_both_replicators_ran() -> None:
 
 
 def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> None:
-    table = _report(with_mm2=True, with_tuned=True).table()
+    table = sample_report(with_mm2=True, with_tuned=True).table()
     header = table.splitlines()[2]
     for heading in ("SRM driver", "MirrorMaker 2", "MM2 tuned", "raw limit", "SRM/MM2",
                     "SRM/MM2-tuned", "SRM/raw"):  # fmt: skip
@@ -277,13 +244,13 @@ def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> N
 
 
 def test_table_ratios_are_dashes_when_srm_was_skipped() -> None:
-    table = _report(with_mm2=True, with_tuned=True, with_srm=False).table()
+    table = sample_report(with_mm2=True, with_tuned=True, with_srm=False).table()
     assert _row(table, "copy rate, MB/s") == ["-", "15.0", "30.0", "30.0", "-", "-", "-"]
     assert _row(table, "latency p50, ms")[-4:] == ["-", "-", "-", "-"]
 
 
 def test_table_notes_list_every_tuned_key_when_printed() -> None:
-    table = _report(with_mm2=True, with_tuned=True).table()
+    table = sample_report(with_mm2=True, with_tuned=True).table()
     flat = " ".join(line.strip() for line in table.splitlines())
     assert "MM2 tuned: MirrorMaker 2's file plus" in flat
     for key, value in MM2_TUNED_PROPERTIES.items():
@@ -293,7 +260,7 @@ def test_table_notes_list_every_tuned_key_when_printed() -> None:
 
 
 def test_table_notes_say_when_mm2_set_overrides_a_tuned_key() -> None:
-    report = _report(with_mm2=True, with_tuned=True)
+    report = sample_report(with_mm2=True, with_tuned=True)
     report.options = BenchOptions(size_mb=100, mm2_set=("backup.producer.batch.size=1",))
     assert "--mm2-set overrides tuned keys: backup.producer.batch.size=1" in report.table()
 
@@ -330,10 +297,10 @@ def test_codec_log_bytes_count_only_that_topics_segments(tmp_path: Path) -> None
 
 
 def test_codec_rows_and_notes_show_only_with_codec() -> None:
-    report = _report(with_mm2=True)
+    report = sample_report(with_mm2=True)
     assert "target log, MB" not in report.table()
     options = BenchOptions(size_mb=100, codec="zstd")
-    coded = _report(with_mm2=True)
+    coded = sample_report(with_mm2=True)
     coded.options, coded.dataset = options, options.dataset()
     srm, mm2 = coded.systems[SRM], coded.systems[MM2]
     coded.systems[SRM] = replace(srm, codec=CodecResult(10.0, 1.02, ("zstd",)))

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from srm_bench.catchup import CatchupResult
-from srm_bench.latency import LatencyResult
-from srm_bench.options import BenchOptions, parse_options
-from srm_bench.replicators import SRM
-from srm_bench.report import BenchReport, SystemResult
+from bench_samples import sample_report
+from srm_bench.options import parse_options
+from srm_bench.report import BenchReport
 from srm_bench.spark_run import StandaloneRun, WorkerFigures
 
 
@@ -60,18 +57,7 @@ def _run() -> StandaloneRun:
 
 
 def _report() -> BenchReport:
-    options = BenchOptions(size_mb=100, spark_workers=2)
-    report = BenchReport(
-        options=options,
-        dataset=options.dataset(),
-        started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-        run_folder=Path("/tmp/run"),
-        machine={"cores": 2, "ram_gib": 23.5},
-        versions={},
-    )
-    catchup = CatchupResult(20.0, 8.0, 12.0, 102400, 15.0, 15360.0, 5.0, 600.0, 30.0, 4, 0)
-    latency = LatencyResult(50.0, 300.0, 80.0, 400.0, 100, 100, 0, 0, 0, 120, 500.0)
-    report.systems[SRM] = SystemResult(catchup, latency, 650.0, 1.0)
+    report = sample_report(with_raw=False, spark_workers=2)
     report.spark = _run()
     return report
 
