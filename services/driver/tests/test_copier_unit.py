@@ -154,7 +154,9 @@ def test_records_are_copied_in_order_with_key_headers_and_timestamp_and_counted(
     unit = _unit(_plan())
     _copy(unit, _records(0, range(5)) + _records(1, range(3)))
     (producer,) = made
-    assert [(v, p) for _t, v, _k, p, *_ in producer.sent][:2] == [(b"0-0", 0), (b"0-1", 0)]
+    sent = [(v, p) for _t, v, _k, p, *_ in producer.sent]
+    for n, count in ((0, 5), (1, 3)):
+        assert [v for v, p in sent if p == n] == [f"{n}-{o}".encode() for o in range(count)]
     topic, value, key, partition, _cb, _cb2, ts, headers = producer.sent[0]
     assert (topic, key, ts, headers) == (REMOTE, b"k", 1_700_000_000_000, [("h", b"1")])
     report = _report(unit)
@@ -184,6 +186,39 @@ def test_the_first_copy_of_a_new_producer_is_acknowledged_before_more_is_sent(
     finally:
         FakeProducer.produce = original  # type: ignore[method-assign]
     assert acked_when_second_sent == [1], "offset 0 had landed before offset 1 was sent"
+
+
+def test_the_first_copies_of_a_batchs_partitions_are_in_flight_together_and_each_acked_first(
+    made: list[FakeProducer],
+) -> None:
+    """A cold start waits one acknowledgement round trip per batch, not one per partition;
+    no partition gets a second copy before its first is acknowledged."""
+    plan = UnitPlan(
+        "primary->backup", 1, 0, {}, {}, None, None, "primary", "backup", 100,
+        {("t", n): Wanted(1, REMOTE, 0, 0, 1000) for n in range(4)},
+    )  # fmt: skip
+    unit = _unit(plan)
+    seen: list[tuple[bytes, int, int]] = []  # (value, records unacknowledged there, polls)
+    original = FakeProducer.produce
+
+    def produce(self: FakeProducer, topic: str, value: bytes, key: Any, partition: int,
+                *rest: Any) -> None:  # fmt: skip
+        unacked = sum(1 for m in self.pending if m[2] == partition)
+        seen.append((value, unacked, self.polls))
+        original(self, topic, value, key, partition, *rest)
+
+    FakeProducer.produce = produce  # type: ignore[method-assign]
+    try:
+        _copy(unit, [m for o in range(3) for n in range(4) for m in _records(n, range(o, o + 1))])
+    finally:
+        FakeProducer.produce = original  # type: ignore[method-assign]
+    firsts = [(v, polls) for v, _unacked, polls in seen if v.endswith(b"-0")]
+    assert [v for v, _ in firsts] == [b"0-0", b"1-0", b"2-0", b"3-0"]
+    assert {polls for _, polls in firsts} == {0}, "all four sent before any acknowledgement"
+    seconds = [unacked for v, unacked, _ in seen if v.endswith(b"-1")]
+    assert seconds == [0, 0, 0, 0], "a second copy waits for its partition's first's ack"
+    report = {p["partition"]: p for p in _report(unit)["partitions"]}
+    assert all(report[n]["records"] == 3 for n in range(4)), "the rest of the batch follows"
 
 
 def test_an_acknowledgement_at_another_offset_breaks_the_unit_as_a_conflict(

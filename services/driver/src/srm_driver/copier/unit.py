@@ -214,6 +214,10 @@ class FlowUnit:
         topic: str | None = None
         partition = -1
         p: PartitionCopy | None = None
+        # First copies of this producer in flight, and the records of their partitions
+        # that must wait for those to be acknowledged (batch order kept).
+        first: list[PartitionCopy] = []
+        later: list[Message] = []
         for msg in batch:
             if msg.error() is not None:
                 self._consumer_error(plan, msg)
@@ -225,6 +229,9 @@ class FlowUnit:
                 if p is not None:
                     produce = producers.for_codec(p.codec).produce
             if p is None or p.state != SENDING or produce is None:
+                continue
+            if not p.established and p.inflight:
+                later.append(msg)  # after its partition's first copy is acknowledged
                 continue
             up = msg.offset()
             if up < p.next_send:
@@ -273,9 +280,16 @@ class FlowUnit:
             p.inflight.append((up, p.next_down, 0 if value is None else len(value), ts))
             p.next_send = up + 1
             p.next_down += 1
-            if not p.established and not self._establish(p):
-                return
-        if errors == 0:
+            if not p.established:
+                first.append(p)
+        if first and not self._establish(first):
+            return
+        if later:
+            error = self._poll_error
+            self._copy(plan, later)  # none of them is an error: this batch's is kept
+            if errors:
+                self._poll_error = error
+        elif errors == 0:
             self._poll_error = None
 
     def _rewrite(
@@ -307,23 +321,28 @@ class FlowUnit:
             headers.append((copy_header, f"{plan.source}/{up}".encode()))
         return headers
 
-    def _establish(self, p: PartitionCopy) -> bool:
-        """Wait until the first copy a new producer sent to a partition is acknowledged,
-        before it sends more there; False when the unit broke on it.
+    def _establish(self, first: list[PartitionCopy]) -> bool:
+        """Wait until the first copy a new producer sent to each partition of ``first`` is
+        acknowledged, before it sends more there; False when the unit broke on one.
 
         A broker keeps the last sequence of each producer per partition. A batch of a
         producer it does not know yet is appended whatever its first sequence, so if that
         producer's first batch there failed (a record too large, a timestamp the topic
         refuses), a second batch already in flight would land after the hole. Once one
         copy is acknowledged, a failed batch makes every later one out of sequence: the
-        broker refuses them, and the gap-less guarantee stops the producer."""
-        while p.inflight:
+        broker refuses them, and the gap-less guarantee stops the producer.
+
+        The first copies of a batch's partitions are in flight together and waited for
+        once: a cold start of thousands of partitions waits one round trip per batch,
+        not one per partition."""
+        while any(p.inflight for p in first):
             if self._failure is not None or self._producer is None:
                 return False
             self._serve(0.005)
         if self._failure is not None:
             return False
-        p.established = True
+        for p in first:
+            p.established = True
         return True
 
     def _retry_full(
