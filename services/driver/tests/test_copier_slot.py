@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from confluent_kafka import KafkaError
 from srm_driver.copier import control
 from srm_driver.copier.failures import fatal_kind, kind_of
 from srm_driver.copier.lease import Lease
-from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.plan import Desired, parse_plan
 from srm_driver.copier.task import running_slots, slot_lock
 
 SETTINGS = {
@@ -334,3 +335,52 @@ def test_an_answer_of_a_driver_of_another_protocol_stops_the_slot(driver: FakeDr
     assert not thread.is_alive(), "it ended"
     (unit,) = FakeUnit.made
     assert not unit.lease.valid() and unit.stop_requested
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_deltas_fold_to_the_whole_state_and_an_applied_mapping_never_changes(seed: int) -> None:
+    """Property (200 seeded sequences): whatever whole answers and deltas come, the plans
+    held equal a model that applies them to a plain dict; a mapping handed out is never
+    changed afterwards (a unit compares plans by identity), and a delta that changes
+    nothing keeps the same one."""
+    rng = random.Random(seed)
+    steps = [
+        (
+            rng.random() < 0.3,  # a whole answer, or a delta
+            {rng.randrange(8): rng.randrange(1, 5) for _ in range(rng.randrange(5))},  # plans
+            {rng.randrange(8) for _ in range(rng.randrange(4))},  # removed (deltas)
+        )
+        for _ in range(rng.randrange(13))
+    ]
+    desired = Desired()
+    model: dict[tuple[str, int], int] = {}
+    handed: list[tuple[Any, dict[Any, Any]]] = []
+    for version, (whole, plans, removed) in enumerate(steps):
+        entries = [_entry(n, plan) for n, plan in plans.items()]
+        if whole or desired.version < 0:
+            body = {"epoch": 0, "settings": SETTINGS, "partitions": entries}
+            assert desired.apply(version, None, {"f": body})
+            model = {("t", n): plan for n, plan in plans.items()}
+        else:
+            before = desired.plan("f").partitions
+            body = {
+                "epoch": 0,
+                "partitions": entries,
+                "removed": [["t", n] for n in sorted(removed)],
+            }
+            assert desired.apply(version, desired.version, {"f": body})
+            for n in removed:
+                model.pop(("t", n), None)
+            model.update({("t", n): plan for n, plan in plans.items()})
+            if not plans and not removed:
+                assert desired.plan("f").partitions is before, "nothing changed: same mapping"
+        held = desired.plan("f").partitions
+        assert {key: wanted.plan for key, wanted in held.items()} == model
+        handed.append((held, dict(held)))
+    for mapping, copy in handed:
+        assert dict(mapping) == copy, "a mapping handed out was changed later"
+
+
+def _entry(partition: int, plan: int) -> dict[str, Any]:
+    return {"topic": "t", "partition": partition, "plan": plan, "remote": "a.t", "start": 0,
+            "down": 0, "reserve": 10}  # fmt: skip

@@ -480,6 +480,28 @@ def test_a_codec_change_waits_while_copies_are_in_flight(by_codec: list) -> None
     assert (p.codec, p.established) == ("zstd", False)
 
 
+def test_a_codec_change_held_by_copies_in_flight_is_tried_again_with_the_same_plan(
+    by_codec: list,
+) -> None:
+    """A plan is applied only when it changed; a codec change that had to wait for copies
+    in flight leaves the plan unsettled, so the next pass tries it again unasked."""
+    unit = _unit(_codec_plan({0: "lz4"}))
+    p = unit._parts[("t", 0)]
+    p.inflight.append((0, 0, 1, -1))
+    later = _codec_plan({0: "zstd"})
+    unit.update(later)
+    with unit.lock:
+        unit._follow(later)
+    assert p.codec == "lz4", "in flight to the lz4 producer: not moved yet"
+    p.inflight.clear()
+    with unit.lock:
+        unit._follow(later)
+    assert p.codec == "zstd", "moved at the next pass, with no new answer"
+    with unit.lock:
+        unit._follow(later)
+    assert not unit._unsettled
+
+
 def test_the_answer_codec_is_optional() -> None:
     body = {
         "epoch": 0,
@@ -494,3 +516,80 @@ def test_the_answer_codec_is_optional() -> None:
     }  # fmt: skip
     plan = parse_plan("a->b", 1, body)
     assert plan.partitions[("t", 0)].codec == "zstd" and plan.partitions[("t", 1)].codec == ""
+
+
+def test_a_plan_is_applied_once_and_again_only_while_a_partition_taken_away_settles(
+    made: list[FakeProducer],
+) -> None:
+    """The loop walks the partitions when the plan changed, not at every poll; a partition
+    taken away while a copy is in flight is dropped once that copy is acknowledged and the
+    driver saw it stopped, with no new answer needed."""
+    unit = _unit(_plan())
+    consumer = unit._consumer
+    assert isinstance(consumer, FakeConsumer)
+    walked: list[int] = []
+    apply = unit._apply
+
+    def counting(plan: UnitPlan) -> None:
+        walked.append(plan.version)
+        apply(plan)
+
+    unit._apply = counting  # type: ignore[method-assign]
+    plan = unit.desired
+    with unit.lock:
+        unit._follow(plan)
+    assert walked == [], "the plan applied already: no walk"
+    with unit.lock:
+        unit._copy(plan, _records(1, range(1)))  # partition 1's copy in flight, unacked
+    smaller = UnitPlan(
+        plan.flow, 2, 0, {}, {}, None, None, "primary", "backup", 100,
+        {("t", 0): plan.partitions[("t", 0)]},
+    )  # fmt: skip
+    unit.update(smaller)
+    with unit.lock:
+        unit._follow(smaller)
+        unit._follow(smaller)
+    assert walked == [2, 2], "walked again while partition 1 still had a copy in flight"
+    assert ("t", 1) in unit._parts
+    with unit.lock:
+        unit._serve()  # its copy is acknowledged: stopped
+    stopped: set[Any] = set()
+    unit.report({}, stopped)
+    unit.confirm({}, stopped)  # the driver saw it stopped
+    with unit.lock:
+        unit._follow(smaller)
+        unit._follow(smaller)
+    assert walked == [2, 2, 2], "settled: no more walks"
+    assert ("t", 1) not in unit._parts
+    assert [tp[:2] for tp in consumer.assigned] == [("t", 0)]
+    same = UnitPlan(
+        plan.flow, 3, 0, {}, {}, None, None, "primary", "backup", 100, smaller.partitions
+    )
+    with unit.lock:
+        unit._follow(same)
+    assert walked[-1] == 3 and unit._applied_version == 3, "a new answer's version is applied"
+
+
+def test_new_consumer_settings_with_the_same_plans_assign_the_new_consumer(
+    made: list[FakeProducer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer that changes only the clients' settings keeps the same partitions mapping
+    (nothing to walk for the plans), yet the new consumer is assigned every partition."""
+    consumers: list[FakeConsumer] = []
+
+    def consumer(settings: Any) -> FakeConsumer:
+        consumers.append(FakeConsumer())
+        return consumers[-1]
+
+    monkeypatch.setattr(unit_module.clients, "consumer", consumer)
+    unit = _unit(_plan())
+    _copy(unit, _records(0, range(2)))
+    sized = replace(unit.desired, version=2, consumer={"max.partition.fetch.bytes": "22085632"})
+    assert sized.partitions is unit.desired.partitions
+    unit.update(sized)
+    with unit.lock:
+        unit._follow_settings(sized)
+        unit._follow(sized)
+    (new_consumer,) = consumers
+    assert unit._consumer is new_consumer
+    assert new_consumer.assigned == [("t", 0, 2), ("t", 1, 0)]

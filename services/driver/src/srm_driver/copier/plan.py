@@ -98,12 +98,19 @@ class Desired:
                     if before is None:
                         raise ValueError(f"control answer: no settings for {flow}")
                     settings = before.settings
+                removed = body.get("removed") or ()
+                changed = _partitions(body["partitions"])
+                if before is not None and not removed and not changed:
+                    # Nothing changed: the same mapping (never changed once made), so a
+                    # unit can tell by identity that its partitions' plans are the same.
+                    applied[flow] = _Unit(_number(body, "epoch"), settings, before.partitions)
+                    continue
                 unit = _Unit(_number(body, "epoch"), settings)
                 if before is not None:
                     unit.partitions.update(before.partitions)
-                for topic, partition in body.get("removed") or ():
+                for topic, partition in removed:
                     unit.partitions.pop((str(topic), int(partition)), None)
-                unit.partitions.update(_partitions(body["partitions"]))
+                unit.partitions.update(changed)
                 applied[flow] = unit
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"control answer: missing or bad field {exc}") from None

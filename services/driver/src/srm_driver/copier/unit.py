@@ -99,6 +99,12 @@ class FlowUnit:
         self._max_records = clients.max_poll_records(plan.consumer)
         self._ends_seen_ns = 0
         self._reassign = False
+        # The plan last applied, and whether applying it left something to finish (a
+        # partition taken away still sending, or not yet seen stopped by the driver): the
+        # loop applies a plan again only then, so a pass over thousands of partitions
+        # follows a change, not every poll.
+        self._applied: UnitPlan | None = None
+        self._unsettled = False
 
     def update(self, plan: UnitPlan) -> None:
         self.desired = plan
@@ -134,7 +140,7 @@ class FlowUnit:
                 ready = self._recovered(plan)
                 if ready:
                     self._follow_settings(plan)
-                    self._apply(plan)
+                    self._follow(plan)
                     if not self.lease.valid():
                         if self._parts and not self._all_stopped():
                             self._break(
@@ -170,6 +176,7 @@ class FlowUnit:
         # Re-planned after the driver reconciled: a new producer, new plans.
         self._applied_epoch = plan.epoch
         self._failure = None
+        self._applied = None
         return True
 
     def _idle(self, seconds: float) -> None:
@@ -593,17 +600,34 @@ class FlowUnit:
 
     # -- plans ----------------------------------------------------------------------------
 
+    def _follow(self, plan: UnitPlan) -> None:
+        """Apply ``plan`` if it is not the one applied, if applying that one left
+        something to finish, or if a new consumer must be assigned (lock held): a pass
+        over the partitions follows a change."""
+        if plan is not self._applied or self._unsettled or self._reassign:
+            self._apply(plan)
+
     def _apply(self, plan: UnitPlan) -> None:
         """Start, restart, stop partitions as the plan says; move reservations on (lock
         held)."""
         consumer = self._consumer
         assert consumer is not None
+        before = self._applied
+        same = before is not None and before.partitions is plan.partitions
+        if same and not self._unsettled and not self._reassign:
+            # The same plans (only the answer's version is new): nothing to start or stop.
+            self._applied_version = plan.version
+            self._applied = plan
+            return
         reassign = self._reassign
+        unsettled = False
         for key, p in list(self._parts.items()):
             wanted = plan.partitions.get(key)
             if wanted is not None and wanted.plan == p.plan:
                 p.extend_reserve(wanted.reserve)
                 p.change_codec(wanted.codec)
+                if p.codec != wanted.codec:
+                    unsettled = True  # copies in flight to the old codec: tried again
                 if p.maybe_resume():
                     try:
                         consumer.seek(TopicPartition(key[0], key[1], p.next_send))
@@ -613,8 +637,10 @@ class FlowUnit:
                 continue
             p.stop()
             if not p.stopped:
+                unsettled = True
                 continue  # sends of the old plan still pending
             if wanted is None and (key[0], key[1], p.plan) not in self._confirmed_stopped:
+                unsettled = True
                 continue  # the driver has not yet seen it stopped
             del self._parts[key]
             self._by_remote.pop((p.remote, key[1]), None)
@@ -641,6 +667,7 @@ class FlowUnit:
                 consumer.resume(sending)
             self._reassign = False
         self._applied_version = plan.version
+        self._applied, self._unsettled = plan, unsettled
 
     def _all_stopped(self) -> bool:
         return all(p.state == STOPPED for p in self._parts.values())
