@@ -3,6 +3,8 @@ last one, however often it is called (offset syncs and progress are followed thi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from srm_common.adapters.kafka_reader import TopicTail
 from srm_local import testing
@@ -32,5 +34,35 @@ def test_a_topic_that_does_not_exist_yet_is_empty(kafka, unique_name) -> None:  
     tail = TopicTail({"bootstrap.servers": kafka["primary"]}, unique_name("absent"), timeout=10)
     try:
         assert tail.catch_up() == []
+    finally:
+        tail.close()
+
+
+def test_a_topic_created_again_is_read_again_from_its_start(kafka, unique_name) -> None:  # type: ignore[no-untyped-def]
+    """A partition that ends before where the tail was (the topic deleted and created
+    again) is read from its start and named in ``rewound``: the progress store forgets
+    what it took from it."""
+    topic = kafka.create_topic("primary", unique_name("again"), partitions=1)
+    tail = TopicTail({"bootstrap.servers": kafka["primary"]}, topic, timeout=20)
+    try:
+        testing.produce(kafka["primary"], topic, [Record(None, b"old-%d" % i) for i in range(5)])
+        assert len(tail.catch_up()) == 5 and tail.rewound == set()
+        testing.delete_topics(kafka["primary"], [topic])
+        deadline = time.monotonic() + 60
+        while True:  # the deletion finishes in the background
+            try:
+                testing.create_topic(kafka["primary"], topic, partitions=1)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        testing.produce(kafka["primary"], topic, [Record(None, b"new-%d" % i) for i in range(2)])
+        got: list[bytes] = []
+        rewound: set[int] = set()
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [m.value() for m in tail.catch_up()]
+            rewound |= tail.rewound
+        assert got == [b"new-0", b"new-1"] and rewound == {0}
     finally:
         tail.close()

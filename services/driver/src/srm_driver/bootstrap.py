@@ -29,6 +29,7 @@ from srm_common.adapters.http_auth import listener_security
 from srm_common.adapters.http_client import credentials
 from srm_common.adapters.http_server import HttpServer
 from srm_common.adapters.http_tls import listener_certificate
+from srm_common.adapters.kafka_reader import TopicTail
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import FlowConfig
 from srm_common.domain.policy import mm2_offsets_topic
@@ -227,7 +228,7 @@ def flow_adapters(flow: FlowConfig, settings: DriverSettings) -> FlowAdapters:
             partition=None,
             timeout_ms=write_timeout,
         ),
-        consumer_config=flow.target_consumer,
+        tail=TopicTail(flow.target_consumer, mm2_offsets_topic(flow.source), timeout=60.0),
         partitions=partitions,
         replication_factor=factor,
     )

@@ -9,18 +9,19 @@ in one partition and compaction keeps the latest. The value is
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from srm_common.adapters.kafka_reader import read_partitions
+from srm_common.adapters.kafka_reader import TopicTail
 from srm_common.domain.connect_offsets import decode_source_offset, source_offset_key
 from srm_common.domain.policy import mm2_offsets_topic
 from srm_common.domain.progress import Progress
 from srm_common.errors import RecordFormatError
 
 from srm_driver.internal_writer import InternalWriter
-from srm_driver.kafka_admin import KafkaAdminError, create_topic
+from srm_driver.kafka_admin import create_topic
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +30,12 @@ CONNECT_OFFSETS_PARTITIONS = 25  # Connect's offset.storage.partitions default
 
 
 class ProgressStore:
-    """Reads all progress of one source cluster once, then writes updates synchronously.
+    """Reads the progress of one source cluster, then only what was written since each
+    time it is asked again; writes updates synchronously.
 
     The composition root hands in the target's ``admin``, the ``writer`` of
-    ``mm2-offsets.<source>.internal`` (partitioned by key) and the keys of the consumer
-    that reads it back (:func:`srm_common.adapters.kafka_reader.read_partitions`)."""
+    ``mm2-offsets.<source>.internal`` (partitioned by key) and the ``tail`` that follows
+    that topic (:class:`srm_common.adapters.kafka_reader.TopicTail`, one consumer kept)."""
 
     def __init__(
         self,
@@ -41,19 +43,25 @@ class ProgressStore:
         *,
         admin: AdminClient,
         writer: InternalWriter,
-        consumer_config: Mapping[str, str],
+        tail: TopicTail,
         partitions: int = CONNECT_OFFSETS_PARTITIONS,
         replication_factor: int = -1,
     ) -> None:
         self.source_alias = source_alias
         self.topic = mm2_offsets_topic(source_alias)
-        if writer.topic != self.topic:
-            raise ValueError(f"progress of {source_alias} goes to {self.topic}, not {writer.topic}")
+        for part in (writer, tail):
+            if part.topic != self.topic:
+                raise ValueError(f"progress of {source_alias} is in {self.topic}, not {part.topic}")
         self._admin = admin
-        self._consumer_config = dict(consumer_config)
         self._partitions = partitions
         self._replication_factor = replication_factor
         self._writer = writer
+        self._tail = tail
+        # The latest progress of each upstream partition read so far, and the keys read
+        # from each partition of the topic (forgotten if that partition starts again).
+        self._found: dict[TopicPartitionKey, Progress] = {}
+        self._keys_of: dict[int, set[TopicPartitionKey]] = {}
+        self._lock = threading.Lock()
 
     def ensure_topic(self) -> None:
         create_topic(
@@ -64,31 +72,33 @@ class ProgressStore:
             config={"cleanup.policy": "compact"},
         )
 
-    def load(self, timeout: float = 60.0) -> dict[TopicPartitionKey, Progress]:
-        """Latest progress of every upstream partition of the source, read to the end."""
-        found: dict[TopicPartitionKey, Progress] = {}
-        partitions = self._partitions_now(timeout)
-        for message in read_partitions(
-            self._consumer_config,
-            {(self.topic, p): 0 for p in partitions},
-            what=f"reading progress from {self.topic}",
-            timeout=timeout,
-        ):
-            self._take(found, message.key(), message.value())
-        return found
+    def load(self) -> Mapping[TopicPartitionKey, Progress]:
+        """Latest progress of every upstream partition of the source, read to the end.
+        Only the records written since the last load are read (a planner asks at every
+        pass while partitions wait: the work follows the writes, not the topic's size).
+        The answer is a read-only view that the next load brings up to date.
 
-    def _partitions_now(self, timeout: float) -> list[int]:
-        try:
-            metadata = self._admin.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
-        except KafkaException as exc:
-            raise KafkaAdminError(f"cannot read progress from {self.topic}: {exc}") from exc
-        if metadata is None or metadata.error is not None:
-            return []
-        return sorted(metadata.partitions)
+        A partition of the topic that ends before where the last load stopped was
+        created again (or truncated): what was read from it is forgotten and it is read
+        again from its start. A topic deleted and created again that has already grown
+        past that point is not told apart (its topic id is not looked at)."""
+        with self._lock:
+            forgotten = False
+            for message in self._tail.new_records():
+                if not forgotten:  # the tail knows which partitions start again by now
+                    forgotten = self._forget(self._tail.rewound)
+                self._take(message.partition(), message.key(), message.value())
+            if not forgotten:
+                self._forget(self._tail.rewound)
+            return MappingProxyType(self._found)
 
-    def _take(
-        self, found: dict[TopicPartitionKey, Progress], key: bytes | None, value: bytes | None
-    ) -> None:
+    def _forget(self, partitions: Iterable[int]) -> bool:
+        for partition in partitions:
+            for where in self._keys_of.pop(partition, ()):
+                self._found.pop(where, None)
+        return True
+
+    def _take(self, partition: int, key: bytes | None, value: bytes | None) -> None:
         if key is None:
             return
         try:
@@ -97,9 +107,10 @@ class ProgressStore:
                 return
             where = (offset.topic, offset.partition)
             if value is None:
-                found.pop(where, None)  # an offsets reset: start from the beginning
+                self._found.pop(where, None)  # an offsets reset: start from the beginning
             else:
-                found[where] = Progress.decode_value(value)
+                self._found[where] = Progress.decode_value(value)
+                self._keys_of.setdefault(partition, set()).add(where)
         except RecordFormatError as exc:
             log.warning("ignoring a record of %s that is not progress: %s", self.topic, exc)
 
@@ -112,3 +123,4 @@ class ProgressStore:
 
     def close(self) -> None:
         self._writer.close()
+        self._tail.close()

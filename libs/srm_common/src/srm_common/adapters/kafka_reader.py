@@ -127,15 +127,25 @@ class TopicTail:
         self._timeout = timeout
         self._consumer: Consumer | None = None
         self._next: dict[int, int] = {}
+        # The partitions the last catch-up read again from their start, because they end
+        # before where this tail was (the topic was deleted and created again, or
+        # truncated): what a caller took from them before is void.
+        self.rewound: set[int] = set()
 
     def catch_up(self) -> list[Message]:
         """New records, in offset order per partition; [] while the topic does not exist.
         :class:`KafkaReadError` when the cluster does not answer in time."""
+        return list(self.new_records())
+
+    def new_records(self) -> Iterator[Message]:
+        """:meth:`catch_up` one record at a time (a first read of a large topic is not
+        held in memory at once)."""
         what = f"reading {self.topic}"
+        self.rewound = set()
         try:
             if self._consumer is None:
                 self._consumer = _reader(self._config)
-            return list(self._read(self._consumer, what))
+            yield from self._read(self._consumer, what)
         except KafkaException as exc:
             raise KafkaReadError(f"{what}: {exc}") from exc
 
@@ -149,7 +159,11 @@ class TopicTail:
             low, high = consumer.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=self._timeout
             )
-            begin = max(self._next.get(partition, low), low)
+            begin = self._next.get(partition, low)
+            if begin > high:
+                self.rewound.add(partition)
+                begin = low
+            begin = max(begin, low)
             if begin < high:
                 starts[(self.topic, partition)] = begin
             else:

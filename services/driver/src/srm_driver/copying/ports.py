@@ -3,7 +3,7 @@ facts reader (built by the composition root), the Spark job, and the events it r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,7 +22,7 @@ LEASE_CAP_MS = 30_000
 class ProgressWriter(Protocol):
     def write(self, updates: Iterable[tuple[TopicPartition, Progress]]) -> None: ...
 
-    def load(self) -> dict[TopicPartition, Progress]: ...
+    def load(self) -> Mapping[TopicPartition, Progress]: ...
 
 
 class SyncWriter(Protocol):
