@@ -79,12 +79,20 @@ class FakeFacts:
         self.unreadable: dict[tuple[str, int], str] = {}
         # The codec every source topic has ("": none found).
         self.codec = ""
+        # The partitions of each gather (all facts) and each remote_unready (one question).
+        self.gathered: list[set[tuple[str, int]]] = []
+        self.asked: list[set[tuple[str, int]]] = []
 
     def gather(
         self, routes: Mapping[tuple[str, int], str]
     ) -> tuple[dict[tuple[str, int], PartitionFacts], dict[tuple[str, int], str]]:
+        self.gathered.append(set(routes))
         failed = {tp: why for tp, why in self.unreadable.items() if tp in routes}
         return {tp: self.facts for tp in routes if tp not in failed}, failed
+
+    def remote_unready(self, routes: Mapping[tuple[str, int], str]) -> dict[tuple[str, int], str]:
+        self.asked.append(set(routes))
+        return {tp: why for tp, why in self.unreadable.items() if tp in routes}
 
     def identities(
         self, routes: Mapping[tuple[str, int], str]
@@ -883,6 +891,82 @@ def test_a_partition_whose_offsets_cannot_be_read_waits_alone(flow: FlowConfig) 
     h.clock.now += 2  # its retry is due
     h.tick()
     assert len(h.report()[1]["units"][FLOW]["partitions"]) == 10
+
+
+def test_partitions_waiting_for_their_offsets_are_asked_only_that_in_one_round(
+    flow: FlowConfig,
+) -> None:
+    """A cold start: the target has not loaded most remote partitions yet. Those wait
+    together (one question a round for all of them, whenever each began to wait) and
+    are reconciled, facts and all, only once theirs can be read."""
+    h = Harness(flow)
+    loads = 0
+    load = h.service._flow_adapters(FLOW).store.load
+
+    def counted() -> dict[tuple[str, int], Progress]:
+        nonlocal loads
+        loads += 1
+        return load()
+
+    h.service._flow_adapters(FLOW).store.load = counted  # type: ignore[method-assign]
+    first = {("orders", p) for p in range(10)}
+    h.facts.unreadable = {tp: "Broker: Not leader for partition" for tp in first if tp[1] >= 3}
+    h.service.set_owned(FLOW, dict.fromkeys(first, REMOTE))
+    h.tick()
+    assert h.facts.gathered == [first] and h.facts.asked == []
+    h.clock.now += 1
+    later = {("orders", p) for p in range(10, 14)}  # owned a second later, waits too
+    h.facts.unreadable |= dict.fromkeys(later, "Broker: Not leader for partition")
+    h.service.set_owned(FLOW, dict.fromkeys(first | later, REMOTE))
+    h.tick()
+    assert h.facts.gathered == [first, later]
+    h.clock.now += 1  # the flow's round: the 11 waiting ones are asked together
+    h.tick()
+    waiting = {tp for tp in first | later if tp[1] >= 3}
+    assert h.facts.asked == [waiting]
+    assert len(h.facts.gathered) == 2, "nothing reconciled while none can be read"
+    assert "Not leader" in " ".join(h.service.status(FLOW)["errors"])
+    loads_before = loads
+    for _ in range(3):
+        h.clock.now += 0.5  # before the next round: nothing asked
+        h.tick()
+    assert len(h.facts.asked) == 1 and loads == loads_before
+    ready = {("orders", 3), ("orders", 12)}
+    for tp in ready:
+        del h.facts.unreadable[tp]
+    h.clock.now += 0.5
+    h.tick()
+    assert h.facts.asked[1] == waiting
+    assert h.facts.gathered[2:] == [ready], "only the partitions that can be read now"
+    planned = {p["partition"] for p in h.report()[1]["units"][FLOW]["partitions"]}
+    assert planned == {0, 1, 2, 3, 12}
+    h.facts.unreadable.clear()
+    h.clock.now += 2
+    h.tick()
+    assert h.facts.asked[2] == waiting - ready and h.facts.gathered[3] == waiting - ready
+    planned = {p["partition"] for p in h.report()[1]["units"][FLOW]["partitions"]}
+    assert planned == {p for _, p in first | later}
+
+
+def test_a_partition_waiting_long_for_its_offsets_is_reconciled_again_whole(
+    flow: FlowConfig,
+) -> None:
+    """What a partition waits for may change (its remote topic deleted meanwhile, a
+    source partition gone): after AWAIT_FULL_S its facts are all read again."""
+    h = Harness(flow)
+    h.facts.unreadable = {TP: "Broker: Not leader for partition"}
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.tick()
+    for _ in range(14):
+        h.clock.now += 2
+        h.tick()
+    assert len(h.facts.gathered) == 1 and len(h.facts.asked) == 14
+    h.clock.now += 2  # 30 s after it began to wait
+    h.tick()
+    assert len(h.facts.gathered) == 2 and len(h.facts.asked) == 14
+    h.clock.now += 2  # waits again, asked only that again
+    h.tick()
+    assert len(h.facts.gathered) == 2 and len(h.facts.asked) == 15
 
 
 def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_plans_of_the_others(

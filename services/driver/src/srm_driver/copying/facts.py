@@ -71,6 +71,19 @@ class FlowFacts:
             )
         return facts, unreadable
 
+    def remote_unready(self, routes: Mapping[TopicPartition, str]) -> dict[TopicPartition, str]:
+        """The partitions of ``routes`` (upstream -> remote topic) whose remote partition
+        still cannot be read, with why: one ListOffsets on the target for all of them.
+        What partitions waiting for the target to load their remote partition are asked,
+        instead of every fact again."""
+        where = {tp: (remote, tp[1]) for tp, remote in routes.items()}
+        _, failed = read_end_offsets(self._target_admin, where.values(), read_committed=False)
+        return {
+            tp: f"cannot read the offsets of {self._flow.target}:{w[0]}-{w[1]}: {failed[w]}"
+            for tp, w in where.items()
+            if w in failed
+        }
+
     def identities(
         self, routes: Mapping[TopicPartition, str]
     ) -> dict[TopicPartition, tuple[str | None, str | None]]:

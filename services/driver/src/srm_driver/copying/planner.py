@@ -14,12 +14,13 @@ nor checked; its pending partitions wait (saying why) while other flows go on.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
 
+from srm_driver.copying.awaiting import Awaiting
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import position, sync_records
@@ -72,6 +73,7 @@ class Planner:
         # Per flow: the codec of each source topic found so far, and when to look again.
         self._codecs: dict[str, dict[str, str]] = {}
         self._codec_due: dict[str, tuple[float, float]] = {}
+        self._awaiting = Awaiting(ledger, adapters)
 
     def plan_due(self, now: float, flow: str) -> None:
         """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
@@ -111,7 +113,8 @@ class Planner:
                         continue
                     parts.move(state, min(live, key=lambda slot: (parts.load(slot), slot)))
                 due.append(state)
-        recorded: dict[TopicPartition, Progress] | None = None
+        due = self._awaiting.ask(flow, due, now)
+        recorded: Mapping[TopicPartition, Progress] | None = None
         for start in range(0, len(due), PLAN_BATCH):
             recorded = self._plan_batch(flow, due[start : start + PLAN_BATCH], now, recorded)
 
@@ -120,8 +123,8 @@ class Planner:
         flow: str,
         states: list[PartitionState],
         now: float,
-        recorded: dict[TopicPartition, Progress] | None,
-    ) -> dict[TopicPartition, Progress] | None:
+        recorded: Mapping[TopicPartition, Progress] | None,
+    ) -> Mapping[TopicPartition, Progress] | None:
         """Reconcile ``states`` from one reading of their facts, then record every claim
         in one write (syncs, then progress) and hand the plans out. Returns the progress
         loaded from Kafka (read once per pass, if any partition needed it)."""
@@ -142,15 +145,19 @@ class Planner:
             log.warning("%s: cannot reconcile %d partitions yet: %s", flow, len(states), exc)
             return recorded
         if unreadable:
+            retry_at = self._awaiting.next_round(flow, now)
             with self._ledger.lock:
                 for state in states:
                     if state.key in unreadable:
                         # A partition just created answers NOT_LEADER until its broker
-                        # has loaded it (a minute for thousands on a busy broker): that
-                        # is the broker catching up, not a failure, so it is asked again
-                        # every second instead of after a growing backoff.
+                        # has loaded it (minutes for thousands on a busy broker): that is
+                        # the broker catching up, not a failure, so it is asked again at
+                        # the flow's next round (copying/awaiting.py), not after a growing
+                        # backoff, and only whether its offsets can be read.
                         state.retry_later(now, unreadable[state.key])
                         state.backoff = 0.0
+                        state.retry_at = retry_at
+                        state.awaiting = now
             first = next(iter(unreadable.values()))
             log.warning(
                 "%s: %d partitions wait for their offsets (retrying): %s",

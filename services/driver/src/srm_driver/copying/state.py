@@ -158,6 +158,10 @@ class PartitionState:
     tries: dict[int, int] = field(default_factory=dict)
     retry_at: float = 0.0
     backoff: float = 0.0
+    # Since when (planner clock) its offsets could not be read (a remote partition the
+    # target has not loaded yet): only asked whether it can be read now, with the others
+    # waiting so, until it can (copying/planner.py). None: not waiting so.
+    awaiting: float | None = None
     last_commit: float = 0.0
     # The slot confirmed the last plan stopped (or there was none): reconciling is safe.
     stopped: bool = True
@@ -229,3 +233,4 @@ class PartitionState:
         self.halted_at = None
         self.error = None
         self.backoff = 0.0
+        self.awaiting = None
