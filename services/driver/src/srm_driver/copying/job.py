@@ -111,16 +111,21 @@ class CopyJob:
     def _remaining(self, job_id: str) -> int | None:
         """Slot tasks of this copy job that Spark has not finished (running, or waiting
         for a core: a task lost with its executor is run again); None while Spark's
-        status does not show every Spark job submitted yet (it follows events)."""
+        status does not show every slot job still running yet (it follows events).
+
+        Only running Spark jobs are compared with the slot threads still alive: Spark
+        forgets finished jobs past ``spark.ui.retainedJobs``, so counting every job of
+        the group would stop the copy job growing after that many slot jobs."""
         tracker = self._session.sparkContext.statusTracker()
-        spark_jobs = tracker.getJobIdsForGroup(f"srm-copy-{job_id}")
-        if len(spark_jobs) < len(self._threads):
+        running = [
+            info
+            for spark_job in tracker.getJobIdsForGroup(f"srm-copy-{job_id}")
+            if (info := tracker.getJobInfo(spark_job)) is not None and info.status == "RUNNING"
+        ]
+        if len(running) < sum(thread.is_alive() for thread in self._threads):
             return None
         remaining = 0
-        for spark_job in spark_jobs:
-            info = tracker.getJobInfo(spark_job)
-            if info is None or info.status != "RUNNING":
-                continue
+        for info in running:
             for stage_id in info.stageIds:
                 stage = tracker.getStageInfo(stage_id)
                 if stage is None:
