@@ -26,14 +26,16 @@ def test_copies_every_record_with_key_value_headers_timestamp(
             b"k1",
             b"v1",
             (("h", b"1"), ("h", b"2"), ("bin", bytes(range(256)))),
-            1_600_000_000_000,
+            testing.RECENT_MS,
             0,
         ),
-        Record(None, b"no key", (), 1_600_000_000_001, 0),
-        Record(b"tombstone", None, (("null-header", None),), 1_600_000_000_002, 1),
+        Record(None, b"no key", (), testing.RECENT_MS + 1, 0),
+        Record(b"tombstone", None, (("null-header", None),), testing.RECENT_MS + 2, 1),
         Record(b"", b"", (), 1_500_000_000_000, 1),
         *[
-            Record(f"k{i}".encode(), f"value {i}".encode() * 10, (), 1_700_000_000_000 + i, i % 2)
+            Record(
+                f"k{i}".encode(), f"value {i}".encode() * 10, (), testing.RECENT_MS + 10 + i, i % 2
+            )
             for i in range(500)
         ],
     ]

@@ -334,7 +334,7 @@ def _json_records(count: int, partitions: int, seed: int) -> list[Record]:
                 }
             ).encode(),
             (("trace", f"{seed}-{i}".encode()),) if i % 3 else (),
-            1_700_000_000_000 + i,
+            testing.RECENT_MS + i,
             i % partitions,
         )
         for i in range(count)

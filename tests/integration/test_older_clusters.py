@@ -46,7 +46,7 @@ def _records(count: int) -> list[Record]:
             key=None if i % 7 == 0 else f"k{i}".encode(),
             value=f"v{i}".encode() * (1 + i % 5),
             headers=(("seq", str(i).encode()), ("empty", None)),
-            timestamp_ms=1_700_000_000_000 + i,
+            timestamp_ms=testing.RECENT_MS + i,
             partition=i % PARTITIONS,
         )
         for i in range(count)

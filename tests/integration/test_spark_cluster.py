@@ -39,7 +39,7 @@ def test_the_copy_slots_run_on_the_workers_and_report_over_https(
     remote = f"primary.{topic}"
     records = [
         Record(f"k{i}".encode(), f"value {i}".encode() * 20, (("n", str(i).encode()),),
-               1_700_000_000_000 + i, i % 4)
+               testing.RECENT_MS + i, i % 4)
         for i in range(4000)
     ]  # fmt: skip
     testing.produce(kafka["primary"], topic, records)

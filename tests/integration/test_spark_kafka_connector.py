@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from srm_local.testing import Record, consume_all, produce
+from srm_local.testing import RECENT_MS, Record, consume_all, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 RECORDS = [
-    Record(b"k1", b"v1", (("h", b"1"), ("h", b"2")), 1_600_000_000_000, partition=0),
-    Record(None, b"null-key", (), 1_600_000_000_001, partition=0),
-    Record(b"k3", b"v3", (), 1_600_000_000_002, partition=0),
-    Record(b"tombstone", None, (("bin", bytes(range(256))),), 1_600_000_000_003, partition=1),
-    Record(b"k5", b"", (("empty", b""), ("none", None)), 1_600_000_000_004, partition=1),
+    Record(b"k1", b"v1", (("h", b"1"), ("h", b"2")), RECENT_MS + 0, partition=0),
+    Record(None, b"null-key", (), RECENT_MS + 1, partition=0),
+    Record(b"k3", b"v3", (), RECENT_MS + 2, partition=0),
+    Record(b"tombstone", None, (("bin", bytes(range(256))),), RECENT_MS + 3, partition=1),
+    Record(b"k5", b"", (("empty", b""), ("none", None)), RECENT_MS + 4, partition=1),
 ]
 
 

@@ -56,6 +56,12 @@ class Record:
 
 START_ATTEMPTS = 3
 
+RECENT_MS = int(time.time() * 1000) - 3_600_000
+"""A record timestamp for test data: an hour before the run started. Never a fixed date:
+a broker deletes records older than its retention (7 days by default) at its next
+retention check, whichever test is still reading them (offset 0 out of range, the
+partition read as empty)."""
+
 OLDER_KAFKA: Mapping[str, str] = {
     "kafka-3.9": "3.9.1",
     "kafka-3.6": "3.6.2",
