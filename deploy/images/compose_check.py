@@ -414,9 +414,24 @@ def check_aggregators(
             text=True,
             check=True,
         ).stdout.split()
+        if state != ["running", "0"]:
+            run.say(f"{service}: state and restarts {state}; how its first run ended:")
+            print(first_run_end(ids[0]), flush=True)
         assert state == ["running", "0"], f"{service}: state and restarts {state}"
         published = sum(testing.end_offsets(bootstrap, AGGREGATED_TOPIC).values())
         run.say(f"{service}: running, no restart; {published} records on {AGGREGATED_TOPIC}")
+
+
+def first_run_end(container: str, lines: int = 40) -> str:
+    """The last ``lines`` log lines of a restarted container's first run: the failure's
+    tail that ``docker-compose logs --tail`` no longer shows once the second run logged."""
+    logs = subprocess.run(
+        ["docker", "logs", container], capture_output=True, text=True, check=False
+    )
+    output = (logs.stdout + logs.stderr).splitlines()
+    starts = [n for n, line in enumerate(output) if ": app " in line and " raw partitions" in line]
+    end = starts[1] if len(starts) > 1 else len(output)
+    return "\n".join(output[max(0, end - lines) : end])
 
 
 def compare(primary: str, backup: str) -> testing.CopyCount:

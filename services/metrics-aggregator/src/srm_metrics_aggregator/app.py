@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
@@ -73,13 +74,13 @@ def prepare_topics(
     ignores for good a topic it subscribes to before it exists) through ``admin`` (the
     aggregated cluster's); the raw topic's partition count, which every other topic gets,
     and their replication factor."""
+    deadline = time.monotonic() + timeout
     metadata = admin.list_topics(timeout=timeout)
     factor = settings.replication_factor or min(3, max(1, len(metadata.brokers)))
     described = metadata.topics.get(RAW_TOPIC)
     if described is None or described.error is not None:
         _create(admin, RAW_TOPIC, settings.raw_partitions, factor, {}, timeout)
-        described = admin.list_topics(RAW_TOPIC, timeout=timeout).topics[RAW_TOPIC]
-    partitions = len(described.partitions)
+    partitions = _raw_partitions(admin, deadline)
     compacted = {"cleanup.policy": "compact"}
     own = {
         settings.topic("contributions"): {},
@@ -92,6 +93,22 @@ def prepare_topics(
         if name not in metadata.topics:
             _create(admin, name, partitions, factor, config, timeout)
     return partitions, factor
+
+
+def _raw_partitions(admin: AdminClient, deadline: float) -> int:
+    """The raw topic's partition count once its metadata shows every partition with a
+    leader: just created (by us, a driver or a twin), it can be listed with an error or
+    no partitions for a moment, and Faust must not be built on a count of 0."""
+    while True:
+        left = max(1.0, deadline - time.monotonic())
+        described = admin.list_topics(RAW_TOPIC, timeout=left).topics.get(RAW_TOPIC)
+        ready = described is not None and described.error is None and described.partitions
+        if ready and all(p.leader >= 0 for p in described.partitions.values()):
+            return len(described.partitions)
+        if time.monotonic() >= deadline:
+            error = described.error if described is not None else "not listed"
+            raise TimeoutError(f"{RAW_TOPIC} has no partitions with leaders yet ({error})")
+        time.sleep(0.5)
 
 
 def _create(
