@@ -19,7 +19,6 @@ from srm_common.domain.progress import (
     offset_syncs,
     reconcile,
     reconcile_shared,
-    resume_from,
 )
 from srm_common.errors import RecordFormatError
 
@@ -151,19 +150,6 @@ def test_retention_inside_unverified_records_halts() -> None:
 
 def test_mm2_progress_trusts_the_remote_end() -> None:
     assert reconcile(Progress(50), facts(33), where=WHERE) == Resume(start=50, downstream=33)
-
-
-def test_operator_resumes_from_an_explicit_choice() -> None:
-    recorded = Progress(50, 20, 90)
-    now = facts(35, log_start=10, source_end=70)
-    assert resume_from("copy-end", recorded, now) == Resume(50, 35)
-    assert resume_from("source-start", recorded, now) == Resume(10, 35)
-    assert resume_from("source-end", recorded, now) == Resume(70, 35)
-    assert resume_from("offset", recorded, now, offset=12) == Resume(12, 35)
-    # A recreated source: the recorded position means nothing, kept within its range.
-    assert resume_from("copy-end", Progress(500, 20), now) == Resume(70, 35)
-    with pytest.raises(ValueError, match="outside the source partition's retained range"):
-        resume_from("offset", recorded, now, offset=5)
 
 
 @pytest.mark.parametrize("case", SYNC_CASES["cases"], ids=[c["name"] for c in SYNC_CASES["cases"]])

@@ -13,6 +13,7 @@ from srm_common.config import load_config
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
+from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CopyService
@@ -399,12 +400,16 @@ def test_a_resume_applies_the_operator_choice_once(flow: FlowConfig) -> None:
     h.service.set_owned(FLOW, {TP: REMOTE})
     h.tick()
     assert h.service.status(FLOW)["halted"][0]["kind"] == "conflict"
-    assert h.service.request_resume(FLOW, TP, ResumeRequest("r1", "source-start"))
+    assert h.service.request_resume(
+        FLOW, TP, ResumeRequest("r1", ResumePoint(ResumeMode.SOURCE_START))
+    )
     h.tick()
     plan = h.plan()
     assert plan is not None and (plan["start"], plan["down"]) == (0, 5)
     assert h.journal.progress()[-1][1].resume_id == "r1"
-    assert not h.service.request_resume(FLOW, TP, ResumeRequest("r1", "source-start"))
+    assert not h.service.request_resume(
+        FLOW, TP, ResumeRequest("r1", ResumePoint(ResumeMode.SOURCE_START))
+    )
 
 
 def test_a_released_partition_records_where_it_stopped_with_nothing_in_flight(

@@ -17,6 +17,7 @@ from srm_common.control.events import (
 )
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.state import ControlState, apply
+from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.testing import Clock, FakeDiscovery, InMemoryEventLog
 from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
@@ -193,7 +194,9 @@ def test_a_resume_asked_on_the_driver_goes_to_the_leaders_command_endpoint(
             return 200, {"outcome": "applied"}
 
     source.clients["backup"] = Client()  # type: ignore[assignment]
-    said = source.resume(FLOW, ("orders", 1), ResumeRequest("r-1", "source-start", by="ops@h"))
+    said = source.resume(
+        FLOW, ("orders", 1), ResumeRequest("r-1", ResumePoint(ResumeMode.SOURCE_START), by="ops@h")
+    )
     assert said == "requested (recorded in the event log)"
     ((path, body),) = sent
     assert path == "/v1/commands/resume" and behalf == ["ops@h"]

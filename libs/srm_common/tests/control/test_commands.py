@@ -33,6 +33,7 @@ from srm_common.control.events import (
     TopicsDenyRemoved,
 )
 from srm_common.control.state import AppliedCommand, ControlState, apply, replay
+from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.errors import InvalidCommandError, SrmError
 from srm_common.replication_plan import replicated_partitions
 
@@ -210,7 +211,7 @@ def test_a_command_whose_id_the_log_holds_was_applied_before() -> None:
         state = apply(state, Envelope(event, 5, "alice", "r-1"))
     assert applied_before(state, command) == AppliedCommand(5, "alice", 1)
     assert applied_before(state, change("remove", "payments")) is None, "no id: decide it"
-    resume = ResumePartition(AB, "orders", 0, "copy-end", None, "r-2")
+    resume = ResumePartition(AB, "orders", 0, ResumePoint(ResumeMode.COPY_END), "r-2")
     assert command_id(resume) == "r-2"
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from srm_common.domain.resume import RESUME_MODES
+
 from srm_control import PROG, acl_commands, audit_command, restore
 from srm_control.partition_listing import DEFAULT_LIMIT
 
@@ -165,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--from",
         dest="from_",
-        choices=("copy-end", "source-start", "source-end", "offset"),
+        choices=RESUME_MODES,
         help="copy-end: after what the copy holds, keeping what the remote partition holds;"
         " source-start / source-end: the source partition's start / end; offset: --offset N",
     )

@@ -54,10 +54,9 @@ def partition_lines(
     if len(resumes) > shown:
         lines.append(f"{_plural(len(resumes), 'resume')} asked; the {shown:,} newest:")
     for resume in sorted(resumes, key=lambda r: -r.at_ms)[:shown]:
-        start = f"offset {resume.offset}" if resume.mode == "offset" else resume.mode
         lines.append(
-            f"  {resume.topic}:{resume.partition}  resumed from {start}, asked by {resume.by} at"
-            f" {format_time(resume.at_ms)}"
+            f"  {resume.topic}:{resume.partition}  resumed from {resume.point.describe()},"
+            f" asked by {resume.by} at {format_time(resume.at_ms)}"
         )
     lines += _more(len(resumes) - shown, "resumes")
     if losses:

@@ -13,6 +13,7 @@ from srm_common import telemetry
 from srm_common.cli_support import fail
 from srm_common.config.control import ControlPlane
 from srm_common.config.model import SrmConfig
+from srm_common.domain.resume import RESUME_MODES, ResumePoint
 
 from srm_control import PROG
 from srm_control.partition_listing import partition_lines
@@ -38,16 +39,20 @@ def run(args: argparse.Namespace, config: SrmConfig, plane: ControlPlane, sender
                 f"--resume {args.resume!r}: name the partition as TOPIC:PARTITION, e.g. orders:3",
             )
         if args.from_ is None:
-            fail(PROG, "--resume needs --from: copy-end, source-start, source-end or offset")
+            fail(PROG, f"--resume needs --from: one of {', '.join(RESUME_MODES)}")
         if (args.from_ == "offset") != (args.offset is not None):
             fail(PROG, "give --offset N exactly when resuming --from offset")
+        try:
+            point = ResumePoint.parse(args.from_, args.offset)
+        except ValueError as exc:
+            fail(PROG, f"--from {args.from_} --offset {args.offset}: {exc}")
         state = read_state(settings)
         body = {
             "flow": flow,
             "topic": topic,
             "partition": int(number),
-            "mode": args.from_,
-            "offset": args.offset,
+            "mode": point.mode.value,
+            "offset": point.offset,
             "by": f"{getpass.getuser()}@{socket.gethostname()} via srm-control"[:200],
             "request_id": uuid.uuid4().hex,
         }

@@ -30,7 +30,7 @@ from typing import Literal
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from srm_common import telemetry
 from srm_common.adapters.http_auth import Access, guard, principal
 from srm_common.adapters.http_limits import BodyLimit
@@ -43,6 +43,7 @@ from srm_common.control.commands import (
     ReportLoss,
     ResumePartition,
 )
+from srm_common.domain.resume import ResumeMode, ResumePoint
 from starlette.exceptions import HTTPException
 
 from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
@@ -81,10 +82,19 @@ class ResumeBody(BaseModel):
     flow: str = Field(description="source->target, e.g. primary->backup", max_length=500)
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0)
-    mode: Literal["copy-end", "source-start", "source-end", "offset"]
+    mode: ResumeMode
     offset: int | None = Field(default=None, ge=0)
     by: str | None = Field(default=None, max_length=200, description="a free note")
     request_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=REQUEST_ID)
+
+    @model_validator(mode="after")
+    def _valid_point(self) -> ResumeBody:
+        self.point  # noqa: B018 (raises what is wrong: a 422 naming it)
+        return self
+
+    @property
+    def point(self) -> ResumePoint:
+        return ResumePoint(self.mode, self.offset)
 
 
 class HaltReport(BaseModel):
@@ -255,8 +265,7 @@ def create_app(site: CoordinatorSite, access: Access) -> FastAPI:
             body.flow,
             body.topic,
             body.partition,
-            body.mode,
-            body.offset,
+            body.point,
             body.request_id or uuid.uuid4().hex,
         )
         return run(command, _by(request, body.by))

@@ -277,7 +277,7 @@ class ControlLink:
                 isinstance(event, PartitionResumeRequested)
                 and (event.flow, event.topic, event.partition) in copies
             ):
-                start = f"offset {event.offset}" if event.mode == "offset" else event.mode
+                start = event.point.describe()
                 _log_traced(
                     envelope,
                     "srm-driver apply resume",

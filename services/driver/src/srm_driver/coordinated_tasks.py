@@ -180,7 +180,7 @@ class CoordinatedTaskSource:
             resumes.update(
                 {
                     (info.flow, info.topic, info.partition): ResumeRequest(
-                        info.request_id, info.mode, info.offset, info.by
+                        info.request_id, info.point, info.by
                     )
                     for info in state.resumes.values()
                     if info.flow in mine
@@ -265,8 +265,8 @@ class CoordinatedTaskSource:
             "flow": flow,
             "topic": key[0],
             "partition": key[1],
-            "mode": request.mode,
-            "offset": request.offset,
+            "mode": request.point.mode.value,
+            "offset": request.point.offset,
             "by": request.by,
             "request_id": request.request_id,
         }

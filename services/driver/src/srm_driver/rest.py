@@ -18,7 +18,7 @@ audit names. The copy slots' channel takes only the driver's per-run secret (pri
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +31,7 @@ from srm_common.control.state import (
     heartbeat_task_id,
     parse_task_id,
 )
+from srm_common.domain.resume import ResumeMode, ResumePoint
 
 from srm_driver.copying.state import ResumeRequest
 
@@ -44,7 +45,7 @@ class ResumeBody(BaseModel):
     """Where a halted partition resumes: ``copy-end`` (after what the copy holds),
     ``source-start``, ``source-end``, or ``offset`` (then ``offset`` is required)."""
 
-    from_: Literal["copy-end", "source-start", "source-end", "offset"] = Field(alias="from")
+    from_: ResumeMode = Field(alias="from")
     offset: int | None = Field(default=None, ge=0)
     by: str | None = Field(
         default=None, max_length=200, description="ignored: the leader records the principal"
@@ -52,9 +53,13 @@ class ResumeBody(BaseModel):
 
     @model_validator(mode="after")
     def _offset_with_mode(self) -> ResumeBody:
-        if (self.from_ == "offset") != (self.offset is not None):
+        if (self.from_ is ResumeMode.OFFSET) != (self.offset is not None):
             raise ValueError("give 'offset' exactly when 'from' is 'offset'")
         return self
+
+    @property
+    def point(self) -> ResumePoint:
+        return ResumePoint(self.from_, self.offset)
 
 
 def flow_leases(driver: Driver) -> dict[str, int]:
@@ -146,7 +151,7 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
         name = flow_name(source, target)
         assert driver.source is not None
         who = principal(request).name
-        resume = ResumeRequest(uuid.uuid4().hex, body.from_, body.offset, who)
+        resume = ResumeRequest(uuid.uuid4().hex, body.point, who)
         outcome = driver.source.resume(name, (topic, partition), resume)
         code = 409 if outcome.startswith("not applied") else 202
         return JSONResponse({"outcome": outcome}, status_code=code)

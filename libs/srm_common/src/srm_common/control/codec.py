@@ -295,7 +295,7 @@ def describe(envelope: Envelope) -> str:
             f" ({event.kind}): {event.reason}"
         )
     if isinstance(event, PartitionResumeRequested):
-        start = f"offset {event.offset}" if event.mode == "offset" else event.mode
+        start = event.point.describe()
         return f"{event.flow} {event.topic}-{event.partition}: resume from {start} requested"
     if isinstance(event, RecordsLost):
         return (

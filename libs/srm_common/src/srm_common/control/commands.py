@@ -33,6 +33,7 @@ from srm_common.control.schema import (
 )
 from srm_common.control.state import AppliedCommand, ControlState, FlowState, partition_key
 from srm_common.domain.filters import compile_patterns
+from srm_common.domain.resume import ResumePoint
 from srm_common.errors import ConfigError, InvalidCommandError
 
 PatternAction = Literal["add", "remove", "add-blacklist", "remove-blacklist"]
@@ -69,9 +70,6 @@ class ChangePatterns:
         object.__setattr__(self, "patterns", tuple(self.patterns))
 
 
-RESUME_MODES = ("copy-end", "source-start", "source-end", "offset")
-
-
 @dataclass(frozen=True, slots=True)
 class ResumePartition:
     """``srm-control partitions --resume T:P --from MODE``: resume a halted partition
@@ -80,8 +78,7 @@ class ResumePartition:
     flow: str
     topic: str
     partition: int
-    mode: str
-    offset: int | None
+    point: ResumePoint
     request_id: str
 
 
@@ -194,15 +191,8 @@ def decide(state: ControlState, command: Command, *, aliases: Sequence[str]) -> 
 def _decide_resume(
     state: ControlState, command: ResumePartition, flow: str, key: str, where: str
 ) -> list[Event]:
-    """Resume a halted partition; refused unless it is halted, or with a bad choice."""
-    if command.mode not in RESUME_MODES:
-        raise CommandRejected(
-            f"unknown resume point {command.mode!r}; use one of {', '.join(RESUME_MODES)}"
-        )
-    if (command.mode == "offset") != (command.offset is not None):
-        raise CommandRejected("give --offset N exactly when resuming --from offset")
-    if command.offset is not None and command.offset < 0:
-        raise CommandRejected(f"offset {command.offset} is negative")
+    """Resume a halted partition; refused unless it is halted (the point is valid: a
+    :class:`ResumePoint` is built only valid)."""
     pending = state.resumes.get(key)
     if pending is not None and pending.request_id == command.request_id:
         return []  # the same request again: applied once
@@ -214,7 +204,12 @@ def _decide_resume(
         raise CommandRejected(f"{where} is not halted, nothing to resume (halted now: {listed})")
     return [
         PartitionResumeRequested(
-            flow, command.topic, command.partition, command.mode, command.offset, command.request_id
+            flow,
+            command.topic,
+            command.partition,
+            command.point.mode.value,
+            command.point.offset,
+            command.request_id,
         )
     ]
 

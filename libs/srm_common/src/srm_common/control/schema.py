@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from srm_common.domain.resume import ResumePoint
 from srm_common.errors import SrmError
 from srm_common.tracecontext import TraceContext
 
@@ -338,6 +339,11 @@ class PartitionResumeRequested(Event):
     mode: str
     offset: int | None
     request_id: str
+
+    @property
+    def point(self) -> ResumePoint:
+        """The resume point the fields name (decided valid; read as one value)."""
+        return ResumePoint.parse(self.mode, self.offset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from srm_common.control.schema import (
     TaskConfigsPart,
 )
 from srm_common.control.task_configs import assemble, task_config_events
+from srm_common.domain.resume import ResumePoint
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 _KINDS = {
@@ -181,6 +182,12 @@ class ResumeInfo:
     request_id: str
     by: str
     at_ms: int
+
+    @property
+    def point(self) -> ResumePoint:
+        """Where it resumes, as one value (the fields stay flat: audit exports and the
+        SQL projection hold them so, and ``srm-control restore`` reads both)."""
+        return ResumePoint.parse(self.mode, self.offset)
 
 
 @dataclass(frozen=True, slots=True)

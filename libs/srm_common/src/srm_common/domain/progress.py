@@ -42,7 +42,6 @@ TARGET_TOPIC_ID_FIELD = "srm.target.topic.id"
 RESUME_FIELD = "srm.resume"
 
 HaltKind = Literal["conflict", "recreated", "truncated", "missing", "retention", "poison"]
-ResumeMode = Literal["copy-end", "source-start", "source-end", "offset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,33 +324,6 @@ def reconcile_shared(
     return _after_retention(
         Resume(start=start, downstream=facts.target_end), facts.source_log_start
     )
-
-
-def resume_from(
-    mode: ResumeMode, progress: Progress | None, facts: PartitionFacts, *, offset: int | None = None
-) -> Resume:
-    """Where an operator's explicit resume of a halted partition starts.
-
-    ``copy-end``: after what the copy holds (the recorded upstream position, kept within
-    the source's retained range) and keeping whatever the remote partition holds;
-    ``source-start`` / ``source-end``: the source's log start / end; ``offset``: that
-    upstream offset (``ValueError`` outside the retained range). The copy lands after the
-    remote partition's current end in every case.
-    """
-    low, high = facts.source_log_start, facts.source_end
-    if mode == "copy-end":
-        start = min(max(progress.next_upstream if progress else low, low), high)
-    elif mode == "source-start":
-        start = low
-    elif mode == "source-end":
-        start = high
-    else:
-        if offset is None or not low <= offset <= high:
-            raise ValueError(
-                f"offset {offset} is outside the source partition's retained range {low}..{high}"
-            )
-        start = offset
-    return Resume(start=start, downstream=facts.target_end)
 
 
 def offset_syncs(pairs: Sequence[tuple[int, int]], *, shared: bool) -> list[tuple[int, int]]:

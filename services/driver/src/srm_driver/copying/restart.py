@@ -17,8 +17,8 @@ from srm_common.domain.progress import (
     offset_syncs,
     reconcile,
     reconcile_shared,
-    resume_from,
 )
+from srm_common.domain.resume import resume_from
 from srm_common.errors import SrmError
 
 from srm_driver.copying.ports import FlowAdapters
@@ -49,7 +49,7 @@ def decide_restart(
     acknowledged), or the operator's ``request``; ``SrmError`` when Kafka did not answer."""
     if request is not None:
         try:
-            resumed = resume_from(request.mode, progress, facts, offset=request.offset)  # type: ignore[arg-type]
+            resumed = resume_from(request.point, progress, facts)
         except ValueError as exc:
             return Restart(
                 Halt("conflict", f"the resume asked by {request.by} cannot be applied: {exc}")

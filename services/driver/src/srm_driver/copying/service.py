@@ -201,7 +201,13 @@ class CopyService:
             state.status = "pending"
             state.retry_at = 0.0
             state.tries.clear()
-            log.info("%s: %s asks to resume %s-%d from %s", flow, request.by, *key, request.mode)
+            log.info(
+                "%s: %s asks to resume %s-%d from %s",
+                flow,
+                request.by,
+                *key,
+                request.point.describe(),
+            )
             return True
 
     def stop(self, timeout: float = 90.0) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from srm_common.domain.progress import Halt, Progress
+from srm_common.domain.resume import ResumePoint
 from srm_common.metrics.raw import LATENCY_BOUNDS_MS, Histogram
 
 from srm_driver.copying.protocol import PartitionPlan, PartitionReport
@@ -122,8 +123,7 @@ class ResumeRequest:
     """An operator's explicit resume of a halted partition."""
 
     request_id: str
-    mode: str
-    offset: int | None = None
+    point: ResumePoint
     by: str = "unknown"
 
 
