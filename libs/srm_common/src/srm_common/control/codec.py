@@ -32,11 +32,9 @@ from typing import cast, get_args, get_origin, get_type_hints
 
 from srm_common.control.schema import (
     EVENT_TYPES,
-    UPCASTERS,
     AssignmentChanged,
     ConfigApplied,
     CoordinatorElected,
-    Data,
     DriverJoined,
     DriverLeft,
     Envelope,
@@ -55,6 +53,7 @@ from srm_common.control.schema import (
     TaskConfigsGenerated,
     TaskConfigsPart,
 )
+from srm_common.control.upcasters import UPCASTERS, Data
 from srm_common.tracecontext import parse_trace
 
 _UPGRADE = "it was written by a newer SRM: upgrade this coordinator, driver or srm-control"

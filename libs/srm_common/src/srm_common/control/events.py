@@ -1,7 +1,8 @@
 """Control events and their codec: the one import for producers and readers of the log.
 
-The types live in :mod:`srm_common.control.schema`, the bytes, record keys and audit
-lines in :mod:`srm_common.control.codec`; this module puts them under one name.
+The types live in :mod:`srm_common.control.schema`, the upgrades of older versions in
+:mod:`srm_common.control.upcasters`, the bytes, record keys and audit lines in
+:mod:`srm_common.control.codec`; this module puts them under one name.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from srm_common.control.codec import decode, describe, encode, event_key
 from srm_common.control.schema import (
     EVENT_TYPES,
     PATTERN_EVENTS,
-    UPCASTERS,
     AssignmentChanged,
     ConfigApplied,
     CoordinatorElected,
@@ -43,6 +43,9 @@ from srm_common.control.schema import (
     TopicsDenied,
     TopicsDenyRemoved,
     pattern_event_class,
+)
+from srm_common.control.upcasters import (
+    UPCASTERS,
     upcast_driver_joined_v1_to_v2,
     upcast_driver_joined_v2_to_v3,
     upcast_log_started_v1_to_v2,
