@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from srm_common.adapters.key_stores import key_files, trust_file
-from srm_common.config.security import KeyStore, TrustStore
+from srm_common.config.tls_stores import KeyStore, TrustStore
 from srm_common.errors import ConfigError
 
 PREFIX = "listeners.https."

@@ -30,7 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from srm_common.config.security import KeyStore, TrustStore
+from srm_common.config.tls_stores import KeyStore, TrustStore
 from srm_common.errors import ConfigError
 
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----\s.*?-----END CERTIFICATE-----", re.DOTALL)
