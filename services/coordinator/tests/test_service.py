@@ -25,9 +25,11 @@ from srm_common.control.events import (
 from srm_common.control.state import apply, replay
 from srm_common.errors import ControlLogError, Fenced
 from srm_common.tracecontext import TraceContext
+from srm_coordinator.command_queue import CommandTimedOut, Queued
 from srm_coordinator.leader import baseline_of
+from srm_coordinator.leader_term import CommandResult
 from srm_coordinator.migration import Migration
-from srm_coordinator.service import CommandResult, CommandTimedOut, Coordinator, NotLeader
+from srm_coordinator.service import Coordinator, NotLeader
 from srm_coordinator.testing import Fakes
 
 
@@ -39,7 +41,7 @@ def coordinator(leading: Coordinator) -> Coordinator:
 def queue(service: Coordinator, trace: TraceContext | None = None) -> Future[CommandResult]:
     future: Future[CommandResult] = Future()
     command = ChangePatterns("primary->backup", "topics", "add", ("payments",))
-    service._commands.put((command, "op", trace, future))
+    service._commands._queue.put(Queued(command, "op", trace, future))
     return future
 
 
@@ -155,8 +157,9 @@ def test_a_flows_trace_ends_once_its_traced_tasks_all_run_when_assigned(
     parent = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
     queue(coordinator, parent)
     coordinator._round()
-    leader = coordinator._leader
-    assert leader is not None
+    term = coordinator._term
+    assert term is not None
+    leader = term.leader
     # No driver yet: the assignment that hands the flow's tasks out is still to come.
     assert "primary->backup" in leader.traces
     tasks = coordinator.state.tasks["primary->backup"].task_ids()

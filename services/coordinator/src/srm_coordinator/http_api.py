@@ -46,7 +46,8 @@ from srm_common.control.commands import (
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from starlette.exceptions import HTTPException
 
-from srm_coordinator.service import CommandTimedOut, Coordinator, NotLeader
+from srm_coordinator.command_queue import CommandTimedOut
+from srm_coordinator.service import Coordinator, NotLeader
 from srm_coordinator.site import CoordinatorSite, NotServed
 
 # Service metrics: a command's outcome by the status it was answered with.

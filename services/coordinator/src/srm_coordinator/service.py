@@ -15,34 +15,26 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 import uuid
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 
 from srm_common import telemetry
 from srm_common.config.control import ControlSettings
 from srm_common.config.model import SrmConfig
 from srm_common.control.commands import (
-    ChangePatterns,
     Command,
     CommandRejected,
-    applied_before,
-    command_id,
-    decide,
 )
-from srm_common.control.events import describe
-from srm_common.control.state import AppliedCommand, ControlState
-from srm_common.errors import ControlLogError, ControlTopicRefused, Fenced, SrmError
+from srm_common.control.state import ControlState
+from srm_common.errors import ControlLogError, ControlTopicRefused, SrmError
 from srm_common.log_follower import Folded, LogFollower
-from srm_common.tracecontext import TraceContext
 
-from srm_coordinator.leader import Leader, Round
+from srm_coordinator.command_queue import CommandQueue, Queued
+from srm_coordinator.leader import Leader
+from srm_coordinator.leader_term import CommandResult, LeaderTerm, TermEnded
 from srm_coordinator.log_memory import LogMemory
 from srm_coordinator.membership import Membership
 from srm_coordinator.migration import Mover
-from srm_coordinator.ports import Adapters, Beats, LogWriter
+from srm_coordinator.ports import Adapters
 
 log = logging.getLogger(__name__)
 
@@ -61,30 +53,15 @@ class NotLeader(SrmError):
         self.maybe_applied = maybe_applied
 
 
-class CommandTimedOut(SrmError):
-    """The leader did not carry out a command in time; the message says whether it may
-    still have been applied (``maybe_applied``)."""
-
-    def __init__(self, message: str, *, maybe_applied: bool) -> None:
-        super().__init__(message)
-        self.maybe_applied = maybe_applied
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """``before`` is set when the log already held the command (a retry): nothing new."""
-
-    offset: int
-    changes: tuple[str, ...]
-    before: AppliedCommand | None = None
-
-
-# A command, who asked, the trace context of the request that brought it, its outcome.
-Queued = tuple[Command, str, TraceContext | None, "Future[CommandResult]"]
-
-
 class Coordinator:
-    """The coordinator service; :meth:`run` blocks until ``stop`` is set."""
+    """The coordinator service; :meth:`run` blocks until ``stop`` is set.
+
+    What outlives a term of leading stays here: reading the log (replay, retries while
+    its cluster does not answer), the election loop, the command queue and the views the
+    HTTP API reads. The leader's part is :class:`srm_coordinator.leader_term.LeaderTerm`
+    and the queue's :class:`srm_coordinator.command_queue.CommandQueue`. (About 300 lines:
+    the rest is the loop's steps and the API's views over the same follower and term.)
+    """
 
     def __init__(
         self,
@@ -106,16 +83,13 @@ class Coordinator:
         self.id = coordinator_id or f"coordinator-{uuid.uuid4().hex[:8]}"
         self.url = ""
         self.stop = threading.Event()
-        self.leading = False
         self.memory = memory
         self.took_over_at: float | None = None
         self._lock = threading.Lock()
-        self._commands: queue.Queue[Queued] = queue.Queue()
+        self._commands = CommandQueue()
         self._notices: queue.Queue[str] = queue.Queue()
-        self._writer: LogWriter | None = None
-        self._beats: Beats | None = None
-        self._leader: Leader | None = None
-        self._membership: Membership | None = None
+        # The term of leading the log, while this instance leads it.
+        self._term: LeaderTerm | None = None
         # The event log, folded; stepped by the loop (a coordinator folds before it decides).
         self.follower: LogFollower | None = None
         # Rounds that appended events: how long the last and the longest took to decide
@@ -126,6 +100,10 @@ class Coordinator:
         # Why the log cannot be opened now (its cluster does not answer), if so.
         self.unreachable: str | None = "starting"
         self._retry_lead_at = 0.0
+
+    @property
+    def leading(self) -> bool:
+        return self._term is not None
 
     @property
     def state(self) -> ControlState:
@@ -145,32 +123,12 @@ class Coordinator:
 
     def submit(self, command: Command, by: str, timeout: float = 20.0) -> CommandResult:
         """Carry out ``command`` on the leader; :class:`NotLeader`,
-        :class:`CommandRejected` or :class:`CommandTimedOut` otherwise.
-
-        A command that waited ``timeout`` seconds in the queue is withdrawn, so a
-        caller told "timed out" is never surprised by it being applied later."""
+        :class:`CommandRejected` or :class:`CommandTimedOut` otherwise
+        (:class:`srm_coordinator.command_queue.CommandQueue`: a command not reached in
+        time is withdrawn)."""
         if not self.leads():
             raise NotLeader(self._leader_url())
-        future: Future[CommandResult] = Future()
-        self._commands.put((command, by, telemetry.context_now(), future))
-        try:
-            return future.result(timeout)
-        except FutureTimeout:
-            if future.cancel():
-                raise CommandTimedOut(
-                    f"the leader did not get to the command within {timeout:g} s"
-                    " (is the control cluster slow?); it was withdrawn and not applied:"
-                    " try again",
-                    maybe_applied=False,
-                ) from None
-        try:  # the loop had started on it: wait for the outcome a while longer
-            return future.result(timeout / 2)
-        except FutureTimeout:
-            raise CommandTimedOut(
-                "the leader is still writing the command to the event log; it may yet be"
-                " applied: check with --list or audit before trying again",
-                maybe_applied=True,
-            ) from None
+        return self._commands.submit(command, by, timeout)
 
     def notify(self, flow: str) -> None:
         """A driver saw the source change under ``flow``: rediscover it."""
@@ -179,9 +137,10 @@ class Coordinator:
         self._notices.put(flow)
 
     def members(self) -> dict[str, dict[str, object]]:
-        membership = self._membership
-        if membership is None or not self.leading:
+        term = self._term
+        if term is None:
             return {}
+        membership = term.membership
         return {
             driver: {
                 "last_seen_ms": membership.last_seen.get(driver),
@@ -194,8 +153,8 @@ class Coordinator:
 
     def config_drift(self) -> str | None:
         """Why this coordinator, leading, did not apply its configuration file."""
-        leader = self._leader
-        return leader.config_drift if self.leading and leader is not None else None
+        term = self._term
+        return term.leader.config_drift if term is not None else None
 
     def log_status(self) -> dict[str, object]:
         """The event log as this coordinator reads it: identity, problem, skipped records."""
@@ -312,14 +271,12 @@ class Coordinator:
             writer.close()
             self._retry_lead_at = started + RETRY_S
             return
-        self._writer = writer
-        self._beats = beats
-        self._membership = Membership(self.settings.session_timeout_ms)
-        self._leader = Leader(
+        membership = Membership(self.settings.session_timeout_ms)
+        leader = Leader(
             self.config,
             coordinator=self.id,
             url=self.url,
-            membership=self._membership,
+            membership=membership,
             discovery=self.adapters.discovery(),
             control=self.settings,
             clock=self.adapters.clock,
@@ -327,10 +284,23 @@ class Coordinator:
             apply_config=self.apply_config,
             migration=migration,
         )
-        self.leading = True
-        if self._commit(self._leader.take_over(self.state)):
+        assert self.follower is not None
+        term = LeaderTerm(
+            self.id,
+            writer=writer,
+            beats=beats,
+            membership=membership,
+            leader=leader,
+            follower=self.follower,
+            clock=self.adapters.clock,
+            aliases=self.config.aliases,
+        )
+        self._term = term
+        if not term.commit(leader.take_over(self.state)):
+            self._step_down(term.ended or "cannot append to the event log")
+        else:
             self.took_over_at = self.adapters.clock()
-            self._mover.committed(self._leader.migrated_to)
+            self._mover.committed(leader.migrated_to)
             log.info(
                 "%s: leading the log of %s (epoch %d) after %.1f s; replayed state digest %s",
                 self.id,
@@ -360,116 +330,52 @@ class Coordinator:
 
     def _step_down(self, why: str) -> None:
         log.warning("%s: no longer leading: %s", self.id, why)
-        self.leading = False
-        for resource in (self._writer, self._beats):
-            if resource is not None:
-                try:
-                    resource.close()
-                except Exception:  # noqa: BLE001 - best effort on the way out
-                    pass
-        self._writer = self._beats = None
-        if self._leader is not None:
-            self._leader.discovery.close()
-        self._leader = None
+        term, self._term = self._term, None
+        if term is not None:
+            term.end(why)
         self._refuse_queued()
 
     def _refuse_queued(self) -> None:
-        while True:
-            try:
-                _command, _by, _trace, future = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            if future.set_running_or_notify_cancel():
-                future.set_exception(NotLeader(self._leader_url()))
+        self._commands.refuse_all(lambda: NotLeader(self._leader_url()))
 
     def _round(self) -> None:
-        assert self._leader is not None and self._beats is not None
-        assert self._membership is not None
+        term = self._term
+        assert term is not None
         self._mover.mark(self.id)
-        # Liveness by this coordinator's monotonic clock (a wall-clock step must not
-        # declare a live driver dead, or hide a dead one).
-        self._membership.observe(self._beats.poll(0), self._leader.tick_ms())
+        term.observe()
         self._run_commands()
-        if not self.leading:
-            return  # a command's append was fenced: _leader is gone
+        if self._term is not term:
+            return  # a command's append failed: the term is over
         flows: set[str] = set()
         while not self._notices.empty():
             flows.add(self._notices.get_nowait())
-        self._leader.refresh(flows)
-        started = time.monotonic()
-        round_ = self._leader.round(self.state)
-        if self._commit(round_) and round_.envelopes:
-            took = (time.monotonic() - started) * 1000
+        took = term.decide_round(flows)
+        if term.ended is not None:
+            self._step_down(term.ended)
+        elif took is not None:
             times = self.round_times
             times["rounds"] = int(times["rounds"]) + 1
             times["last_ms"] = round(took, 1)
             times["max_ms"] = round(max(float(times["max_ms"]), took), 1)
 
     def _run_commands(self) -> None:
-        assert self._leader is not None
-        while self.leading:
-            try:
-                command, by, trace, future = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            if not future.set_running_or_notify_cancel():
-                continue  # withdrawn by submit(): its caller was told it timed out
+        for queued in self._commands.take():
+            term = self._term
+            if term is None:  # the previous command's append ended the term
+                queued.outcome.set_exception(NotLeader(self._leader_url()))
+                continue
             # The span continues the request's trace; the events carry the span's context.
-            with telemetry.span(f"srm-coordinator {type(command).__name__}", parent=trace):
-                self._carry_out(command, by, future)
+            with telemetry.span(
+                f"srm-coordinator {type(queued.command).__name__}", parent=queued.trace
+            ):
+                self._carry_out(term, queued)
 
-    def _carry_out(self, command: Command, by: str, future: Future[CommandResult]) -> None:
-        assert self._leader is not None
-        before = applied_before(self.state, command)
-        if before is not None:  # a retry of a command in the log: applied once
-            future.set_result(CommandResult(self.state.offset, (), before))
-            return
-        trace = telemetry.context_now()
-        round_ = Round(self.state, by, int(self.adapters.clock() * 1000))
+    def _carry_out(self, term: LeaderTerm, queued: Queued) -> None:
         try:
-            round_.add(
-                decide(self.state, command, aliases=self.config.aliases),
-                command=command_id(command) or uuid.uuid4().hex,
-                trace=trace,
-            )
+            result = term.carry_out(queued.command, queued.by, telemetry.context_now())
+            queued.outcome.set_result(result)
         except CommandRejected as exc:
-            future.set_exception(exc)
-            return
-        if not round_.envelopes:
-            future.set_result(CommandResult(self.state.offset, ()))
-            return
-        if self._commit(round_):
-            if isinstance(command, ChangePatterns):
-                self._leader.refresh([command.flow], trace)
-            future.set_result(
-                CommandResult(self.state.offset, tuple(describe(e) for e in round_.envelopes))
-            )
-        else:
-            future.set_exception(NotLeader(self._leader_url(), maybe_applied=True))
-
-    def _commit(self, round_: Round) -> bool:
-        """Append the round's events; False (and no longer leading) when it failed."""
-        if not round_.envelopes:
-            return True
-        assert self._writer is not None
-        try:
-            written = self._writer.append(round_.envelopes)
-        except Fenced as exc:
-            log.error("%s: %s; the event log is unchanged by this coordinator", self.id, exc)
-            self._step_down("fenced")
-            return False
-        except ControlLogError as exc:
-            # The producer may be stuck: after a commit that timed out librdkafka refuses
-            # abort_transaction and begin_transaction until commit is called again. A new
-            # writer (fence, replay, take-over round) is the one way back that is sure to
-            # work, and it also redoes the round's decisions from the log as it is.
-            log.error("%s: %s (taking over again with a new writer)", self.id, exc)
-            self._step_down("cannot append to the event log")
-            return False
-        for envelope in written:
-            log.info("%s: %s", self.id, describe(envelope))
-        assert self.follower is not None
-        self.follower.fold(written)
-        if self._leader is not None:
-            self._leader.committed(round_, self.state)
-        return True
+            queued.outcome.set_exception(exc)
+        except TermEnded:
+            queued.outcome.set_exception(NotLeader(self._leader_url(), maybe_applied=True))
+            self._step_down(term.ended or "cannot append to the event log")
