@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.event_log_reads import read_log
 from srm_common.control.events import AssignmentChanged
-from srm_common.control.state import parse_task_id
+from srm_common.control.task_ids import parse_task_id
 from srm_local import testing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -20,7 +20,8 @@ import pytest
 from srm_common import telemetry
 from srm_common.config import load_config
 from srm_common.config.control import control_plane
-from srm_common.control.state import ControlState, Leader
+from srm_common.control.state import ControlState
+from srm_common.control.state_records import Leader
 from srm_control import arguments, sending
 from srm_control.cli import main
 from srm_control.delivery import (

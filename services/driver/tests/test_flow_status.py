@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from srm_common.control.state import checkpoint_task_id, heartbeat_task_id
+from srm_common.control.task_ids import checkpoint_task_id, heartbeat_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 from srm_driver.checkpoints import GroupStatus
 from srm_driver.rest import flow_leases, flow_status

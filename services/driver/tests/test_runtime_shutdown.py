@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from srm_common.config import parse_yaml_text
-from srm_common.control.state import checkpoint_task_id, heartbeat_task_id
+from srm_common.control.task_ids import checkpoint_task_id, heartbeat_task_id
 from srm_common.domain.tasks import CheckpointTask
 from srm_driver.runtime import DriverRuntime
 from srm_driver.task_thread import TaskThread

@@ -14,8 +14,9 @@ from srm_common.control.events import (
     Envelope,
     Event,
 )
-from srm_common.control.state import ControlState, apply, source_task_id
+from srm_common.control.state import ControlState, apply
 from srm_common.control.task_configs import task_configs
+from srm_common.control.task_ids import source_task_id
 
 AB, BA = "primary->backup", "backup->primary"
 

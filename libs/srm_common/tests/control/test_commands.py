@@ -32,7 +32,8 @@ from srm_common.control.events import (
     TopicsDenied,
     TopicsDenyRemoved,
 )
-from srm_common.control.state import AppliedCommand, ControlState, apply, replay
+from srm_common.control.state import ControlState, apply, replay
+from srm_common.control.state_records import AppliedCommand
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.errors import InvalidCommandError, SrmError
 from srm_common.replication_plan import replicated_partitions

@@ -23,18 +23,20 @@ from srm_common.control.events import (
 )
 from srm_common.control.state import (
     COMMANDS_REMEMBERED,
-    AppliedCommand,
     ControlState,
     FlowState,
     FlowTasks,
     apply,
+    replay,
+)
+from srm_common.control.state_records import AppliedCommand
+from srm_common.control.task_configs import task_configs
+from srm_common.control.task_ids import (
     checkpoint_task_id,
     heartbeat_task_id,
     parse_task_id,
-    replay,
     source_task_id,
 )
-from srm_common.control.task_configs import task_configs
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 AB = "primary->backup"

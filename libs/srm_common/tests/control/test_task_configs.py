@@ -21,13 +21,14 @@ from srm_common.control.events import (
     encode,
 )
 from srm_common.control.planning import plan_flow_tasks
-from srm_common.control.state import ControlState, FlowTasks, apply, source_task_id
+from srm_common.control.state import ControlState, FlowTasks, apply
 from srm_common.control.task_configs import (
     EVENT_BYTES_MAX,
     PART_BYTES,
     task_config_events,
     task_configs,
 )
+from srm_common.control.task_ids import source_task_id
 
 AB = "primary->backup"
 # The longest topic name Kafka allows, and long group names: the worst case per entry.

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 from srm_common.config.control import effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
-from srm_common.control.state import ControlState, parse_task_id
+from srm_common.control.state import ControlState
+from srm_common.control.task_ids import parse_task_id
 from srm_common.errors import SrmError
 
 HALTED_SHOWN = 100

@@ -25,7 +25,8 @@ from srm_common.control.commands import (
     decide,
 )
 from srm_common.control.events import describe
-from srm_common.control.state import AppliedCommand, ControlState
+from srm_common.control.state import ControlState
+from srm_common.control.state_records import AppliedCommand
 from srm_common.errors import ControlLogError, Fenced
 from srm_common.log_follower import LogFollower
 from srm_common.tracecontext import TraceContext

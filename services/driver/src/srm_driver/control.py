@@ -61,7 +61,8 @@ from srm_common.control.events import (
     PartitionResumeRequested,
     TaskConfigsGenerated,
 )
-from srm_common.control.state import ControlState, parse_task_id
+from srm_common.control.state import ControlState
+from srm_common.control.task_ids import parse_task_id
 from srm_common.errors import ControlLogError
 from srm_common.log_follower import Folded, LogFollower, LogReader
 

@@ -26,7 +26,8 @@ from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPe
 from srm_common.config.control import ControlPlane, ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.control.refresh import Due, RefreshSchedule
-from srm_common.control.state import ControlState, parse_task_id
+from srm_common.control.state import ControlState
+from srm_common.control.task_ids import parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 from srm_common.errors import ControlLogError, ControlTopicRefused
 

@@ -25,12 +25,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 from srm_common.adapters.http_auth import Access, guard, principal
-from srm_common.control.state import (
-    ControlState,
-    checkpoint_task_id,
-    heartbeat_task_id,
-    parse_task_id,
-)
+from srm_common.control.state import ControlState
+from srm_common.control.task_ids import checkpoint_task_id, heartbeat_task_id, parse_task_id
 from srm_common.domain.resume import ResumeMode, ResumePoint
 
 from srm_driver.copying.state import ResumeRequest

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from srm_common.config.model import FlowConfig
-from srm_common.control.state import heartbeat_task_id
+from srm_common.control.task_ids import heartbeat_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
 
 from srm_driver.acl_sync import AclSyncJob, runs_acl_sync

@@ -31,7 +31,8 @@ from srm_common.control.schema import (
     RecordsLost,
     pattern_event_class,
 )
-from srm_common.control.state import AppliedCommand, ControlState, FlowState, partition_key
+from srm_common.control.state import ControlState, FlowState, partition_key
+from srm_common.control.state_records import AppliedCommand
 from srm_common.domain.filters import compile_patterns
 from srm_common.domain.resume import ResumePoint
 from srm_common.errors import ConfigError, InvalidCommandError

@@ -32,39 +32,21 @@ from srm_common.control.schema import (
     TaskConfigsGenerated,
     TaskConfigsPart,
 )
+from srm_common.control.state_records import (
+    AppliedCommand,
+    DriverInfo,
+    HaltInfo,
+    Leader,
+    ResumeInfo,
+)
 from srm_common.control.task_configs import assemble, task_config_events
-from srm_common.domain.resume import ResumePoint
+from srm_common.control.task_ids import (
+    checkpoint_task_id,
+    heartbeat_task_id,
+    parse_task_id,
+    source_task_id,
+)
 from srm_common.domain.tasks import CheckpointTask, SourceTask
-
-_KINDS = {
-    "MirrorSourceConnector": "source",
-    "MirrorCheckpointConnector": "checkpoint",
-    "MirrorHeartbeatConnector": "heartbeat",
-}
-
-
-def source_task_id(flow: str, index: int) -> str:
-    """``primary->backup|MirrorSourceConnector-0``: MM2's task name under the flow."""
-    return f"{flow}|MirrorSourceConnector-{index}"
-
-
-def checkpoint_task_id(flow: str, index: int) -> str:
-    return f"{flow}|MirrorCheckpointConnector-{index}"
-
-
-def heartbeat_task_id(flow: str) -> str:
-    return f"{flow}|MirrorHeartbeatConnector-0"
-
-
-def parse_task_id(task_id: str) -> tuple[str, str, int]:
-    """``(flow, kind, index)`` of a task id, kind ``source``, ``checkpoint`` or
-    ``heartbeat``; ``ValueError`` naming the id when it is not one of ours."""
-    flow, _, task = task_id.rpartition("|")
-    connector, _, index = task.rpartition("-")
-    kind = _KINDS.get(connector)
-    if not flow or kind is None or not index.isdigit():
-        raise ValueError(f"{task_id!r} is not a task id like 'a->b|MirrorSourceConnector-0'")
-    return flow, kind, int(index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,72 +127,9 @@ def partition_key(flow: str, topic: str, partition: int) -> str:
     return f"{flow}|{topic}|{partition}"
 
 
-@dataclass(frozen=True, slots=True)
-class DriverInfo:
-    """A member of the group: driver id, incarnation (``instance``, ``""`` for members
-    that joined before incarnations existed) and where its REST API answers."""
-
-    driver: str
-    url: str
-    host: str
-    joined_at_ms: int
-    instance: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class HaltInfo:
-    """A partition a driver halted, until an operator resumes it."""
-
-    flow: str
-    topic: str
-    partition: int
-    kind: str
-    reason: str
-    driver: str
-    at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class ResumeInfo:
-    """An operator's resume of a halted partition, for the driver that holds it."""
-
-    flow: str
-    topic: str
-    partition: int
-    mode: str
-    offset: int | None
-    request_id: str
-    by: str
-    at_ms: int
-
-    @property
-    def point(self) -> ResumePoint:
-        """Where it resumes, as one value (the fields stay flat: audit exports and the
-        SQL projection hold them so, and ``srm-control restore`` reads both)."""
-        return ResumePoint.parse(self.mode, self.offset)
-
-
-@dataclass(frozen=True, slots=True)
-class AppliedCommand:
-    """A command the log holds events of (``Envelope.command_id``): when, by whom, and
-    how many events it decided. A retry under the same id is answered from this."""
-
-    at_ms: int
-    by: str
-    events: int
-
-
 # Command ids remembered: the newest this many (ids of older commands are forgotten,
 # so a retry of one of them is decided again). srm-control retries for seconds.
 COMMANDS_REMEMBERED = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Leader:
-    coordinator: str
-    url: str
-    epoch: int
-    since_ms: int
 
 
 @dataclass(frozen=True, slots=True)
