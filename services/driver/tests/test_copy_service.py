@@ -16,7 +16,7 @@ from srm_common.domain.records import OffsetSync
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
-from srm_driver.copying.service import CopyService
+from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
 from srm_driver.copying.slots import SLOT_LOST_S
 from srm_driver.copying.state import ResumeRequest
 
@@ -118,6 +118,8 @@ class FakeJob:
         self.job_id: str | None = None
         self.error: str | None = None
         self.more: list[int] = []
+        # The executors Spark lists (None: local mode, or Spark could not be asked).
+        self.listed: frozenset[str] | None = None
 
     def start(self) -> str:
         self.job_id = "job-1"
@@ -127,6 +129,9 @@ class FakeJob:
         """Slots Spark can run beyond those asked for: none unless a test adds some."""
         added, self.more = self.more, []
         return added
+
+    def executors(self) -> frozenset[str] | None:
+        return self.listed
 
     def running(self) -> bool:
         return self.job_id is not None
@@ -171,11 +176,13 @@ class Harness:
         others: Sequence[FlowConfig] = (),
         store: Callable[[Journal, FakeFacts], FakeStore] | None = None,
         grace_s: float = 0.0,
+        local: bool = True,
     ) -> None:
         """``store``: the progress store of ``flow`` (default: one holding ``loaded``);
         ``grace_s``: the start-up grace for slots still to report. Most tests let slot 0
         alone report (of the job's 2), so by default nothing waits for slot 1: the grace is
-        tested on its own."""
+        tested on its own. ``local``: whether the slots run in local mode (else on a
+        cluster's executors)."""
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
@@ -184,6 +191,7 @@ class Harness:
         self.leases: dict[str, int] = {}  # per flow, where it differs from ``lease``
         self.events: list[CopyEvent] = []
         self.job = FakeJob()
+        self.job.local = local
         adapters = {
             f.name: FlowAdapters(
                 flow=f,
@@ -779,6 +787,18 @@ def test_each_unit_is_told_its_flows_lease_and_the_slot_the_longest(
     assert answer["lease_ms"] == LEASE_CAP_MS
     _status, answer = h.report(slot=1)
     assert answer["units"] == {} and answer["lease_ms"] == LEASE_CAP_MS, "no unit: the cap"
+
+
+def test_slots_on_a_cluster_get_short_leases_so_a_lost_ones_partitions_wait_less(
+    flow: FlowConfig, other: FlowConfig
+) -> None:
+    h = Harness(flow, others=[other], local=False)
+    h.leases = {FLOW: 10 * LEASE_CAP_MS, OTHER: 2000}
+    both_started(h)
+    _status, answer = h.report()
+    units = answer["units"]
+    assert (units[FLOW]["lease_ms"], units[OTHER]["lease_ms"]) == (CLUSTER_SLOT_LEASE_MS, 2000)
+    assert answer["lease_ms"] == CLUSTER_SLOT_LEASE_MS < LEASE_CAP_MS
 
 
 class HangingStore(FakeStore):
@@ -1390,3 +1410,120 @@ def test_a_pause_of_the_driver_itself_loses_no_slot(flow: FlowConfig) -> None:
     h.report(slot=1)
     assert not [e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost"]
     assert plans(h, 0) == zero and plans(h, 1) == one
+
+
+# -- a slot whose executor Spark removed is lost at once (copying/slots.py); the fence is
+# its lease and writes all the same, whether the executor is dead or only cut off.
+
+
+def on_executor(h: Harness, slot: int, executor: str, *entries: dict[str, object]) -> dict:  # type: ignore[type-arg]
+    """Report ``entries`` as ``slot``'s run on Spark's executor ``executor``; the answer."""
+    Harness.seq += 1
+    run = {"id": f"run-{slot}", "attempt": 0, "executor": f"executor {executor} (host)",
+           "executor_id": executor}  # fmt: skip
+    body = {"job": "job-1", "slot": slot, "seq": Harness.seq, "answered": -1,
+            "exiting": False, "units": [unit(FLOW, *entries)], "run": run}  # fmt: skip
+    status, answer = h.service.on_report("job-1", slot, body)
+    return {"status": status, **answer}
+
+
+def on_executors(h: Harness) -> tuple[dict[int, int], dict[int, int]]:
+    """Slot 0 on executor 1, slot 1 on executor 2, 4 partitions over them; their plans."""
+    h.job.listed = frozenset({"1", "2"})
+    on_executor(h, 0, "1")
+    on_executor(h, 1, "2")
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(ELASTIC_PARTITIONS)})
+    h.clock.now += 1
+    h.service.tick()
+    h.service.work(FLOW)
+    zero, one = (
+        {p["partition"]: p["plan"] for p in on_executor(h, s, e)["units"][FLOW]["partitions"]}
+        for s, e in ((0, "1"), (1, "2"))
+    )
+    assert (len(zero), len(one)) == (2, 2)
+    return zero, one
+
+
+def test_a_slot_whose_executor_spark_removed_is_lost_at_once_and_fenced_by_its_lease(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    zero, one = on_executors(h)
+    on_executor(h, 1, "2", *(entry(plan, p, 10) for p, plan in one.items()))
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 10)  # what slot 1 wrote
+    granted = h.clock.now + h.lease / 1000
+    h.job.listed = frozenset({"1", "3"})  # executor 2 removed, executor 3 added
+    h.clock.now += 1  # the driver asks Spark every second
+    h.service.tick()
+    lost_at = h.clock.now
+    (lost,) = (e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost")
+    assert (lost["slot"], lost["partitions"]) == (1, 2), "at once, not after 15 s of silence"
+    assert lost["why"] == "Spark removed executor 2"
+    # Spark may be wrong (a worker cut off from the master, an executor paused): the run
+    # may be alive. It is fenced as a silent one is: no more answers, and its partitions
+    # wait for its last lease and the writes handed over before it (10 s + 2 s, and 2 %).
+    assert on_executor(h, 1, "2")["status"] == 410, "the old run, if alive, ends"
+    wait_out = granted + 0.02 * (granted - lost_at) + 12
+    assert lost_at + lost["fenced_s"] == pytest.approx(wait_out, abs=0.1)
+    while h.clock.now + 1 < wait_out:
+        h.clock.now += 1
+        on_executor(h, 0, "1")
+        h.service.tick()
+        h.service.work(FLOW)
+        got = {p["partition"] for p in on_executor(h, 0, "1")["units"][FLOW]["partitions"]}
+        assert got == set(zero), "slot 0 runs on; nothing moves while the old run may write"
+    h.clock.now = wait_out + 0.1
+    on_executor(h, 0, "1")
+    h.service.tick()
+    h.service.work(FLOW)
+    moved = {p["partition"]: p for p in on_executor(h, 0, "1")["units"][FLOW]["partitions"]}
+    assert set(moved) == {0, 1, 2, 3}
+    for p in one:
+        assert moved[p]["plan"] > one[p] and moved[p]["start"] == 10, "reconciled from 10"
+    assert not h.service.status(FLOW)["halted"]
+    events = h.service.status(FLOW)["slot_events"]
+    assert [e["slot"] for e in events if e["event"] == "lost"] == [1], "slot 0 never lost"
+
+
+def test_an_executor_spark_never_listed_or_cannot_be_asked_about_loses_no_slot(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    h.job.listed = frozenset({"1"})
+    on_executor(h, 0, "1")
+    on_executor(h, 1, "9")  # registered after Spark was asked: not yet listed
+    for listed in (None, frozenset({"1"}), None, frozenset({"1", "9"}), None):
+        h.job.listed = listed  # None: local mode, or Spark not answering now
+        h.clock.now += 1
+        on_executor(h, 0, "1")
+        on_executor(h, 1, "9")
+        h.service.tick()
+    assert not [e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost"]
+    assert h.service.status(FLOW)["slots"].keys() == {"0", "1"}
+
+
+def test_a_report_whose_run_was_fenced_while_its_progress_was_written_gets_no_lease(
+    flow: FlowConfig,
+) -> None:
+    """Spark removed the slot's executor while the driver wrote that slot's report: the
+    fence counted from the leases granted until then, so the answer may grant none."""
+    h: Harness
+    armed = False
+
+    class FencedMeanwhile(FakeStore):
+        def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+            super().write(updates)
+            if armed:
+                h.job.listed = frozenset({"1"})
+                h.clock.now += 1
+                h.service.tick()  # the runtime thread, meanwhile
+
+    h = Harness(flow, store=lambda journal, _facts: FencedMeanwhile(journal, {}))
+    zero, one = on_executors(h)
+    h.clock.now += 2  # past the commit interval: the report's progress is written
+    writes, armed = h.journal.writes, True
+    answer = on_executor(h, 1, "2", *(entry(plan, p, 10) for p, plan in one.items()))
+    assert answer["status"] == 410 and "lost" in answer["error"]
+    (lost,) = (e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost")
+    assert lost["slot"] == 1
+    assert h.journal.writes > writes, "the progress it reported was written (it is true)"

@@ -67,18 +67,25 @@ def slot_run() -> dict[str, object]:
             attempt = context.attemptNumber()
     except ImportError:  # outside Spark (tests)
         pass
-    return {"id": uuid.uuid4().hex, "attempt": attempt, "executor": _executor()}
-
-
-def _executor() -> str:
-    """``executor <id> (<host>)``: a standalone worker runs an executor in
-    ``<work>/<app>/<executor id>``, the Python worker's working folder; elsewhere the host
-    and process."""
+    executor_id = _executor_id()
     host = socket.gethostname()
+    executor = f"executor {executor_id} ({host})" if executor_id else f"{host} pid {os.getpid()}"
+    return {
+        "id": uuid.uuid4().hex,
+        "attempt": attempt,
+        "executor": executor,
+        "executor_id": executor_id,
+    }
+
+
+def _executor_id() -> str:
+    """Spark's id of the executor this runs in, "" when it cannot tell: a standalone
+    worker runs an executor in ``<work>/<app>/<executor id>``, the Python worker's working
+    folder; Kubernetes executor pods carry it in ``SPARK_EXECUTOR_ID``."""
     folder = Path.cwd()
     if folder.parent.name.startswith("app-") and folder.name.isdigit():
-        return f"executor {folder.name} ({host})"
-    return f"{host} pid {os.getpid()}"
+        return folder.name
+    return os.environ.get("SPARK_EXECUTOR_ID", "").strip()
 
 
 @contextlib.contextmanager

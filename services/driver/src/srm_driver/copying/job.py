@@ -16,6 +16,14 @@ Spark can run more tasks at once than slots remain to be run: an executor was ad
 slot ended (a run fenced as lost ends when it wakes) and freed its core. A slot task that
 Spark will run again after losing its executor still counts as remaining, so a lost slot
 is run again on the next free core rather than replaced by a new one beside it.
+
+:meth:`CopyJob.executors` lists the executors Spark has now, which the service asks every
+second to find slots whose executor Spark removed (``copying/slots.py``). It is one Py4J
+call into the scheduler's own map of registered executors (``SparkContext.getExecutorIds``,
+the list Spark's own allocation manager uses), answered from memory: cheaper and with
+fewer moving parts than a JVM listener reached through a Py4J callback server (a port, a
+thread and a class on the driver's JVM), and it cannot miss an event: a list polled says
+what is true now, whatever happened between two polls.
 """
 
 from __future__ import annotations
@@ -101,6 +109,20 @@ class CopyJob:
             ", ".join(map(str, slots)),
         )
         return slots
+
+    def executors(self) -> frozenset[str] | None:
+        """The ids of the executors Spark has now (its scheduler's registered executors:
+        one that disconnected, was killed with its worker or was removed by the cluster
+        manager is gone from it within about a second); None in local mode (no executor
+        can be lost apart from the driver) or when Spark cannot be asked now."""
+        if self.local:
+            return None
+        try:
+            listed = self._session.sparkContext._jsc.sc().getExecutorIds().mkString("\n")
+        except Exception as exc:  # noqa: BLE001 - Py4J errors: asked again next time
+            log.info("cannot ask Spark for its executors now: %s", _first_line(exc))
+            return None
+        return frozenset(str(listed).split()) if listed else frozenset()
 
     def _capacity(self) -> int:
         """How many tasks Spark can run at once on the executors it has now."""

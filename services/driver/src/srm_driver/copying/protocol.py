@@ -32,7 +32,7 @@ Report (slot -> driver)::
 
     {"protocol": 2, "full": true, "job": "3f2a", "slot": 0, "seq": 41, "answered": 40,
      "lease_ms": 3870, "exiting": false,
-     "run": {"id": "9c1e77", "attempt": 1, "executor": "executor 2 (host)"},
+     "run": {"id": "9c1e77", "attempt": 1, "executor": "executor 2 (host)", "executor_id": "2"},
      "units": [{"flow": "primary->backup", "epoch": 2, "applied": 40, "broken": null,
                 "broken_epoch": -1, "poll_error": null, "exited": false, "lease_ms": 3870,
                 "partitions": [{"topic": "orders", "partition": 3, "plan": 7,
@@ -90,7 +90,9 @@ or was seen stopped already.
 when it lost the executor it ran on, and the new run starts its ``seq`` from 0. A run
 with a higher attempt than the slot's current one takes the slot over (the old run is
 fenced: :mod:`srm_driver.copying.runs`); a report of a run that was taken over, or of a
-lower attempt, is answered 410, so that run stops and ends.
+lower attempt, is answered 410, so that run stops and ends. Its ``executor_id`` (Spark's
+id of the executor, when the slot can tell) lets the driver find the slot lost as soon as
+Spark removes that executor (:mod:`srm_driver.copying.slots`).
 """
 
 from __future__ import annotations
@@ -184,6 +186,10 @@ class SlotRun:
     id: str = ""
     attempt: int = 0
     executor: str = ""
+    # Spark's id of the executor, when the slot can tell (a standalone worker's executor
+    # folder, SPARK_EXECUTOR_ID where the cluster manager sets it): a slot whose executor
+    # Spark removed is lost at once; "" leaves it to the slot's silence.
+    executor_id: str = ""
 
     def __str__(self) -> str:
         where = f" on {self.executor}" if self.executor else ""
@@ -236,6 +242,7 @@ def _run(body: Mapping[str, Any] | None) -> SlotRun:
         id=str(body["id"]),
         attempt=_int(body.get("attempt", 0)),
         executor=str(body.get("executor") or ""),
+        executor_id=str(body.get("executor_id") or ""),
     )
 
 

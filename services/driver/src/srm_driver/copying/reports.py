@@ -117,17 +117,10 @@ class ReportDesk:
         flows = {*ledger.flows, *(unit.flow for unit in report.units)}
         leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
-            if (report.slot, report.run.id) in ledger.fenced_runs:
-                return 410, {
-                    "error": f"copy slot {report.slot} was lost (silent too long): this run"
-                    f" ({report.run}) is over; its partitions moved to other slots"
-                }
+            over = self._over(report)
+            if over is not None:
+                return 410, over
             verdict = admit(ledger.runs.get(report.slot), report.run)
-            if verdict == "superseded":
-                return 410, {
-                    "error": f"copy slot {report.slot} runs again"
-                    f" ({ledger.runs[report.slot]}): this run ({report.run}) is over"
-                }
             if verdict == "newer":
                 take_over(ledger, report.slot, report.run, now, int(time.time() * 1000))
                 self._answers.forget(report.slot)
@@ -168,6 +161,11 @@ class ReportDesk:
             progress.pop(flow, None)
         written = writing - set(refused)
         with ledger.lock:
+            over = self._over(report)
+            if over is not None:
+                # Fenced (lost, or taken over by a newer run) while its writes ran: the
+                # fence counted from the leases granted before it; this run gets none.
+                return 410, over
             for flow, error in refused.items():
                 ledger.unit_errors[flow] = error
             self._take(report, progress, now, written=written, refused=set(refused))
@@ -183,6 +181,21 @@ class ReportDesk:
                 until = now + longest / 1000
                 ledger.granted[report.slot] = max(ledger.granted.get(report.slot, until), until)
             return 200, answer
+
+    def _over(self, report: SlotReport) -> dict[str, object] | None:
+        """Why ``report``'s run may not be answered any more (410), or None."""
+        ledger = self._ledger
+        if (report.slot, report.run.id) in ledger.fenced_runs:
+            return {
+                "error": f"copy slot {report.slot} was lost: this run ({report.run}) is over;"
+                " its partitions moved to other slots"
+            }
+        if admit(ledger.runs.get(report.slot), report.run) == "superseded":
+            return {
+                "error": f"copy slot {report.slot} runs again"
+                f" ({ledger.runs[report.slot]}): this run ({report.run}) is over"
+            }
+        return None
 
     # -- step 1: what to write ---------------------------------------------------------
 

@@ -28,7 +28,7 @@ from srm_driver.copying.clients import UnitSettings, sized_for_records, sized_fo
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.planner import Planner
-from srm_driver.copying.ports import CopyEvent, CopyJob, FlowAdapters
+from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, CopyJob, FlowAdapters
 from srm_driver.copying.protocol import ProtocolError, parse_report
 from srm_driver.copying.reports import ReportDesk
 from srm_driver.copying.slots import START_GRACE_S, Slots
@@ -40,6 +40,17 @@ TopicPartition = tuple[str, int]
 ADAPTER_RETRY_S = 5.0
 # How often the driver asks Spark whether executors were added (a slot per new core).
 GROW_EVERY_S = 2.0
+# How often the driver asks Spark which executors it has (a slot whose executor Spark
+# removed is lost at once, copying/slots.py).
+EXECUTORS_EVERY_S = 1.0
+# The longest lease slots on a cluster are given at a time (they report every 200 ms).
+# A slot whose executor is lost is fenced until its last lease and the writes handed over
+# before it have run out (copying/runs.py): on a cluster, where executors come and go,
+# that wait is what a lost slot's partitions pause for, so it is kept short. A driver
+# that does not answer for longer stops the slots' writing until it answers again (they
+# resume through the restart's verification). In local mode the slots live and die with
+# the driver's machine: they keep the whole LEASE_CAP_MS, riding out a starved driver.
+CLUSTER_SLOT_LEASE_MS = 10_000
 
 
 class CopyService:
@@ -84,9 +95,16 @@ class CopyService:
         self._job_id: str | None = None
         self._retired_until: float | None = None
         self._grow_at = 0.0
+        self._executors_at = 0.0
         self._slots = Slots(self._ledger, slot_grace_s)
         self._planner = Planner(self._ledger, self._flow_adapters, lease_ms, clock, self._slots)
-        self._desk = ReportDesk(self._ledger, self._adapters, lease_ms, lambda: self._stopping)
+        cap = LEASE_CAP_MS if job.local else CLUSTER_SLOT_LEASE_MS
+        self._desk = ReportDesk(
+            self._ledger,
+            self._adapters,
+            lambda flow: min(lease_ms(flow), cap),
+            lambda: self._stopping,
+        )
 
     # -- the runtime thread -------------------------------------------------------------
 
@@ -156,7 +174,13 @@ class CopyService:
             if added:
                 with self._ledger.lock:
                     self._slots.added(added)
+        running = None
+        if now >= self._executors_at:
+            self._executors_at = now + EXECUTORS_EVERY_S
+            running = self._job.executors()  # outside the lock: it asks Spark
         with self._ledger.lock:
+            if running is not None:
+                self._slots.executors(running, now)
             self._slots.check(now, stopping=self._stopping)
 
     def prepare(self, flow: str) -> None:

@@ -10,11 +10,16 @@ the slots that *report*:
   while the slots the job asked for are still coming, at most ``grace_s`` after the first
   slot reported; then it is planned on a slot that answers. So partitions are spread over
   the slots that start together instead of all going to the first one;
-* **a slot lost**: one silent for :data:`SLOT_LOST_S` (an executor killed, removed,
-  paused or cut off) is fenced as a re-run fences its old run (``copying/runs.py``): its
-  run is answered 410 from now on (if it wakes it stops and ends), and its partitions are
-  reconciled on the other slots once its last lease and the writes it handed over have
-  run out. The other slots copy on meanwhile;
+* **a slot lost**: one whose executor Spark has removed (:meth:`Slots.executors`: the
+  driver asks Spark for its executors every second; a killed executor is gone from that
+  list within about a second), or, for what Spark does not see (a Python worker paused
+  or cut off while its executor lives on, a cluster manager that names no executor),
+  one silent for :data:`SLOT_LOST_S`, is fenced as a re-run fences its old run
+  (``copying/runs.py``): its run is answered 410 from now on (if it wakes it stops and
+  ends), and its partitions are reconciled on the other slots once its last lease and
+  the writes it handed over have run out. Spark's word is not taken as proof that the
+  run is dead: the fence is the same either way (``docs/design.md`` section 3d). The
+  other slots copy on meanwhile;
 * **re-balancing**: while the partitions held by the answering slots differ by more than
   one, partitions move from the fullest slot to the emptiest, at most :data:`MOVE_BATCH`
   per pass. A running partition moves through the hand-over a restart uses: its plan is
@@ -61,11 +66,15 @@ class Slots:
         self._expected: set[int] = set()
         self._last_check: float | None = None
         self._rebalance_at = 0.0
+        # Executor ids Spark has listed as running in this job: one of them missing from
+        # a later list was removed (Spark never reuses an executor id in an application).
+        self._executors_seen: set[str] = set()
 
     def started(self, slots: range | list[int]) -> None:
         """A new copy job asks for ``slots``."""
         self._expected = set(slots)
         self._last_check = None
+        self._executors_seen = set()
 
     def added(self, slots: list[int]) -> None:
         """The job asked Spark for more slots (executors were added)."""
@@ -113,29 +122,43 @@ class Slots:
         if len(loads) > 1 and max(loads) - min(loads) > 1:
             self._rebalance(now)
 
-    def _lost(self, slot: int, now: float) -> None:
+    def executors(self, running: frozenset[str], now: float) -> None:
+        """Spark's executors now (``running``, asked just before): a slot whose run names
+        an executor Spark listed before and lists no more is lost at once."""
+        removed = self._executors_seen - running
+        self._executors_seen |= running
+        if not removed:
+            return
+        for slot in list(self._ledger.live_slots):
+            run = self._ledger.runs.get(slot)
+            if run is not None and run.executor_id in removed:
+                self._lost(slot, now, f"Spark removed executor {run.executor_id}")
+
+    def _lost(self, slot: int, now: float, why: str | None = None) -> None:
         ledger = self._ledger
         del ledger.live_slots[slot]
         self._expected.discard(slot)
         run = ledger.runs.get(slot)
         if run is not None:
             ledger.fenced_runs.add((slot, run.id))
-        held, until = fence(ledger, slot, now, f"copy slot {slot} is lost")
+        why = why or f"silent for {SLOT_LOST_S:.0f} s"
+        held, until = fence(ledger, slot, now, f"copy slot {slot} is lost ({why})")
         ledger.slot_event(
             {
                 "event": "lost",
                 "slot": slot,
                 "executor": run.executor if run is not None else None,
+                "why": why,
                 "partitions": held,
                 "fenced_s": round(until - now, 1),
             }
         )
         log.warning(
-            "copy slot %d (%s) has not reported for %.0f s: lost; its %d partitions move to"
-            " the other slots in %.1f s, once its lease and writes have run out",
+            "copy slot %d (%s) is lost (%s); its %d partitions move to the other slots in"
+            " %.1f s, once its lease and writes have run out",
             slot,
             run if run is not None else "no run",
-            SLOT_LOST_S,
+            why,
             held,
             until - now,
         )
