@@ -13,12 +13,20 @@ spark://...``, a numbered load at ~500 records/s into 4 partitions.
 After each step the load stops, the target catches up and every record of source and
 target is compared (nothing missing, nothing twice). No timing is asserted: how long the
 killed slot's partitions paused, and how long until the added worker held partitions, is
-printed."""
+printed.
+
+The slots report to the driver over HTTPS (a certificate of a private CA the executors do
+not trust; the driver hands them the listener's certificate with the job), so the kill,
+the re-run, the take-over and the added slot are covered on that channel;
+test_spark_cluster covers plain HTTP on the workers."""
 
 from __future__ import annotations
 
+import json
 import re
+import ssl
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +34,7 @@ import pytest
 from srm_local import testing
 from srm_local.spark_standalone import SparkStandalone
 from srm_local.testing import DriverProcess, SteadyProducer, content, count_copy
+from srm_local.tls_files import TlsFiles, write_tls_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -46,17 +55,19 @@ def _slot_worker(cluster: SparkStandalone, slot: int) -> str | None:
     return None
 
 
-def _copy_status(driver: DriverProcess) -> dict:  # type: ignore[type-arg]
-    """The flow's copy status from the driver's REST API, as an operator reads it."""
-    url = re.search(r"REST at (http://\S+);", driver.log_text())
+def _copy_status(driver: DriverProcess, tls: TlsFiles) -> dict:  # type: ignore[type-arg]
+    """The flow's copy status from the driver's REST API (HTTPS), as an operator reads it."""
+    url = re.search(r"REST at (https://\S+);", driver.log_text())
     assert url is not None
-    status = testing.get_json(f"{url[1]}/v1/flows/primary/backup/status")
-    return status["copy"]  # type: ignore[no-any-return]
+    context = ssl.create_default_context(cafile=str(tls.ca_pem))
+    address = f"{url[1]}/v1/flows/primary/backup/status"
+    with urllib.request.urlopen(address, timeout=10, context=context) as response:
+        return json.loads(response.read())["copy"]  # type: ignore[no-any-return]
 
 
-def _slots(driver: DriverProcess) -> dict[int, int]:
+def _slots(driver: DriverProcess, tls: TlsFiles) -> dict[int, int]:
     """Partitions per reporting copy slot, from the flow's status."""
-    return {int(slot): held for slot, held in _copy_status(driver)["slots"].items()}
+    return {int(slot): held for slot, held in _copy_status(driver, tls)["slots"].items()}
 
 
 def _compare(kafka, topic: str, remote: str, step: str) -> None:  # type: ignore[no-untyped-def]
@@ -78,10 +89,16 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         "primary", unique_name("workers"), partitions=PARTITIONS, config={"retention.ms": "-1"}
     )
     remote = f"primary.{topic}"
+    tls = write_tls_files(tmp_path / "tls", "store-password")
     config = testing.write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={"primary->backup": {"enabled": True, "topics": [topic]}},
+        replication={
+            "listeners": "https://127.0.0.1:0",
+            "listeners.https.ssl.keystore.location": str(tls.broker_keystore),
+            "listeners.https.ssl.keystore.password": tls.password,
+        },
     )
     driver = DriverProcess(config, tmp_path / "driver.log", spark_master=spark_cluster.master_url)
     producer = SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
@@ -103,11 +120,11 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             detail=lambda: driver.log_text()[-3000:],
         )
         time.sleep(5)
-        print(f"\npartitions per slot before the kill: {_slots(driver)}")
+        print(f"\npartitions per slot before the kill: {_slots(driver, tls)}")
         victim = _slot_worker(spark_cluster, 0)
         assert victim is not None
         killed = spark_cluster.kill_worker(victim)
-        kill_time = time.monotonic()
+        kill_time, kill_wall = time.monotonic(), time.time()
         # Where each partition ends once what the killed slot had on the wire landed: the
         # pause is measured from there (a snapshot before the kill would count those).
         time.sleep(2)
@@ -132,6 +149,12 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         )
         paused = time.monotonic() - kill_time
         print(f"every partition copied again {paused:.1f} s after the kill")
+        for event in _copy_status(driver, tls)["slot_events"]:
+            if event["event"] == "lost":
+                print(
+                    f"slot {event['slot']} found lost {event['at_ms'] / 1000 - kill_wall:.1f} s"
+                    f" after the kill ({event['why']}), fenced {event['fenced_s']} s more"
+                )
         time.sleep(5)  # more load on the new run
         producer.finish()
         testing.wait_caught_up(
@@ -139,12 +162,12 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             detail=lambda: driver.log_text()[-4000:],
         )  # fmt: skip
         _compare(kafka, topic, remote, "the kill and the take-over")
-        print(f"partitions per slot after the kill: {_slots(driver)}")
+        print(f"partitions per slot after the kill: {_slots(driver, tls)}")
 
         # Step 2: a third worker added under load gets a slot and partitions.
         more.sent = producer.sent  # the numbering goes on
         more.start()
-        before = _slots(driver)
+        before = _slots(driver, tls)
         added_time = time.monotonic()
         added = spark_cluster.add_worker()
         print(f"{added} added and alive {time.monotonic() - added_time:.1f} s later")
@@ -160,7 +183,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         new_slot = int(found[1])
         assert new_slot not in before, "a new slot, not one of those running"
         testing.wait_until(
-            lambda: _slots(driver).get(new_slot, 0) > 0,
+            lambda: _slots(driver, tls).get(new_slot, 0) > 0,
             120,
             f"copy slot {new_slot} on {added} holding partitions",
             detail=lambda: driver.log_text()[-4000:],
@@ -168,7 +191,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         held = time.monotonic() - added_time
         print(
             f"{added}: copy slot {new_slot} started {slot_started:.1f} s and held partitions"
-            f" {held:.1f} s after the worker was added; partitions per slot: {_slots(driver)}"
+            f" {held:.1f} s after the worker was added; partitions per slot: {_slots(driver, tls)}"
         )
         at_move = testing.end_offsets(kafka["backup"], remote)
         testing.wait_until(
@@ -186,7 +209,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             detail=lambda: driver.log_text()[-4000:],
         )  # fmt: skip
         _compare(kafka, topic, remote, "a third worker was added")
-        copy = _copy_status(driver)
+        copy = _copy_status(driver, tls)
     finally:
         producer.stop.set()
         more.stop.set()
