@@ -156,7 +156,8 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
     second = testing.DriverProcess(
         config, tmp_path / "second.log", spark_master="local[1]", args=["--id", "d1"]
     )
-    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+    # ~500 records/s: a load at every moment of the takeover is the point, not its size.
+    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
 
     logs = testing.log_tails((coordinator, first, second), 2000)
 
@@ -296,8 +297,9 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
         },
     )
     driver = testing.DriverProcess(config, tmp_path / "driver.log", spark_master="local[2]")
+    # ~500 records/s a topic (the default is ~1,500, three times over for one driver).
     producers = [
-        testing.SteadyProducer(kafka["primary"], topic, 2)
+        testing.SteadyProducer(kafka["primary"], topic, 2, per_tick=25)
         for topic in (doomed_remote_of, recreated, steady)
     ]
     try:
