@@ -5,6 +5,7 @@ the producer still holds purged, reservations (:mod:`srm_driver.copier.unit`).""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -706,3 +707,41 @@ def test_source_ends_are_read_a_bounded_number_of_partitions_at_a_time_in_turn(
         unit._ends_seen_ns = 0
         unit._see_ends()
     assert unit._parts[("t", count)].source_end == 42, "a partition added is read in turn"
+
+
+def test_while_first_copies_wait_for_their_acknowledgements_the_slot_still_reports(
+    made: list[FakeProducer],
+) -> None:
+    """The loop lets its lock go between polls while first copies are acknowledged: on a
+    busy target that took tens of seconds at a cold start, and a slot whose control
+    thread cannot take the lock stops reporting and is taken for lost."""
+    unit = _unit(_plan())
+    acks = threading.Event()
+    original = FakeProducer.poll
+
+    def poll(self: FakeProducer, timeout: float = 0) -> int:
+        if not acks.is_set():  # the target does not answer yet
+            time.sleep(min(timeout, 0.001))
+            return 0
+        return original(self, timeout)
+
+    FakeProducer.poll = poll  # type: ignore[method-assign]
+    try:
+        batch = _records(0, range(3)) + _records(1, range(3))
+        copying = threading.Thread(target=_copy, args=(unit, batch), daemon=True)
+        copying.start()
+        deadline = time.monotonic() + 5
+        while not (made and made[0].sent) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert [m[1] for m in made[0].sent] == [b"0-0", b"1-0"], "first copies in flight"
+        taken = unit.lock.acquire(timeout=2)  # what the control thread's report does
+        assert taken, "the loop held its lock while waiting for acknowledgements"
+        unit.lock.release()
+        assert copying.is_alive(), "still waiting for the first copies"
+        acks.set()
+        copying.join(5)
+        assert not copying.is_alive()
+    finally:
+        FakeProducer.poll = original  # type: ignore[method-assign]
+    report = {p["partition"]: p for p in _report(unit)["partitions"]}
+    assert report[0]["records"] == 3 and report[1]["records"] == 3

@@ -24,7 +24,8 @@ Rules that keep the copy exactly once (docs/driver.md):
 Threads: the loop runs on a thread of its own; librdkafka's delivery reports run inside
 its ``producer.poll()`` calls, on the same thread. The control thread reads reports and
 confirms them. Everything the two share is guarded by ``lock``, which the loop never
-holds while it blocks (only ``consumer.poll()`` and sleeps block).
+holds while it blocks (only ``consumer.poll()`` and sleeps block), nor for long while it
+waits for acknowledgements (``FlowUnit._establish`` lets it go between polls).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ _OUT_OF_RANGE = frozenset({KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_
 # their acknowledgements (served by producer.poll on this thread) are counted promptly.
 _ACK_WAIT_S = 0.002
 _CLOSE_WAIT_S = 60.0
+# While first copies are acknowledged, the lock is let go this long between polls.
+_ESTABLISH_YIELD_S = 0.001
 _ENDS_EVERY_NS = 100_000_000
 # Partitions whose source end is read per look (each read finds its topic by name in
 # librdkafka: ~15 us here); a slot of 2,500 partitions sees each end every 2.5 s.
@@ -352,7 +355,17 @@ class FlowUnit:
         while any(p.inflight for p in first):
             if self._failure is not None or self._producer is None:
                 return False
-            self._serve(0.005)
+            self._serve(0.004)
+            # The control thread reports meanwhile: a cold start's first copies of 1,000
+            # partitions took tens of seconds to be acknowledged by a busy target, and a
+            # slot that holds its lock that long stops reporting and is taken for lost.
+            # Safe: the control thread only reads and confirms; the plans and the
+            # partitions change on this thread alone.
+            self.lock.release()
+            try:
+                time.sleep(_ESTABLISH_YIELD_S)
+            finally:
+                self.lock.acquire()
         if self._failure is not None:
             return False
         for p in first:
