@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -134,8 +135,16 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             f" {sum(at_kill.values())} on the target"
         )
         # Brought back as a supervisor would: a new worker, where Spark runs slot 0 again.
-        replacement = spark_cluster.add_worker()
-        print(f"{replacement} started {time.monotonic() - kill_time:.1f} s after the kill")
+        # Started beside the wait (a worker may take tens of seconds to come up on a
+        # loaded machine, and the pause is measured from the kill, not from its return).
+        replaced: list[tuple[str, float]] = []
+        supervisor = threading.Thread(
+            target=lambda: replaced.append(
+                (spark_cluster.add_worker(), time.monotonic() - kill_time)
+            ),
+            daemon=True,
+        )
+        supervisor.start()
 
         def resumed() -> bool:
             now = testing.end_offsets(kafka["backup"], remote)
@@ -149,6 +158,10 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         )
         paused = time.monotonic() - kill_time
         print(f"every partition copied again {paused:.1f} s after the kill")
+        supervisor.join(240)
+        assert replaced, f"the replacement worker did not come up: see {spark_cluster.folder}"
+        ((replacement, up_after),) = replaced
+        print(f"{replacement} started {up_after:.1f} s after the kill")
         for event in _copy_status(driver, tls)["slot_events"]:
             if event["event"] == "lost":
                 print(
