@@ -60,6 +60,8 @@ class PartitionCopy:
         "latency_max_ms",
         "latency_min_ms",
         "latency_hist",
+        "latency_last_ms",
+        "latency_last_bucket",
         "waiting_ts",
         "source_end",
         "error",
@@ -102,6 +104,9 @@ class PartitionCopy:
         self.latency_max_ms = 0
         self.latency_min_ms = -1
         self.latency_hist = [0] * (len(LATENCY_BOUNDS_MS) + 1)
+        # The last latency counted and its bucket (min and max already include it).
+        self.latency_last_ms = -1
+        self.latency_last_bucket = 0
         # The record the partition waits at for its reservation (-1: none or no timestamp).
         self.waiting_ts = -1
         # The source partition's end as the consumer last saw it; -1 unknown.
@@ -171,15 +176,29 @@ class PartitionCopy:
         self.dropped += 1
         self.next_send = up + 1
 
-    def acked(self, up: int, down: int, size: int, latency_ms: int) -> None:
-        """The oldest record in flight (upstream ``up``) landed at downstream ``down``."""
+    def land(self, offset: int | None, now_ms: int) -> bool:
+        """The oldest record in flight landed at downstream ``offset`` (None: the broker had
+        it already, a retry of one that landed, so it is where it was planned), its
+        acknowledgement served at ``now_ms``: count it and its offset syncs, True. False,
+        with nothing changed, when it is not where the plan says (unless the partition is
+        shared) or a shared partition's copy landed where no sync can say: the unit's
+        failure (:meth:`failed`).
+
+        This runs for every record copied: the latency of a run of copies with the same
+        timestamp, served by one poll, is bucketed once."""
+        up, down, size, ts = self.inflight[0]
+        if offset is None:
+            if self.shared:
+                return False
+        elif offset != down:
+            if not self.shared:
+                return False
+            down = offset
         self.inflight.popleft()
         prev_up = self.prev_up
-        if prev_up < 0:
-            self.syncs.append((up, down))
-            self.last_sync_up = up
-        elif up != prev_up + 1 or (self.shared and down != self.prev_down + 1):
-            if self.last_sync_up != prev_up:
+        if up != prev_up + 1 or prev_up < 0 or (self.shared and down != self.prev_down + 1):
+            # The first copy of the plan, or both sides of a gap.
+            if prev_up >= 0 and self.last_sync_up != prev_up:
                 self.syncs.append((prev_up, self.prev_down))
             self.syncs.append((up, down))
             self.last_sync_up = up
@@ -187,15 +206,21 @@ class PartitionCopy:
         self.prev_down = down
         self.records += 1
         self.bytes += size
-        if latency_ms >= 0:
-            self.latency_sum_ms += latency_ms
-            if latency_ms > self.latency_max_ms:
-                self.latency_max_ms = latency_ms
-            if self.latency_min_ms < 0 or latency_ms < self.latency_min_ms:
-                self.latency_min_ms = latency_ms
-            self.latency_hist[bisect_left(LATENCY_BOUNDS_MS, latency_ms)] += 1
+        if ts >= 0:
+            # A timestamp ahead of this clock (skew) counts as no latency, not as none.
+            latency = now_ms - ts if now_ms > ts else 0
+            if latency != self.latency_last_ms:
+                self.latency_last_ms = latency
+                self.latency_last_bucket = bisect_left(LATENCY_BOUNDS_MS, latency)
+                if latency > self.latency_max_ms:
+                    self.latency_max_ms = latency
+                if self.latency_min_ms < 0 or latency < self.latency_min_ms:
+                    self.latency_min_ms = latency
+            self.latency_sum_ms += latency
+            self.latency_hist[self.latency_last_bucket] += 1
         if self.state == STOPPING and not self.inflight:
             self.state = STOPPED
+        return True
 
     def failed(self) -> None:
         """The oldest record in flight did not land (or its fate is unknown): the plan is

@@ -487,52 +487,45 @@ class FlowUnit:
             self._drop_producer()
 
     def _delivered(self, error: KafkaError | None, msg: Message) -> None:
-        """librdkafka's delivery report of one copy (inside ``producer.poll()``, lock held)."""
+        """librdkafka's delivery report of one copy (inside ``producer.poll()``, lock held).
+        This runs for every record copied: the common case (landed where planned) is
+        :meth:`PartitionCopy.land`; everything else is :meth:`_not_landed`."""
         try:
             p = self._by_remote.get((msg.topic(), msg.partition()))
             if p is None or not p.inflight:
                 return
-            if error is not None:
-                up, _down, size, _ts = p.inflight[0]
-                p.failed()
-                if error.code() not in _PURGED:  # a purge follows a failure already recorded
-                    text = error.str()
-                    if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                        text += (
-                            f" (the target refused a record whose value is {size:,} bytes:"
-                            " the remote topic's max.message.bytes is lower)"
-                        )
-                    self._break(kind_of(error), p.key, up, text, error.name())
+            if error is None and p.land(msg.offset(), self._now_ms):
                 return
-            offset = msg.offset()
-            up, expected, size, ts = p.inflight[0]
-            if offset is None and p.shared:
-                p.failed()  # a shared partition's copy landed where no sync can say
-                self._break("transient", p.key, up, "the broker did not say where a copy landed")
-                return
-            if offset is None:
-                # The broker had this batch already (a retry of one that landed): it is
-                # where its sequence put it, right after the previous copy.
-                offset = expected
-            elif offset != expected and not p.shared:
-                p.failed()
-                self._break(
-                    "conflict",
-                    p.key,
-                    up,
-                    f"remote partition {p.remote}-{p.partition} took upstream offset {up} at"
-                    f" offset {offset} where offset {expected} was planned: something else"
-                    " writes to it",
-                )
-                return
-            # A timestamp ahead of this clock (skew) counts as no latency, not as none.
-            if ts < 0:
-                p.acked(up, offset, size, -1)
-            else:
-                latency = self._now_ms - ts
-                p.acked(up, offset, size, latency if latency > 0 else 0)
+            self._not_landed(p, error, msg.offset())
         except Exception as exc:  # noqa: BLE001 - never raise into librdkafka's callback
             self._callback_error = exc
+
+    def _not_landed(self, p: PartitionCopy, error: KafkaError | None, offset: int | None) -> None:
+        """The oldest copy in flight of ``p`` failed, or landed where the plan does not say
+        (another writer), or where no sync can say: the unit breaks (lock held)."""
+        up, expected, size, _ts = p.inflight[0]
+        p.failed()
+        if error is not None:
+            if error.code() in _PURGED:
+                return  # a purge follows a failure already recorded
+            text = error.str()
+            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                text += (
+                    f" (the target refused a record whose value is {size:,} bytes:"
+                    " the remote topic's max.message.bytes is lower)"
+                )
+            self._break(kind_of(error), p.key, up, text, error.name())
+        elif offset is None:  # a shared partition's copy
+            self._break("transient", p.key, up, "the broker did not say where a copy landed")
+        else:
+            self._break(
+                "conflict",
+                p.key,
+                up,
+                f"remote partition {p.remote}-{p.partition} took upstream offset {up} at"
+                f" offset {offset} where offset {expected} was planned: something else"
+                " writes to it",
+            )
 
     def _on_fatal(self, error: KafkaError) -> None:
         """The producer stopped (its gap-less guarantee, or a fenced producer id). The
