@@ -19,6 +19,7 @@ from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
 from srm_driver.copying.slots import SLOT_LOST_S
 from srm_driver.copying.state import ResumeRequest
+from srm_driver.spark import SparkSetupError
 
 FLOW = "primary->backup"
 OTHER = "primary->dr"  # a second flow, into another target cluster
@@ -120,6 +121,13 @@ class FakeJob:
         self.more: list[int] = []
         # The executors Spark lists (None: local mode, or Spark could not be asked).
         self.listed: frozenset[str] | None = None
+        # Spark: up, still starting (False), or failed to start (a SparkSetupError).
+        self.up: bool | SparkSetupError = True
+
+    def ready(self) -> bool:
+        if isinstance(self.up, SparkSetupError):
+            raise self.up
+        return self.up
 
     def start(self) -> str:
         self.job_id = "job-1"
@@ -177,12 +185,13 @@ class Harness:
         store: Callable[[Journal, FakeFacts], FakeStore] | None = None,
         grace_s: float = 0.0,
         local: bool = True,
+        spark: bool | SparkSetupError = True,
     ) -> None:
         """``store``: the progress store of ``flow`` (default: one holding ``loaded``);
         ``grace_s``: the start-up grace for slots still to report. Most tests let slot 0
         alone report (of the job's 2), so by default nothing waits for slot 1: the grace is
         tested on its own. ``local``: whether the slots run in local mode (else on a
-        cluster's executors)."""
+        cluster's executors). ``spark``: Spark up, still starting, or failed to start."""
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
@@ -192,6 +201,7 @@ class Harness:
         self.events: list[CopyEvent] = []
         self.job = FakeJob()
         self.job.local = local
+        self.job.up = spark
         adapters = {
             f.name: FlowAdapters(
                 flow=f,
@@ -1527,3 +1537,29 @@ def test_a_report_whose_run_was_fenced_while_its_progress_was_written_gets_no_le
     (lost,) = (e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost")
     assert lost["slot"] == 1
     assert h.journal.writes > writes, "the progress it reported was written (it is true)"
+
+
+def test_while_spark_starts_no_partition_is_taken_and_the_job_starts_once_it_is_up(
+    flow: FlowConfig,
+) -> None:
+    """Spark starts beside the flows (srm_driver.spark.SparkStart): until it is up the
+    service takes no partition (a flow's worker creates their remote topics meanwhile)
+    and starts no job; then the job starts and partitions are placed on its slots."""
+    h = Harness(flow, spark=False)
+    h.service.tick()
+    h.service.work(FLOW)
+    assert not h.service.accepting() and h.job.job_id is None and h.service.fatal() is None
+    h.job.up = True
+    h.service.tick()
+    assert h.service.accepting() and h.job.job_id == "job-1"
+    h.service.set_owned(FLOW, {("orders", 0): "primary.orders", ("orders", 1): "primary.orders"})
+    h.tick()
+    assert h.service.status(FLOW)["partitions"] == 2
+
+
+def test_a_spark_that_cannot_start_is_the_drivers_fatal_error(flow: FlowConfig) -> None:
+    why = "Spark did not start with master 'spark://nowhere:7077': connection refused"
+    h = Harness(flow, spark=SparkSetupError(why))
+    h.service.tick()
+    assert h.service.fatal() == why
+    assert not h.service.accepting() and h.job.job_id is None

@@ -56,7 +56,7 @@ from srm_driver.raw_metrics import producer_config as metrics_producer_config
 from srm_driver.rest import copier_principal, create_app
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
-from srm_driver.spark import spark_session, stop_session
+from srm_driver.spark import SparkStart, spark_session
 from srm_driver.static_tasks import StaticTaskSource
 from srm_driver.tasks import TaskSource
 
@@ -67,8 +67,9 @@ log = logging.getLogger(__name__)
 
 
 def build(settings: DriverSettings, *, session: SparkSession | None = None) -> Driver:
-    """Every part of a driver, wired; Spark is started (or ``session`` used, and left
-    running at the end), nothing is copying yet."""
+    """Every part of a driver, wired; Spark is starting (on a thread of its own: the copy
+    job waits for it) or ``session`` is used (and left running at the end); nothing is
+    copying yet."""
     driver = Driver(settings)
     config = settings.config
     discovery = Discovery()
@@ -102,12 +103,14 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
     )
     driver.closers.append(driver.server.stop)
     if session is None:
-        log.info("starting Spark (%s)", settings.spark_master)
-        session = spark_session(settings.spark_master, conf=settings.spark_conf)
-        started = session
-        driver.closers.append(lambda: stop_session(started))
+        # On a thread of its own: the flows create their topics while Spark starts.
+        master, conf = settings.spark_master, settings.spark_conf
+        spark = SparkStart(master, lambda: spark_session(master, conf=conf)).begin()
+        driver.closers.append(spark.stop)
+    else:
+        spark = SparkStart.running(session)
     job = CopyJob(
-        session,
+        spark,
         driver.server.url,
         secret,
         server_certificate=listener_certificate(tls) if tls is not None else None,

@@ -109,6 +109,10 @@ def _run(argv: Sequence[str] | None) -> int:
     if fatal is not None:
         print(f"srm-driver: {fatal}", file=sys.stderr)
         return 3
+    spark = runtime.copy.fatal()  # Spark, started beside the flows, could not start
+    if spark is not None:
+        print(f"srm-driver: {spark}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -73,7 +73,7 @@ class FlowWorker(TaskThread):
             self._copy.size_clients(
                 self.flow, topics.largest_record_bytes(), topics.round_trip_ms()
             )
-        if ready is not self._given:
+        if ready is not self._given and self._copy.accepting():
             self._copy.set_owned(self.flow, ready)
             self._given = ready
         if not self.done():

@@ -107,7 +107,7 @@ class DriverRuntime:
         """Follow the task source until ``stop`` is set (or the source says this driver
         must stop), then release everything."""
         while not self.stop.is_set():
-            fatal = self.source.fatal()
+            fatal = self.source.fatal() or self.copy.fatal()
             if fatal is not None:
                 log.error("%s", fatal)
                 break

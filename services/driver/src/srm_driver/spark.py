@@ -14,7 +14,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,6 +96,17 @@ def driver_address_defaults(master: str) -> dict[str, str]:
     return {"SPARK_LOCAL_IP": "127.0.0.1"} if master.startswith("local") else {}
 
 
+def spark_environment(master: str) -> None:
+    """The environment Spark reads at its start, set unless already set (before any other
+    thread runs: the C library's environment is not safe to change beside readers)."""
+    for key, value in driver_address_defaults(master).items():
+        os.environ.setdefault(key, value)
+    # Python workers (the copy slots) run this very environment: its packages
+    # (confluent-kafka, srm_driver) are the ones the slots import. On a cluster the same
+    # path must exist on every worker (the driver image, docs/scaling.md).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def spark_session(
     master: str,
     *,
@@ -104,12 +116,7 @@ def spark_session(
 ) -> SparkSession:
     """A session for the copy slots (``jars``: extra jars on Spark's class path, which the
     driver needs none of); task retries and speculation off."""
-    for key, value in driver_address_defaults(master).items():
-        os.environ.setdefault(key, value)
-    # Python workers (the copy slots) run this very environment: its packages
-    # (confluent-kafka, srm_driver) are the ones the slots import. On a cluster the same
-    # path must exist on every worker (the driver image, docs/scaling.md).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark_environment(master)
     from pyspark.sql import SparkSession
 
     check_spark_settings(master, conf or {})
@@ -153,3 +160,66 @@ def stop_session(session: SparkSession) -> None:
     if process is not None:
         process.terminate()
         process.wait(30)
+
+
+class SparkStart:
+    """Spark started on a thread of its own, so that the driver does what needs no Spark
+    meanwhile: a flow's internal and remote topics are created while Spark's JVM starts
+    (15-20 s on a busy 2-core machine), and a target broker that creates thousands of
+    new partitions a few dozen a second starts on them that much sooner. The copy job
+    waits for :meth:`session`; a Spark that cannot start stops the driver with the
+    reason (:meth:`srm_driver.copying.service.CopyService.fatal`)."""
+
+    def __init__(self, master: str, start: Callable[[], SparkSession]) -> None:
+        """``start`` builds the session (:func:`spark_session`); nothing runs until
+        :meth:`begin`."""
+        self.master = master
+        self._start = start
+        self._begun = False
+        self._session: SparkSession | None = None
+        self._error: str | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spark start", daemon=True)
+
+    @classmethod
+    def running(cls, session: SparkSession) -> SparkStart:
+        """A session started elsewhere (tests share one): ready, and left running."""
+        started = cls(str(session.sparkContext.master), lambda: session)
+        started._session = session
+        started._done.set()
+        return started
+
+    def begin(self) -> SparkStart:
+        log.info("starting Spark (%s)", self.master)
+        spark_environment(self.master)  # here, before the thread: see spark_environment
+        self._begun = True
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self._session = self._start()
+            log.info("Spark started (%s)", self.master)
+        except SparkSetupError as exc:
+            self._error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - reported, the driver stops with it
+            self._error = f"Spark did not start with master {self.master!r}: {exc}"
+        finally:
+            self._done.set()
+
+    def session(self) -> SparkSession | None:
+        """The session once Spark is up, None while it starts; raises
+        :class:`SparkSetupError` when it could not start."""
+        if not self._done.is_set():
+            return None
+        if self._error is not None:
+            raise SparkSetupError(self._error)
+        return self._session
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the Spark this started (once its start ended, waiting ``timeout`` at most)."""
+        if not self._begun:
+            return  # a session started elsewhere: not ours to stop
+        self._done.wait(timeout)
+        if self._session is not None:
+            stop_session(self._session)

@@ -40,7 +40,10 @@ from typing import TYPE_CHECKING
 from srm_driver.copier.task import run_slots, running_slots
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from srm_driver.spark import SparkStart
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +56,22 @@ class CopyJob:
 
     def __init__(
         self,
-        session: SparkSession,
+        spark: SparkStart,
         control_url: str,
         secret: str,
         server_certificate: str | None = None,
     ) -> None:
-        """``server_certificate``: the PEM of the HTTPS listener at ``control_url``, which
-        the slots trust alone (wherever they run, whatever CA signed it)."""
-        self._session = session
+        """``spark``: Spark, maybe still starting (the job starts once it is up:
+        :meth:`ready`); ``server_certificate``: the PEM of the HTTPS listener at
+        ``control_url``, which the slots trust alone (wherever they run, whatever CA
+        signed it)."""
+        self._spark = spark
+        self._session: SparkSession | None = None
         self._control_url = control_url
         self._secret = secret
         self._server_certificate = server_certificate
-        self.slots = max(1, int(session.sparkContext.defaultParallelism))
-        self.local = str(session.sparkContext.master).startswith("local")
+        self.slots = 0  # known once Spark is up
+        self.local = spark.master.startswith("local")
         self.job_id: str | None = None
         self.error: str | None = None
         # The Spark jobs of this copy job's slots (the first, and one per grow()).
@@ -73,8 +79,24 @@ class CopyJob:
         self._next_slot = self.slots
         self._locks = tempfile.mkdtemp(prefix="srm-copy-slots-") if self.local else None
 
+    def ready(self) -> bool:
+        """Whether Spark is up (then :attr:`slots` is its parallelism); raises
+        :class:`srm_driver.spark.SparkSetupError` when Spark could not start."""
+        if self._session is None:
+            session = self._spark.session()
+            if session is None:
+                return False
+            self.slots = max(1, int(session.sparkContext.defaultParallelism))
+            self._session = session
+        return True
+
+    def _context(self) -> SparkContext:
+        assert self._session is not None, "Spark is not up yet: ask ready() first"
+        return self._session.sparkContext
+
     def start(self) -> str:
-        """Start a new job; its id (slots of other ids are told to stop)."""
+        """Start a new job (Spark is up: :meth:`ready`); its id (slots of other ids are
+        told to stop)."""
         job_id = uuid.uuid4().hex[:12]
         self.job_id = job_id
         self.error = None
@@ -118,7 +140,7 @@ class CopyJob:
         if self.local:
             return None
         try:
-            listed = self._session.sparkContext._jsc.sc().getExecutorIds().mkString("\n")
+            listed = self._context()._jsc.sc().getExecutorIds().mkString("\n")
         except Exception as exc:  # noqa: BLE001 - Py4J errors: asked again next time
             log.info("cannot ask Spark for its executors now: %s", _first_line(exc))
             return None
@@ -126,7 +148,7 @@ class CopyJob:
 
     def _capacity(self) -> int:
         """How many tasks Spark can run at once on the executors it has now."""
-        context = self._session.sparkContext._jsc.sc()
+        context = self._context()._jsc.sc()
         profile = context.resourceProfileManager().defaultResourceProfile()
         return int(context.maxNumConcurrentTasks(profile))
 
@@ -138,7 +160,7 @@ class CopyJob:
         Only running Spark jobs are compared with the slot threads still alive: Spark
         forgets finished jobs past ``spark.ui.retainedJobs``, so counting every job of
         the group would stop the copy job growing after that many slot jobs."""
-        tracker = self._session.sparkContext.statusTracker()
+        tracker = self._context().statusTracker()
         running = [
             info
             for spark_job in tracker.getJobIdsForGroup(f"srm-copy-{job_id}")
@@ -166,7 +188,7 @@ class CopyJob:
         thread.start()
 
     def _run(self, job_id: str, slots: list[int]) -> None:
-        context = self._session.sparkContext
+        context = self._context()
         try:
             context.setJobGroup(f"srm-copy-{job_id}", f"srm copy slots of job {job_id}")
             task = functools.partial(
@@ -193,7 +215,7 @@ class CopyJob:
         if self.job_id is None:
             return
         try:
-            self._session.sparkContext.cancelJobGroup(f"srm-copy-{self.job_id}")
+            self._context().cancelJobGroup(f"srm-copy-{self.job_id}")
         except Exception as exc:  # noqa: BLE001 - the JVM may be gone already
             log.info("cancelling the copy job: %s", _first_line(exc))
 

@@ -92,6 +92,10 @@ class CopyService:
         self._adapter_errors: dict[str, tuple[float, str]] = {}
         self._stopping = False
         self._finished = False
+        # Spark is up (it starts beside the flows: srm_driver.spark.SparkStart), or why it
+        # could not start.
+        self._spark_up = False
+        self._fatal: str | None = None
         self._job_id: str | None = None
         self._retired_until: float | None = None
         self._grow_at = 0.0
@@ -107,6 +111,16 @@ class CopyService:
         )
 
     # -- the runtime thread -------------------------------------------------------------
+
+    def accepting(self) -> bool:
+        """Whether partitions can be handed over (:meth:`set_owned`): once Spark is up, so
+        that they are placed on the slots it runs. Until then a flow's worker creates
+        their remote topics and waits."""
+        return self._spark_up
+
+    def fatal(self) -> str | None:
+        """Why this driver cannot copy at all (Spark could not start), else None."""
+        return self._fatal
 
     def set_owned(self, flow: str, owned: Mapping[TopicPartition, str]) -> None:
         """Copy exactly these upstream partitions of ``flow`` (to these remote topics).
@@ -304,6 +318,13 @@ class CopyService:
             if not self._quiet(now):
                 return
             self._retired_until = None
+        if self._job_id is None and not self._spark_up:
+            try:
+                self._spark_up = self._job.ready()
+            except SrmError as exc:
+                self._fatal = str(exc)
+            if not self._spark_up:
+                return
         if self._job_id is None:
             with self._ledger.lock:
                 self._job_id = self._job.start()
