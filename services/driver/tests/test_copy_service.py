@@ -3,6 +3,7 @@ and syncs in order, unit breaks, poison records, halts, releases, leases."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -1563,3 +1564,20 @@ def test_a_spark_that_cannot_start_is_the_drivers_fatal_error(flow: FlowConfig) 
     h.service.tick()
     assert h.service.fatal() == why
     assert not h.service.accepting() and h.job.job_id is None
+
+
+def test_a_unit_stopped_by_its_lease_says_so_in_the_log(
+    flow: FlowConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lease that ran out in a slot re-plans every partition of the unit: quiet (not a
+    warning) but in the log, where a cold start's long tail was otherwise unexplained."""
+    h = Harness(flow)
+    plan = started(h)
+    lease = {"kind": "lease", "message": "the lease of primary->backup ran out in this slot",
+             "topic": None, "partition": None, "offset": -1, "class": None}  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="srm_driver.copying.reports"):
+        h.report(part(plan["plan"], 5, 5), broken=lease)
+    said = [r for r in caplog.records if "ran out in this slot" in r.getMessage()]
+    assert said and said[0].levelno == logging.INFO
+    assert "copy slot 0" in said[0].getMessage() and "1 partitions" in said[0].getMessage()
+    assert h.service.status(FLOW)["by_status"] == {"pending": 1}

@@ -380,6 +380,17 @@ class ReportDesk:
             log.warning(
                 "%s: copy slot %d stopped on %s: %s", unit.flow, slot, failure.kind, failure.message
             )
+        else:
+            # No answer reached the slot in time (a driver slow to record reports, or one
+            # holding no lease for the flow): expected now and then, so not a warning, but
+            # every partition of the unit is reconciled again and that must show.
+            log.info(
+                "%s: copy slot %d stopped: %s; its %d partitions are reconciled again",
+                unit.flow,
+                slot,
+                failure.message,
+                len(mine),
+            )
 
     def _never_ran(self, report: SlotReport, refused: set[str]) -> None:
         """A plan left out of an answer the slot (or the flow's unit) has since applied,
