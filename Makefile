@@ -72,6 +72,7 @@ kafka-status: install ## show local Kafka clusters
 DURATIONS ?= 30
 
 test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
+	@$(VENV)/bin/python -m srm_local.spark_archive
 	@$(VENV)/bin/python -m pytest $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
@@ -84,6 +85,7 @@ test-unit: install ## unit tests only (no Kafka, no Spark)
 	@$(VENV)/bin/python -m pytest -m "not integration" $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-integration: jars ## integration tests only
+	@$(VENV)/bin/python -m srm_local.spark_archive
 	@$(VENV)/bin/python -m pytest -m integration $(if $(DURATIONS),--durations=$(DURATIONS))
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")

@@ -33,6 +33,7 @@ from srm_local.clusters import (
 )
 from srm_local.http_tokens import HttpTokens, write_tokens
 from srm_local.paths import run_dir
+from srm_local.spark_archive import driver_archive_options
 from srm_local.zookeeper import ZooKeeperKafkaCluster
 
 Header = tuple[str, bytes | None]
@@ -432,7 +433,8 @@ goes"). Drivers started by `make up` or an operator keep the JVM's defaults."""
 
 class DriverProcess(ChildProcess):
     """``srm-driver --config FILE`` (``--standalone`` unless ``args`` say otherwise), its
-    Spark JVM with :data:`TEST_DRIVER_JVM_OPTIONS`."""
+    Spark JVM with :data:`TEST_DRIVER_JVM_OPTIONS` and, once ``make test`` has built it,
+    the class-data archive of :mod:`srm_local.spark_archive`."""
 
     def __init__(
         self,
@@ -450,7 +452,8 @@ class DriverProcess(ChildProcess):
                 "--spark-master",
                 spark_master,
                 "--spark-conf",
-                f"spark.driver.extraJavaOptions={TEST_DRIVER_JVM_OPTIONS}",
+                "spark.driver.extraJavaOptions="
+                + " ".join((TEST_DRIVER_JVM_OPTIONS, *driver_archive_options())),
                 *args,
             ],
             log_path,
