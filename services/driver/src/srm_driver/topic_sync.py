@@ -8,41 +8,24 @@ batched admin requests and is safe to repeat: what is already right is left alon
 
 A round that fails for some topics still finishes the others, then raises one
 :class:`TopicSyncError` naming each failed ``cluster:topic`` with what to check, and
-carrying the changes that did go through.
+carrying the changes that did go through. The requests and how each topic's answer is
+judged: :mod:`srm_driver.topic_requests`; configs read and changed:
+:mod:`srm_driver.topic_config_admin`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
-from typing import TypeVar
+from collections.abc import Iterable, Mapping
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    NewPartitions,
-    NewTopic,
-    ResourceType,
-)
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from srm_common.config.model import FlowConfig
 from srm_common.domain.metadata_batches import (
     growth_steps,
     new_topic_records,
     partitions_at_creation,
 )
-from srm_common.domain.topic_configs import (
-    UNKNOWN_CONFIG,
-    ConfigChanges,
-    TopicConfigEntry,
-    plan_config_changes,
-    select_configs_to_copy,
-)
+from srm_common.domain.topic_configs import plan_config_changes, select_configs_to_copy
 from srm_common.replication_plan import reason_not_replicated
 
 from srm_driver.kafka_admin import (
@@ -52,12 +35,11 @@ from srm_driver.kafka_admin import (
     topic_partitions,
     wait_for_leaders,
 )
+from srm_driver.topic_config_admin import Described, alter_configs, describe_configs
+from srm_driver.topic_requests import FAILED, NOTHING, TopicRequests
 
 log = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-_I = TypeVar("_I")
-_K = TypeVar("_K", bound=Hashable)
 _MAX_LISTED_FAILURES = 5
 
 
@@ -96,6 +78,7 @@ class TopicSync:
         self._request_timeout = timeout + 5
         # Records one admin request may generate on the target (lowered when refused).
         self.budget = RecordBudget(flow.admin_max_records)
+        self._requests = TopicRequests(flow, self.budget, self._request_timeout)
         # Per source topic, its max.message.bytes as last described (any describe of the
         # source updates it): the copy's clients are sized from it (copying.clients).
         self.record_limits: dict[str, int] = {}
@@ -179,7 +162,10 @@ class TopicSync:
             if remote in target.entries
         }
         changes: list[str] = []
-        self._alter({r: c for r, c in planned.items() if c}, changes, failures)
+        planned = {r: c for r, c in planned.items() if c}
+        alter_configs(
+            self._requests, self._flow.target, self._target_admin, planned, changes, failures
+        )
         self._raise_if_failed("sync topic configs", changes, failures)
         return changes
 
@@ -190,8 +176,6 @@ class TopicSync:
         if unknown:
             self._describe(self._flow.source, self._source_admin, unknown)
 
-    # --- batched admin requests ---------------------------------------------------------
-
     def _listed(self, alias: str, admin: AdminClient) -> dict[str, int]:
         try:
             return topic_partitions(admin, timeout=self._timeout)
@@ -200,26 +184,12 @@ class TopicSync:
                 f"flow {self._flow.name}: cannot list the topics of cluster {alias!r}: {exc}"
             ) from exc
 
-    def _describe(self, alias: str, admin: AdminClient, topics: Iterable[str]) -> _Described:
-        """Config entries per topic; a topic that does not exist is silently left out."""
-        described = _Described()
-        resources = [ConfigResource(ResourceType.TOPIC, name) for name in topics]
-        if not resources:
-            return described
-        futures = self._submit(
-            alias,
-            "describe topic configs",
-            lambda: admin.describe_configs(resources, request_timeout=self._request_timeout),
-        )
-        for resource, future in futures.items():
-            name = resource.name
-            result = self._result(alias, name, "read the configs of", future, described.failures)
-            if isinstance(result, dict):
-                entries: dict[str, ConfigEntry] = result
-                described.entries[name] = [_entry(e) for e in entries.values()]
-                limit = entries.get(MAX_MESSAGE_BYTES)
-                if alias == self._flow.source and limit is not None and limit.value:
-                    self.record_limits[name] = int(limit.value)
+    def _describe(self, alias: str, admin: AdminClient, topics: Iterable[str]) -> Described:
+        """Config entries per topic (:func:`describe_configs`); a source's record limits
+        are kept in :attr:`record_limits`."""
+        described = describe_configs(self._requests, alias, admin, topics)
+        if alias == self._flow.source:
+            self.record_limits.update(described.record_limits)
         return described
 
     def _create(
@@ -245,7 +215,7 @@ class TopicSync:
             for t in topics
         ]
         sent = self.budget.requests
-        futures = self._chunked(
+        futures = self._requests.chunked(
             self._flow.target,
             "create topics",
             new_topics,
@@ -259,7 +229,8 @@ class TopicSync:
         created = len(changes)
         for remote, future in futures.items():
             topic = by_remote[remote]
-            if self._result(self._flow.target, remote, "create", future, failures) in _NOTHING:
+            outcome = self._requests.result(self._flow.target, remote, "create", future, failures)
+            if outcome in NOTHING:
                 continue
             count = len(configs[topic])
             self._touched.append(remote)
@@ -291,7 +262,7 @@ class TopicSync:
         reached = {remote: old for remote, (old, _new) in topics.items()}
         while steps:
             requests = [NewPartitions(remote, counts[0]) for remote, counts in steps.items()]
-            futures = self._chunked(
+            futures = self._requests.chunked(
                 self._flow.target,
                 "add partitions",
                 requests,
@@ -304,7 +275,8 @@ class TopicSync:
             for remote, future in futures.items():
                 counts = steps[remote]
                 action = f"grow to {counts[0]} partitions"
-                if self._result(self._flow.target, remote, action, future, failures) is _FAILED:
+                outcome = self._requests.result(self._flow.target, remote, action, future, failures)
+                if outcome is FAILED:
                     del steps[remote]  # failed (counted): tried again next round
                     continue
                 reached[remote] = counts.pop(0)
@@ -316,110 +288,6 @@ class TopicSync:
                 changes.append(
                     f"grew {self._flow.target}:{remote} from {old} to {reached[remote]} partitions"
                 )
-
-    def _alter(
-        self, planned: Mapping[str, ConfigChanges], changes: list[str], failures: list[str]
-    ) -> None:
-        if not planned:
-            return
-        resources = [
-            ConfigResource(ResourceType.TOPIC, remote, incremental_configs=_ops(change))
-            for remote, change in planned.items()
-        ]
-        futures = self._chunked(
-            self._flow.target,
-            "alter topic configs",
-            resources,
-            lambda resource: len(resource.incremental_configs),
-            lambda resource: resource,
-            lambda chunk: self._target_admin.incremental_alter_configs(
-                chunk, request_timeout=self._request_timeout
-            ),
-        )
-        for resource, future in futures.items():
-            remote = resource.name
-            action = "change the configs of"
-            if self._result(self._flow.target, remote, action, future, failures) in _NOTHING:
-                continue
-            changes.append(
-                f"synced configs of {self._flow.target}:{remote}: "
-                + _describe_changes(planned[remote])
-            )
-
-    def _chunked(
-        self,
-        alias: str,
-        what: str,
-        items: Sequence[_I],
-        cost: Callable[[_I], int],
-        key: Callable[[_I], _K],
-        send: Callable[[list[_I]], Mapping[_K, Future[_T]]],
-    ) -> dict[_K, Future[_T]]:
-        """``items`` sent in requests under the target's records limit (see
-        :class:`RecordBudget`), every request's refusal before sending made one error."""
-        return self.budget.send(
-            f"flow {self._flow.name}: {what} on {alias!r}",
-            items,
-            cost,
-            key,
-            lambda chunk: self._submit(alias, what, lambda: send(chunk)),
-            timeout=self._request_timeout + 5,
-        )
-
-    def _submit(self, alias: str, what: str, call: Callable[[], _T]) -> _T:
-        """Send a request; a refusal before anything is sent is one error for the batch."""
-        try:
-            return call()
-        except KafkaException as exc:
-            raise KafkaAdminError(
-                f"flow {self._flow.name}: cannot {what} on cluster {alias!r}: {exc};"
-                f" is {alias!r} reachable?"
-            ) from exc
-
-    def _result(
-        self, alias: str, topic: str, action: str, future: Future[_T], failures: list[str]
-    ) -> _T | object:
-        """The future's result, ``_SKIPPED`` when there is nothing to do, else ``_FAILED``."""
-        try:
-            return future.result(self._request_timeout + 5)
-        except FutureTimeoutError:
-            waited = self._request_timeout + 5
-            failures.append(
-                f"cannot {action} {alias}:{topic}: no answer within {waited:g} s;"
-                f" is {alias!r} reachable?"
-            )
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if error is not None and error.code() in _NO_CHANGE:
-                return _SKIPPED
-            failures.append(f"cannot {action} {alias}:{topic}: {self._hint(alias, error, exc)}")
-        return _FAILED
-
-    def _hint(self, alias: str, error: KafkaError | None, exc: Exception) -> str:
-        reason = error.str() if error is not None else str(exc)
-        code = error.code() if error is not None else None
-        if code == KafkaError.INVALID_REPLICATION_FACTOR:
-            check = (
-                f"replication.factor {self._flow.replication_factor} of flow"
-                f" {self._flow.name} must not exceed the brokers of {alias!r}"
-            )
-        elif code == KafkaError.INVALID_CONFIG:
-            check = (
-                f"a config copied from {self._flow.source!r} is not valid on {alias!r};"
-                " add its name to config.properties.exclude"
-            )
-        elif code in _AUTHORIZATION:
-            check = (
-                f"grant the admin client of {alias!r} the topic ACLs SRM needs"
-                " (DESCRIBE_CONFIGS, CREATE, ALTER, ALTER_CONFIGS)"
-            )
-        elif code == KafkaError.POLICY_VIOLATION:
-            check = f"a create-topic or alter-config policy of {alias!r} refused it"
-        elif code in _UNREACHABLE:
-            check = f"is {alias!r} reachable?"
-        else:
-            check = f"see the broker log of {alias!r}"
-        return f"{reason}; {check}"
 
     def _raise_if_failed(self, what: str, changes: list[str], failures: list[str]) -> None:
         if not failures:
@@ -434,75 +302,3 @@ class TopicSync:
             f"{'s' if len(failures) != 1 else ''}{done}: {listed}",
             changes,
         )
-
-
-class _Described:
-    """Config entries of the topics that answered, and failures of those that did not."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, list[TopicConfigEntry]] = {}
-        self.failures: list[str] = []
-
-
-MAX_MESSAGE_BYTES = "max.message.bytes"
-_FAILED = object()
-_SKIPPED = object()
-_NOTHING = (_FAILED, _SKIPPED)
-
-# Another client got there first (created the topic, added the partitions) or the topic
-# was deleted between listing and describing: nothing to do this round.
-_NO_CHANGE = frozenset(
-    {
-        KafkaError.TOPIC_ALREADY_EXISTS,
-        KafkaError.INVALID_PARTITIONS,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-    }
-)
-_AUTHORIZATION = frozenset(
-    {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
-)
-_UNREACHABLE = frozenset(
-    {
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError.REQUEST_TIMED_OUT,
-    }
-)
-
-
-def _entry(entry: ConfigEntry) -> TopicConfigEntry:
-    # confluent-kafka 2.16 hands the source over as a plain int, not a ConfigSource.
-    try:
-        source = ConfigSource(entry.source).name
-    except ValueError:
-        source = UNKNOWN_CONFIG
-    return TopicConfigEntry(
-        name=entry.name,
-        value=entry.value,
-        source=source,
-        is_default=entry.is_default,
-        is_read_only=entry.is_read_only,
-        is_sensitive=entry.is_sensitive,
-    )
-
-
-def _ops(changes: ConfigChanges) -> list[ConfigEntry]:
-    sets = [
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in changes.to_set
-    ]
-    deletes = [
-        ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
-        for name in changes.to_delete
-    ]
-    return sets + deletes
-
-
-def _describe_changes(changes: ConfigChanges) -> str:
-    parts = []
-    if changes.to_set:
-        parts.append("set " + ", ".join(f"{name}={value}" for name, value in changes.to_set))
-    if changes.to_delete:
-        parts.append("deleted " + ", ".join(changes.to_delete))
-    return "; ".join(parts)
