@@ -22,7 +22,8 @@ from srm_common.control.events import (
     TaskConfigsGenerated,
     TopicsAllowed,
 )
-from srm_common.control.state import ControlState, FlowTasks, apply
+from srm_common.control.flow_records import FlowTasks
+from srm_common.control.state import ControlState, apply
 from srm_common.domain.tasks import TopicPartition
 from srm_common.testing import Clock, FakeDiscovery
 from srm_coordinator.leader import Leader, Round

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from srm_common.control.flow_records import FlowTasks
 from srm_common.control.planning import plan_flow_tasks, tasks_gaining_partitions
-from srm_common.control.state import FlowTasks
 from srm_common.control.task_ids import source_task_id
 from srm_common.domain.tasks import plan_checkpoint_tasks, plan_source_tasks
 

@@ -21,14 +21,8 @@ from srm_common.control.events import (
     TopicsAllowRemoved,
     TopicsDenied,
 )
-from srm_common.control.state import (
-    COMMANDS_REMEMBERED,
-    ControlState,
-    FlowState,
-    FlowTasks,
-    apply,
-    replay,
-)
+from srm_common.control.flow_records import FlowState, FlowTasks
+from srm_common.control.state import COMMANDS_REMEMBERED, ControlState, apply, replay
 from srm_common.control.state_records import AppliedCommand
 from srm_common.control.task_configs import task_configs
 from srm_common.control.task_ids import (

@@ -20,8 +20,9 @@ from srm_common.control.events import (
     decode,
     encode,
 )
+from srm_common.control.flow_records import FlowTasks
 from srm_common.control.planning import plan_flow_tasks
-from srm_common.control.state import ControlState, FlowTasks, apply
+from srm_common.control.state import ControlState, apply
 from srm_common.control.task_configs import (
     EVENT_BYTES_MAX,
     PART_BYTES,

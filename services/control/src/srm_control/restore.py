@@ -49,7 +49,8 @@ from srm_common.control.events import (
     decode,
     describe,
 )
-from srm_common.control.state import ControlState, FlowState, replay
+from srm_common.control.flow_records import FlowState
+from srm_common.control.state import ControlState, replay
 from srm_common.control.state_records import HaltInfo, ResumeInfo
 from srm_common.errors import SrmError
 

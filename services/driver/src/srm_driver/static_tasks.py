@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 
 from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
 from srm_common.config.model import FlowConfig, SrmConfig
+from srm_common.control.flow_records import FlowTasks
 from srm_common.control.planning import plan_flow_tasks
 from srm_common.control.refresh import RefreshSchedule, refreshed
-from srm_common.control.state import FlowTasks
 from srm_common.control.task_ids import checkpoint_task_id
 
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent

@@ -28,7 +28,7 @@ from srm_common.config.model import FlowConfig, SrmConfig
 from srm_common.errors import ConfigError
 
 if TYPE_CHECKING:
-    from srm_common.control.state import FlowState
+    from srm_common.control.flow_records import FlowState
 
 DEFAULT_PREFIX = "srm-control"
 TARGET_KEY = "streams.replication.manager.driver.target.cluster"

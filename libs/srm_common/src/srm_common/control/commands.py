@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from srm_common.control.flow_records import FlowState
 from srm_common.control.schema import (
     ConfigApplied,
     Event,
@@ -31,7 +32,7 @@ from srm_common.control.schema import (
     RecordsLost,
     pattern_event_class,
 )
-from srm_common.control.state import ControlState, FlowState, partition_key
+from srm_common.control.state import ControlState, partition_key
 from srm_common.control.state_records import AppliedCommand
 from srm_common.domain.filters import compile_patterns
 from srm_common.domain.resume import ResumePoint

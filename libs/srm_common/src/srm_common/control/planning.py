@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from srm_common.control.state import FlowTasks
+from srm_common.control.flow_records import FlowTasks
 from srm_common.control.task_ids import source_task_id
 from srm_common.domain.tasks import (
     SourceTask,

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from srm_common.control.state import FlowTasks
+from srm_common.control.flow_records import FlowTasks
 from srm_common.domain.tasks import TopicPartition
 
 

@@ -1,7 +1,8 @@
 """The records a :class:`srm_common.control.state.ControlState` holds besides flows and
-tasks: the group's members, halts and resumes, the commands applied, the leader. Their
-fields are what audit exports and the SQL projection write (``srm-control restore``
-reads them back), so they change only with an upcast of those."""
+tasks (those are :mod:`srm_common.control.flow_records`): the group's members, halts and
+resumes, the commands applied, the leader. Their fields are what audit exports and the
+SQL projection write (``srm-control restore`` reads them back), so they change only with
+an upcast of those."""
 
 from __future__ import annotations
 
