@@ -71,15 +71,20 @@ kafka-status: install ## show local Kafka clusters
 # docs/testing.md, "Where the time goes". DURATIONS=0 lists every test, DURATIONS= none.
 DURATIONS ?= 30
 
+# The driver's tests run once, in test-driver-alone: the same tests on the same code,
+# with fewer packages installed, so it proves what the main run would and more (that the
+# driver declares what it imports). The main run leaves them out.
+DRIVER_TESTS := services/driver/tests
+
 test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
 	@$(VENV)/bin/python -m srm_local.spark_archive
-	@$(VENV)/bin/python -m pytest $(if $(DURATIONS),--durations=$(DURATIONS))
+	@$(VENV)/bin/python -m pytest --ignore-glob='$(DRIVER_TESTS)/*' $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
 	@echo "the driver's tests in $(DRIVER_VENV) (uv sync --package srm-driver: nothing else installed)..."
 	@UV_PROJECT_ENVIRONMENT=$(DRIVER_VENV) $(UV) sync --quiet --frozen --package srm-driver --group test
 	@$(DRIVER_VENV)/bin/python -m pytest -c services/driver/pyproject.toml --rootdir services/driver \
-		--confcutdir services/driver -p no:cacheprovider --import-mode=importlib -q services/driver/tests
+		--confcutdir services/driver -p no:cacheprovider --import-mode=importlib -q $(DRIVER_TESTS)
 
 test-unit: install ## unit tests only (no Kafka, no Spark)
 	@$(VENV)/bin/python -m pytest -m "not integration" $(if $(DURATIONS),--durations=$(DURATIONS))
