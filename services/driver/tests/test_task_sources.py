@@ -138,17 +138,17 @@ def test_a_driver_tells_the_leader_of_new_groups_on_the_groups_interval(
         "refresh.topics.interval.seconds: 60", "refresh.groups.interval.seconds: 5"
     )
     source, state, notices = watching(config, discovery, clock)
-    source._watch(state, FLOW)
+    source.source_watch.check(state, FLOW)
     assert notices == [], "the source matches the task configs"
     grow(discovery)
     clock.at_ms = 1_000 + 5_000 - 1
-    source._watch(state, FLOW)
+    source.source_watch.check(state, FLOW)
     assert notices == []
     clock.at_ms = 1_000 + 5_000
-    source._watch(state, FLOW)
+    source.source_watch.check(state, FLOW)
     assert notices == ["2 groups match, 1 planned"], "partitions are not looked at yet"
     clock.at_ms = 1_000 + 60_000
-    source._watch(state, FLOW)
+    source.source_watch.check(state, FLOW)
     assert notices[-1] == "3 partitions match, 2 planned; 2 groups match, 1 planned"
 
 
@@ -161,7 +161,7 @@ def test_a_driver_never_watches_a_half_whose_refresh_is_switched_off(
     grow(discovery)
     for at_ms in range(1_000, 100_000, 1_000):
         clock.at_ms = at_ms
-        source._watch(state, FLOW)
+        source.source_watch.check(state, FLOW)
     assert set(notices) == {"2 groups match, 1 planned"}
 
 

@@ -6,8 +6,8 @@ key). It follows each served log through a :class:`ControlLink` of its own (assi
 lease, incarnation; a target that is down costs only its own flows), and its work is the
 union of what each log assigns it. It reports halts and losses to the leader of the
 flow's log, forwards operators' resumes there, and, for each flow whose heartbeat task
-runs here, watches the source and tells that leader when what the flow matches differs
-from its task configs (SRM's follower-to-leader notification).
+runs here, watches the source (:mod:`srm_driver.source_watch`) and tells that leader when
+what the flow matches differs from its task configs (SRM's follower-to-leader notification).
 
 The runtime applies one assignment at a time and reports one generation; the logs have
 one each. So the source numbers the combinations it hands out and maps the number the
@@ -22,10 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from srm_common.adapters.discovery import Discovery, DiscoveryError, DiscoveryPending
+from srm_common.adapters.discovery import Discovery
 from srm_common.config.control import ControlPlane, ControlSettings, effective_flow
 from srm_common.config.model import FlowConfig, SrmConfig
-from srm_common.control.refresh import Due, RefreshSchedule
 from srm_common.control.state import ControlState
 from srm_common.control.task_ids import parse_task_id
 from srm_common.domain.tasks import CheckpointTask, SourceTask
@@ -35,6 +34,7 @@ from srm_driver.control import ControlLink, LinkPorts
 from srm_driver.coordinator_client import CoordinatorUnavailable
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.state import ResumeRequest
+from srm_driver.source_watch import SourceWatch
 from srm_driver.tasks import Assignment, Report, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -80,15 +80,17 @@ class CoordinatedTaskSource:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.driver_id = driver_id
-        self._clock = clock
         self._config = config
         self._plane = plane
         self._flows: dict[str, FlowConfig] = {
             flow.name: flow for flow in config.flows.values() if flow.target in plane.logs
         }
-        self._discovery = discovery
         self._link_ports = link_ports
-        self._watch_due: dict[str, RefreshSchedule] = {}
+        # The sources of the flows whose heartbeat task runs here (notify_leader bound
+        # late: a test stands in for it).
+        self.source_watch = SourceWatch(
+            self._flows, discovery, clock, lambda name, why: self.notify_leader(name, why)
+        )
         self.links: dict[str, ControlLink] = {}
         self.clients = {
             target: leader_client(target, self._leader_of(target)) for target in plane.targets
@@ -188,7 +190,7 @@ class CoordinatedTaskSource:
                 }
             )
         for name in heartbeats:
-            self._watch(self.state_of(self._flows[name].target), name)
+            self.source_watch.check(self.state_of(self._flows[name].target), name)
         return Assignment(
             generation=self._number(generations),
             flows=flows,
@@ -302,45 +304,8 @@ class CoordinatedTaskSource:
         log.info("%s: told the leader the source changed (%s)", name, reason)
         return True
 
-    def _watch(self, state: ControlState, name: str) -> None:
-        """Topics every ``refresh.topics.interval.seconds``, groups every
-        ``refresh.groups.interval.seconds`` (each while its switch is on): if the source
-        matches other partitions or groups than the flow's task configs hold, ask the
-        leader to rediscover the flow."""
-        flow = effective_flow(self._flows[name], state.flow(name))
-        if not flow.enabled:
-            return
-        now_ms = int(self._clock() * 1000)
-        schedule = self._watch_due.setdefault(name, RefreshSchedule())
-        due = schedule.due(now_ms)
-        due = Due(
-            due.topics and flow.refresh_topics_enabled, due.groups and flow.refresh_groups_enabled
-        )
-        if not due:
-            return
-        try:
-            partitions, groups = self._discovery.discover(flow, schedule.fresh_after_ms(due))
-        except DiscoveryPending:
-            return  # listing in the background; looked at again on the next pass
-        except DiscoveryError as exc:
-            log.warning("%s: %s", name, exc)
-            partitions = groups = None
-        schedule.listed(flow, due, now_ms)
-        tasks = state.tasks.get(name)
-        if partitions is None or groups is None or tasks is None:
-            return
-        planned = {tp for task in tasks.source for tp in task.partitions}
-        planned_groups = {g for task in tasks.checkpoint for g in task.groups}
-        differences = []
-        if due.topics and set(partitions) != planned:
-            differences.append(f"{len(partitions)} partitions match, {len(planned)} planned")
-        if due.groups and set(groups) != planned_groups:
-            differences.append(f"{len(groups)} groups match, {len(planned_groups)} planned")
-        if differences:
-            self.notify_leader(name, "; ".join(differences))
-
     def close(self) -> None:
-        self._discovery.close()
+        self.source_watch.close()
         for client in self.clients.values():
             client.close()
         for link in self.links.values():
