@@ -59,7 +59,7 @@ class Coordinator:
     What outlives a term of leading stays here: reading the log (replay, retries while
     its cluster does not answer), the election loop, the command queue and the views the
     HTTP API reads. The leader's part is :class:`srm_coordinator.leader_term.LeaderTerm`
-    and the queue's :class:`srm_coordinator.command_queue.CommandQueue`. (About 300 lines:
+    and the queue's :class:`srm_coordinator.command_queue.CommandQueue`. (About 330 lines:
     the rest is the loop's steps and the API's views over the same follower and term.)
     """
 

@@ -122,7 +122,13 @@ def _late(windows: list[str], watermark: int) -> str:
 
 
 class RawFolder:
-    """Raw samples of the partitions this instance owns, folded into window cells."""
+    """Raw samples of the partitions this instance owns, folded into window cells.
+
+    One class of about 270 lines: folding a sample, closing and retiring windows, pacing
+    updates and resending after a rebalance read and write the same per-partition index,
+    decoded cells and send times, which must move in step with the store; the pure parts
+    (a cell's fold, window arithmetic, contributions) are functions of other modules.
+    """
 
     def __init__(
         self,

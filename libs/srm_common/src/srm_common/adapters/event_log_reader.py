@@ -47,6 +47,11 @@ class EventLogReader:
     ``known_log``: the identity the log must show before anything is returned (the module
     docstring of integrity). ``consumer``/``admin``: for tests; built from ``settings``
     otherwise.
+
+    One class of about 280 lines: reading, the watch of the topic's id and the probe of a
+    lost log share the consumer's position, the guard and the events held back until the
+    log's identity shows (a probe swaps the guard and rewinds the consumer under a
+    ``poll``); apart, each would reach into the others' state.
     """
 
     CHECK_S = 1.0  # how often the topic id is looked at
