@@ -152,7 +152,7 @@ def test_one_line_names_the_trace_when_a_traced_change_gives_this_driver_partiti
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)
-    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    caplog.set_level(logging.INFO, logger="srm_driver.applied_trace")
     # The command's events: new task configs (the task revoked), then the task back.
     planned = task_configs(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
     topic.append(
@@ -175,7 +175,7 @@ def test_no_trace_line_when_the_change_came_without_a_trace(
 ) -> None:
     topic = InMemoryEventLog()
     link, _end = link_on(topic)
-    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    caplog.set_level(logging.INFO, logger="srm_driver.applied_trace")
     running_log(topic, link)  # gives d1 orders:0, untraced
     follow(link)
     assert link.state.tasks_of("d1") == (TASK,)
@@ -189,7 +189,7 @@ def test_a_traced_resume_of_a_partition_copied_here_is_one_line_with_the_trace(
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)
-    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    caplog.set_level(logging.INFO, logger="srm_driver.applied_trace")
     for partition in (0, 5):  # 5 is no partition of this driver: nothing to say
         resume = PartitionResumeRequested(
             FLOW, "orders", partition, "copy-end", None, f"r{partition}"
@@ -209,7 +209,7 @@ def test_partitions_new_to_a_flow_are_applied_from_its_traced_task_configs(
     link, _end = link_on(topic)
     running_log(topic, link)
     follow(link)
-    caplog.set_level(logging.INFO, logger="srm_driver.control")
+    caplog.set_level(logging.INFO, logger="srm_driver.applied_trace")
     # A topic new to the flow joins the running task: no revocation, no new assignment.
     planned = task_configs(FLOW, 2, ((("orders", 0), ("added", 0)),), (), False)
     topic.append(Envelope(planned, 2, "coordinator c1", trace=TRACE))
