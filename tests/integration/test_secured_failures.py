@@ -3,10 +3,11 @@
 Both clusters are secured (:mod:`srm_local.secured`); the configuration an operator
 wrote has a wrong password for ``primary``, or trusts a CA that did not sign its
 certificate.
-Each command is run as a process, as an operator starts it, and given up to a minute:
-it must stop with a non-zero code and say what is wrong in one line naming the cluster,
-without the password and without a traceback. (tests/integration/test_secured_clients.py
-checks the wording for the driver and srm-control; this one covers every service.)
+Each command is run as a process, as an operator starts it (the five side by side), and
+given up to a minute: it must stop with a non-zero code and say what is wrong in one
+line naming the cluster, without the password and without a traceback.
+(tests/integration/test_secured_clients.py checks the wording for the driver and
+srm-control; this one covers every service.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -83,10 +85,13 @@ def test_each_command_stops_with_one_line(kafka_secured, tmp_path, unique_name, 
             *("--db-url", f"sqlite:///{tmp_path / 'gateway.db'}"),
         ],
     }
+    # All five at once: each waits for its cluster's refusal, none for another's.
+    with ThreadPoolExecutor(len(commands)) as pool:
+        futures = {name: pool.submit(_run, command, tmp_path) for name, command in commands.items()}
+        runs = {name: future.result() for name, future in futures.items()}
     failures = []
     print()
-    for name, command in commands.items():
-        code, output, seconds = _run(command, tmp_path)
+    for name, (code, output, seconds) in runs.items():
         lines = [line for line in output.splitlines() if line.strip()]
         shown = lines[0] if len(lines) == 1 else f"{len(lines)} lines, last: {lines[-1:]}"
         print(f"{fault}: {name}: exit {code} after {seconds:.1f} s: {shown}")
