@@ -10,8 +10,6 @@ services do. The data is checked with the harness's own librdkafka clients
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -187,44 +185,3 @@ def test_a_store_with_a_wrong_password_is_one_line_naming_the_key(
     print(f"\nwrong store password: {message}")
     assert "ssl.truststore.location" in message and "\n" not in message
     assert "not-the-store-password" not in message
-
-
-def _command(name: str, config: Path, *args: str) -> tuple[int, list[str]]:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / name), "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    assert "Traceback" not in output, output[-3000:]
-    return done.returncode, [line for line in output.splitlines() if line.strip()]
-
-
-@pytest.mark.parametrize("fault", ["wrong password", "untrusted CA"])
-def test_the_driver_and_srm_control_stop_with_one_line_when_refused(
-    kafka_secured, tmp_path: Path, fault: str
-) -> None:
-    cluster = kafka_secured["primary"]
-    if fault == "wrong password":
-        keys = cluster.mm2_keys(Credential(cluster.admin.username, "Wr0ng-pa55word"))
-        word = "authentication failed"
-    else:
-        keys = cluster.mm2_keys(cluster.admin)
-        keys["ssl.truststore.location"] = str(cluster.tls.stranger_truststore_jks)
-        word = "certificate verify failed"
-    config = _config(tmp_path, keys)
-    for name, args in (
-        ("srm-driver", ("--standalone",)),
-        # The log of a flow lives in its target: the flow into primary reads primary.
-        ("srm-control", ("topics", "--source", "backup", "--target", "primary", "--list")),
-    ):
-        started = time.monotonic()
-        code, lines = _command(name, config, *args)
-        print(f"\n{fault}: {name} exit {code} after {time.monotonic() - started:.1f} s: {lines}")
-        assert code == 2 and len(lines) == 1, lines
-        assert lines[0].startswith(f"{name}: cluster 'primary'") and word in lines[0]
-        assert "Wr0ng-pa55word" not in lines[0]
-        if fault == "wrong password":
-            assert "login as 'admin'" in lines[0], "the user refused is named, not masked"

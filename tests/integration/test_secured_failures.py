@@ -5,9 +5,8 @@ wrote has a wrong password for ``primary``, or trusts a CA that did not sign its
 certificate.
 Each command is run as a process, as an operator starts it (the five side by side), and
 given up to a minute: it must stop with a non-zero code and say what is wrong in one
-line naming the cluster, without the password and without a traceback.
-(tests/integration/test_secured_clients.py checks the wording for the driver and
-srm-control; this one covers every service.)
+line naming the cluster, without the password and without a traceback; srm-driver and
+srm-control, what an operator runs first, with exit code 2 and the cause in words.
 """
 
 from __future__ import annotations
@@ -24,6 +23,9 @@ from srm_local.secured import Credential, write_mm2_properties
 pytestmark = pytest.mark.integration
 
 WRONG = "Wr0ng-but-distinctive-pw"
+# The commands an operator runs first, whose line is checked word for word.
+WORDED = ("srm-driver", "srm-control")
+CAUSE = {"wrong password": "authentication failed", "untrusted CA": "certificate verify failed"}
 BIN = Path(sys.executable).parent
 
 
@@ -100,4 +102,18 @@ def test_each_command_stops_with_one_line(kafka_secured, tmp_path, unique_name, 
             failures.append(f"{name}: exit {code}, {len(lines)} lines, the last:\n{tail}")
         elif "primary" not in lines[0]:
             failures.append(f"{name}: the line names no cluster: {lines[0]}")
+        elif name in WORDED and not _worded(name, fault, code, lines[0], primary.admin.username):
+            failures.append(f"{name}: exit {code}, not the wording an operator acts on: {lines[0]}")
     assert not failures, "\n\n".join(failures)
+
+
+def _worded(name: str, fault: str, code: int | None, line: str, user: str) -> bool:
+    """Exit 2, the command and the cluster first, the cause; a refused login names its
+    user (not masked, unlike the password)."""
+    named = fault != "wrong password" or f"login as '{user}'" in line
+    return (
+        code == 2
+        and line.startswith(f"{name}: cluster 'primary'")
+        and CAUSE[fault] in line
+        and named
+    )
