@@ -6,7 +6,7 @@ asks for a cluster (a run of unit tests never looks):
 
 - ``containers``: the locally built ``srm/kafka`` image, started with testcontainers
   (:mod:`srm_local.containers`), also reachable on a Docker network of the run's own;
-- ``processes``: local KRaft processes (:class:`srm_local.testing.ClusterPool`).
+- ``processes``: local KRaft processes (:class:`srm_harness.pool.ClusterPool`).
 
 SRM_TEST_BACKEND=containers or =processes chooses; unset, containers run when a Docker
 engine answers and the image exists, local processes otherwise (no engine: no cost, the
@@ -32,8 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pytest
-from srm_local import testing
-from srm_local.testing import ClusterPool
+from srm_harness.clients import create_topic, delete_topics
+from srm_harness.pool import ClusterPool
+from srm_harness.processes import http_environment
+from srm_harness.processes import http_tokens as write_http_tokens
+from srm_local.http_tokens import HttpTokens
 
 if TYPE_CHECKING:
     from srm_local.containers import ContainerPool
@@ -138,7 +141,7 @@ class Clusters:
         partitions: int = 1,
         config: Mapping[str, str] | None = None,
     ) -> str:
-        testing.create_topic(self[alias], name, partitions=partitions, config=config)
+        create_topic(self[alias], name, partitions=partitions, config=config)
         self.created.append((alias, name))
         return name
 
@@ -174,7 +177,7 @@ def kafka3() -> Iterator[Clusters]:
 @pytest.fixture
 def kafka_mixed(kafka: Clusters) -> Iterator[Callable[[str, str], Clusters]]:
     """``kafka_mixed("kafka-3.9", "source")``: ``primary`` and ``backup`` where one is an
-    older single-node cluster (``srm_local.testing.OLDER_KAFKA``: started the first time a
+    older single-node cluster (``srm_harness.pool.OLDER_KAFKA``: started the first time a
     test asks, then shared by the session) and the other the session's 4.1 cluster;
     ``role`` says which one the older cluster plays. Topics a test creates through it are
     deleted after the test."""
@@ -233,7 +236,7 @@ def kafka_secured() -> Iterator[SecuredClusters]:
         pytest.skip(f"secured Kafka clusters could not be started: {exc}")
     yield clusters
     for alias, name in clusters.created:
-        testing.delete_topics(
+        delete_topics(
             clusters[alias].bootstrap_servers, [name], client=clusters[alias].client_config()
         )
 
@@ -258,7 +261,7 @@ def _clean_up(clusters: Clusters) -> None:
     for alias, name in clusters.created:
         by_alias.setdefault(alias, []).append(name)
     for alias, names in by_alias.items():
-        testing.delete_topics(clusters[alias], names)
+        delete_topics(clusters[alias], names)
 
 
 @pytest.fixture
@@ -270,13 +273,13 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def http_tokens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.HttpTokens]:
+def http_tokens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpTokens]:
     """The run's HTTP tokens: every coordinator, driver and gateway a test starts reads
     the tokens file, srm-control bears its token, a driver process its own
-    (:func:`srm_local.testing.http_environment`); the environment is restored after."""
-    tokens = testing.http_tokens(tmp_path_factory.mktemp("http-tokens"))
-    saved = {name: os.environ.get(name) for name in testing.http_environment(tokens)}
-    os.environ.update(testing.http_environment(tokens))
+    (:func:`srm_harness.processes.http_environment`); the environment is restored after."""
+    tokens = write_http_tokens(tmp_path_factory.mktemp("http-tokens"))
+    saved = {name: os.environ.get(name) for name in http_environment(tokens)}
+    os.environ.update(http_environment(tokens))
     yield tokens
     for name, value in saved.items():
         if value is None:

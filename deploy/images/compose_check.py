@@ -3,7 +3,7 @@
 Brings the stack up under a compose project of its own (``srm-ctest-<pid>``) with host
 ports of its own (free loopback ports, never make up's 9092 / 9192 / 8080), so it runs
 next to anyone's `make up` or `docker-compose up`. Then, with numbered records produced
-to ``orders`` on ``primary`` from the host (~1500/s, ``srm_local.testing.SteadyProducer``):
+to ``orders`` on ``primary`` from the host (~1500/s, ``srm_harness.clients.SteadyProducer``):
 
     step        under load                                          then
     1 driver    the stack as started                                stop producing, wait
@@ -45,7 +45,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, create_topic, end_offsets, list_topics
+from srm_harness.compare import CopyCount, content, count_copy
+from srm_harness.waits import wait_caught_up
 
 ROOT = Path(__file__).resolve().parents[2]
 # make up's ports (and the compose file's defaults): other engineers' stacks use them.
@@ -268,19 +270,19 @@ def check_stack(
     up = f"up, {counts[0]} driver(s) in the group"
     run.steps.append(StepFigures(up, time.monotonic() - begun))
 
-    testing.create_topic(primary, TOPIC, partitions=partitions)
+    create_topic(primary, TOPIC, partitions=partitions)
     run.say(f"created {TOPIC} ({partitions} partitions) on primary")
     sent = 0
     previous = counts[0]
     for index, drivers in enumerate(counts):
         begun = time.monotonic()
-        producer = testing.SteadyProducer(primary, TOPIC, partitions)
+        producer = SteadyProducer(primary, TOPIC, partitions)
         producer.sent = sent  # numbering goes on from the last step: keys stay unique
         producer.start()
         if index == 0:
             name = f"{drivers} driver(s): first copy under load"
             run.say(f"producing to {TOPIC}; waiting for {REMOTE} on backup")
-            poll(lambda: REMOTE in testing.list_topics(backup), 180, f"{REMOTE} on backup")
+            poll(lambda: REMOTE in list_topics(backup), 180, f"{REMOTE} on backup")
             run.say(f"{REMOTE} exists on backup")
         else:
             name = f"{previous} -> {drivers} drivers under load"
@@ -292,7 +294,7 @@ def check_stack(
         producer.finish()
         sent = producer.sent
         run.say(f"stopped producing at {sent} records; waiting until backup has caught up")
-        testing.wait_caught_up(primary, TOPIC, backup, REMOTE, 300)
+        wait_caught_up(primary, TOPIC, backup, REMOTE, 300)
         count = compare(primary, backup)
         seconds = time.monotonic() - begun
         run.steps.append(
@@ -418,7 +420,7 @@ def check_aggregators(
             run.say(f"{service}: state and restarts {state}; how its first run ended:")
             print(first_run_end(ids[0]), flush=True)
         assert state == ["running", "0"], f"{service}: state and restarts {state}"
-        published = sum(testing.end_offsets(bootstrap, AGGREGATED_TOPIC).values())
+        published = sum(end_offsets(bootstrap, AGGREGATED_TOPIC).values())
         run.say(f"{service}: running, no restart; {published} records on {AGGREGATED_TOPIC}")
 
 
@@ -434,16 +436,16 @@ def first_run_end(container: str, lines: int = 40) -> str:
     return "\n".join(output[max(0, end - lines) : end])
 
 
-def compare(primary: str, backup: str) -> testing.CopyCount:
+def compare(primary: str, backup: str) -> CopyCount:
     """Both topics read whole; every partition of the copy equal to its source."""
-    source = testing.consume_all(primary, TOPIC, timeout=120)
-    target = testing.consume_all(backup, REMOTE, timeout=120)
-    count = testing.count_copy(source, target)
+    source = consume_all(primary, TOPIC, timeout=120)
+    target = consume_all(backup, REMOTE, timeout=120)
+    count = count_copy(source, target)
     assert count.missing == 0 and count.duplicated == 0, f"{REMOTE}: {count}"
     assert set(target) == set(source), f"partitions {sorted(target)} != {sorted(source)}"
     for partition, records in source.items():
         copy = target[partition]
-        assert testing.content(copy) == testing.content(records), (
+        assert content(copy) == content(records), (
             f"{REMOTE}[{partition}] differs from {TOPIC}[{partition}]:"
             f" {len(copy)} records against {len(records)}"
         )

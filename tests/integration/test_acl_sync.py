@@ -268,16 +268,19 @@ def test_the_driver_runs_acl_sync_and_shows_it_on_the_flow_status(
     """A standalone driver built by its composition root: the flow's REST status carries
     the ACL sync job's state; against brokers without an authorizer it says so and the
     copy goes on."""
-    from srm_local import testing
+    from srm_harness.clients import produce
+    from srm_harness.control import write_config
+    from srm_harness.records import Record
+    from srm_harness.waits import wait_until
 
     topic = kafka.create_topic("primary", unique_name("orders"))
     kafka.created.append(("backup", f"primary.{topic}"))
-    testing.produce(
+    produce(
         kafka["primary"],
         topic,
-        [testing.Record(f"k{i}".encode(), b"v", (), None, 0) for i in range(5)],
+        [Record(f"k{i}".encode(), b"v", (), None, 0) for i in range(5)],
     )
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -290,12 +293,12 @@ def test_the_driver_runs_acl_sync_and_shows_it_on_the_flow_status(
         },
     )
     driver = run_driver(config)
-    testing.wait_until(
+    wait_until(
         lambda: (driver.status().get("acl_sync") or {}).get("state") == "no-authorizer",
         90,
         "the ACL sync job reports the missing authorizer on the flow's status",
     )
-    testing.wait_until(
+    wait_until(
         lambda: driver.status()["copy"]["records"] >= 5, 90, "the copy goes on without ACL sync"
     )
     status = driver.status()["acl_sync"]

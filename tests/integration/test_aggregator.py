@@ -23,8 +23,11 @@ from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC, DEAD_TOPIC, REASON_HEADER, Aggregate
 from srm_common.metrics.grouping import grouped
 from srm_common.metrics.raw import RAW_TOPIC, Histogram, PartitionSample, encode
-from srm_local import testing
-from srm_local.testing import ChildProcess, Record, log_tails
+from srm_harness.clients import consume_all, end_offsets, produce
+from srm_harness.control import write_config
+from srm_harness.processes import ChildProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 from srm_metrics_aggregator.bootstrap import prepare
 from srm_metrics_aggregator.settings import aggregator_settings
 
@@ -107,12 +110,12 @@ class Scenario:
         return made
 
     def produce(self, samples: list[PartitionSample]) -> None:
-        testing.produce(self.bootstrap, RAW_TOPIC, [Record(s.key(), encode(s)) for s in samples])
+        produce(self.bootstrap, RAW_TOPIC, [Record(s.key(), encode(s)) for s in samples])
 
     def grouped(self, samples: list[PartitionSample]) -> list[Record]:
         """``samples`` as a driver writes them: version 2 groups, each on the raw
         partition its members' keys go to (small groups here: several per partition)."""
-        count = len(testing.end_offsets(self.bootstrap, RAW_TOPIC))
+        count = len(end_offsets(self.bootstrap, RAW_TOPIC))
         return [
             Record(group.key(), encode(group), partition=partition)
             for partition, group in grouped(samples, count, max_bytes=2_000)
@@ -122,7 +125,7 @@ class Scenario:
         """Once the clock passed the end of the long window of everything produced (plus
         the grace), a sample with no records on every raw partition: every window of this
         test closes. (Not a sample in the future: the next test's would be late.)"""
-        raw_partitions = testing.end_offsets(self.bootstrap, RAW_TOPIC)
+        raw_partitions = end_offsets(self.bootstrap, RAW_TOPIC)
         at_ms = (int(time.time() * 1000) // LONG_MS + 1) * LONG_MS + GRACE_MS
         time.sleep(max(0.0, at_ms / 1000 - time.time()))
         ticks = []
@@ -133,12 +136,12 @@ class Scenario:
                 flow=self.flow, topic="tick", partition=p,
             )  # fmt: skip
             ticks.append(Record(tick.key(), encode(tick), partition=p))
-        testing.produce(self.bootstrap, RAW_TOPIC, ticks)
+        produce(self.bootstrap, RAW_TOPIC, ticks)
 
     def windows(self) -> list[Aggregate]:
         """This test's windows on the aggregated topic (latest record of each key)."""
         latest: dict[bytes | None, bytes | None] = {}
-        for records in testing.consume_all(self.bootstrap, AGGREGATED_TOPIC).values():
+        for records in consume_all(self.bootstrap, AGGREGATED_TOPIC).values():
             for record in records:
                 latest[record.key] = record.value
         found = []
@@ -170,7 +173,7 @@ class Scenario:
     def details(self) -> str:
         dead = [
             dict(record.headers).get(REASON_HEADER, b"").decode()[:200]
-            for records in testing.consume_all(self.bootstrap, DEAD_TOPIC).values()
+            for records in consume_all(self.bootstrap, DEAD_TOPIC).values()
             for record in records
             if self.token.encode() in (record.value or b"")
         ]
@@ -187,9 +190,7 @@ class Scenario:
 
 @pytest.fixture
 def scenario(kafka, tmp_path) -> Iterator[Scenario]:  # type: ignore[no-untyped-def]
-    config = testing.write_config(
-        tmp_path, {"primary": kafka["primary"], "backup": kafka["backup"]}
-    )
+    config = write_config(tmp_path, {"primary": kafka["primary"], "backup": kafka["backup"]})
     prepare(aggregator_settings(load_config(config), "backup"))
     made = Scenario(kafka["backup"], config, tmp_path)
     yield made
@@ -213,7 +214,7 @@ def _assigned(process: ChildProcess, *, since_start: bool = False) -> list[str]:
 
 def _wait_assigned(process: ChildProcess, timeout: float = 90) -> None:
     """Until the process's last start logged raw partitions assigned to it."""
-    testing.wait_until(
+    wait_until(
         lambda: any(p != "[]" for p in _assigned(process, since_start=True)),
         timeout,
         f"{process.log_path.name} assigned raw partitions",
@@ -228,8 +229,8 @@ def test_exactly_n_records_with_duplicates_garbage_and_a_kill_9(scenario: Scenar
     scenario.produce(batch)
     scenario.produce(batch[:10])  # delivered twice
     garbage_key = f"garbage-{scenario.token}".encode()
-    testing.produce(scenario.bootstrap, RAW_TOPIC, [Record(garbage_key, b'{"v":1,"kind":"x"}')])
-    testing.wait_until(
+    produce(scenario.bootstrap, RAW_TOPIC, [Record(garbage_key, b'{"v":1,"kind":"x"}')])
+    wait_until(
         lambda: any(w.level == "cluster" for w in scenario.windows()),
         60,
         "the first aggregates",
@@ -240,20 +241,20 @@ def test_exactly_n_records_with_duplicates_garbage_and_a_kill_9(scenario: Scenar
     more = scenario.grouped(scenario.samples(60, partitions=60, at_once=True))
     more += scenario.grouped(scenario.samples(60, partitions=60, at_once=True))
     half = len(more) // 2
-    testing.produce(scenario.bootstrap, RAW_TOPIC, more[:half])
+    produce(scenario.bootstrap, RAW_TOPIC, more[:half])
     first.kill9()  # mid-run: samples read, folded, maybe not committed
-    testing.produce(scenario.bootstrap, RAW_TOPIC, more[half:])
-    testing.produce(scenario.bootstrap, RAW_TOPIC, more[half - 3 : half + 3])  # again
+    produce(scenario.bootstrap, RAW_TOPIC, more[half:])
+    produce(scenario.bootstrap, RAW_TOPIC, more[half - 3 : half + 3])  # again
     first.start()
     _wait_assigned(first)
     scenario.produce(scenario.samples(40))
     scenario.close_windows()
-    testing.wait_until(scenario.exact, 120, "closed windows add up to N", detail=scenario.details)
+    wait_until(scenario.exact, 120, "closed windows add up to N", detail=scenario.details)
     print(f"N = {scenario.produced}: closed sums {scenario.closed_sums()} after a kill -9")
 
     dead = [
         record
-        for records in testing.consume_all(scenario.bootstrap, DEAD_TOPIC).values()
+        for records in consume_all(scenario.bootstrap, DEAD_TOPIC).values()
         for record in records
         if record.key == garbage_key
     ]
@@ -280,7 +281,7 @@ def test_two_instances_share_the_partitions_and_add_up_the_same(scenario: Scenar
             two.start()
     _wait_assigned(two)
     scenario.close_windows()
-    testing.wait_until(scenario.exact, 120, "closed windows add up to N", detail=scenario.details)
+    wait_until(scenario.exact, 120, "closed windows add up to N", detail=scenario.details)
     shares = [_assigned(one)[-1], _assigned(two)[-1]]
     assert all(share != "[]" for share in shares), shares
     print(f"N = {scenario.produced}: closed sums {scenario.closed_sums()}; raw partitions {shares}")

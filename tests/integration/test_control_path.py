@@ -27,13 +27,17 @@ from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
 from srm_common.errors import Fenced
 from srm_control import cli as control_cli
 from srm_control.audit import format_time
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, delete_topics, end_offsets, list_topics
+from srm_harness.compare import count_copy
+from srm_harness.control import control_config, control_log, control_state, get_json, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, GatewayProcess, log_tails
+from srm_harness.waits import wait_caught_up, wait_until
 
 pytestmark = [pytest.mark.integration]
 
 
 def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
-    return testing.control_config(tmp_path, kafka.bootstrap, prefix)
+    return control_config(tmp_path, kafka.bootstrap, prefix)
 
 
 def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
@@ -42,7 +46,7 @@ def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type:
     return code, captured.out, captured.err
 
 
-_state = testing.control_state
+_state = control_state
 
 
 def _get(url: str) -> dict:  # type: ignore[type-arg]
@@ -53,18 +57,18 @@ def _get(url: str) -> dict:  # type: ignore[type-arg]
 def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, capsys):  # type: ignore[no-untyped-def]
     prefix = unique_name("ctl")
     config = _config(kafka, tmp_path, prefix)
-    c1 = testing.CoordinatorProcess(
+    c1 = CoordinatorProcess(
         config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
-    c2 = testing.CoordinatorProcess(
+    c2 = CoordinatorProcess(
         config, tmp_path / "c2.log", "c2", "--state-file", str(tmp_path / "c2.json")
     )
     db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
-    gateway = testing.GatewayProcess(config, tmp_path / "gateway.log", db_url)
+    gateway = GatewayProcess(config, tmp_path / "gateway.log", db_url)
     try:
         gateway.start()
         c1.start()
-        testing.wait_until(
+        wait_until(
             lambda: _state(config).leader is not None,
             60,
             "a coordinator leads",
@@ -147,11 +151,11 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
         assert _state(config).digest() == before
 
         # Kill -9 the leader; the standby takes over and fences it.
-        testing.wait_until(lambda: "replayed" in c2.log_text(), 30, "c2 has replayed the log")
+        wait_until(lambda: "replayed" in c2.log_text(), 30, "c2 has replayed the log")
         last_by_c1 = _state(config)
         killed = time.monotonic()
         c1.kill9()
-        testing.wait_until(
+        wait_until(
             lambda: (_state(config).leader or first).coordinator == "c2",
             60,
             "c2 leads",
@@ -201,7 +205,7 @@ def test_srm_control_audit_and_leader_failover(kafka, tmp_path, unique_name, cap
             assert code == 0, err
             return json.loads(out)["logs"]["backup"]["digest"]
 
-        testing.wait_until(
+        wait_until(
             lambda: replayed_from_db() == fresh.digest(),
             30,
             "the gateway's read model replays to the log's state",
@@ -218,7 +222,7 @@ def test_a_new_leader_fences_the_old_one(kafka, tmp_path, unique_name):  # type:
     append fails, and what it had not committed is never read."""
     prefix = unique_name("fence")
     config = _config(kafka, tmp_path, prefix)
-    settings = testing.control_log(config)
+    settings = control_log(config)
     from srm_common.adapters.control_topics import ensure_control_topics
 
     ensure_control_topics(settings)
@@ -270,7 +274,7 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
     with socket.socket() as probe:  # a port nothing listens on: connection refused
         probe.bind(("127.0.0.1", 0))
         dead = f"127.0.0.1:{probe.getsockname()[1]}"
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"backup": kafka["backup"], "primary": kafka["primary"], "gone": dead},
         flows={
@@ -279,9 +283,7 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
         },
         replication={"srm.control.topic.prefix": prefix},
     )
-    coordinator = testing.CoordinatorProcess(
-        config, tmp_path / "c1.log", "c1", "--projection", "none"
-    )
+    coordinator = CoordinatorProcess(config, tmp_path / "c1.log", "c1", "--projection", "none")
 
     def partitions_of(flow: str) -> set[tuple[str, int]]:
         tasks = _state(config).tasks.get(flow)
@@ -290,7 +292,7 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
     try:
         started = time.monotonic()
         coordinator.start()
-        testing.wait_until(
+        wait_until(
             lambda: "primary->backup" in _state(config).tasks,
             60,
             "primary->backup planned",
@@ -310,7 +312,7 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
         )
         assert code == 0, err
         commanded = time.monotonic()
-        testing.wait_until(
+        wait_until(
             # (Other tests may have left a heartbeats topic on primary: copied too.)
             lambda: {(topic, p) for p in range(3)} <= partitions_of("primary->backup"),
             60,
@@ -319,7 +321,7 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
             step=0.1,
         )
         took = time.monotonic() - commanded
-        testing.wait_until(
+        wait_until(
             lambda: "gone->backup: cannot list gone" in coordinator.log_text(),
             60,
             "the dead cluster is reported",
@@ -337,13 +339,13 @@ def test_an_unreachable_source_cluster_holds_up_no_other_flow(kafka, tmp_path, u
             coordinator.kill9()
 
 
-def _leader_log(process: testing.CoordinatorProcess, target: str = "backup") -> dict:  # type: ignore[type-arg]
+def _leader_log(process: CoordinatorProcess, target: str = "backup") -> dict:  # type: ignore[type-arg]
     """The coordinator's view of a target's log (GET /v1/leader), from the URL it printed."""
     return _get(f"{_leader_log_url(process)}/v1/leader")["logs"][target]["log"]
 
 
 def _copied(kafka, remote: str) -> int:  # type: ignore[no-untyped-def]
-    return sum(testing.end_offsets(kafka["backup"], remote).values())
+    return sum(end_offsets(kafka["backup"], remote).values())
 
 
 @pytest.mark.spark
@@ -358,7 +360,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
     topic = kafka.create_topic("primary", f"{prefix}-orders", partitions=2)
     remote = f"primary.{topic}"
     kafka.created.append(("backup", remote))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -367,25 +369,25 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         },
         replication={"srm.control.topic.prefix": prefix},
     )
-    settings = testing.control_log(config)  # backup's: primary->backup's log
+    settings = control_log(config)  # backup's: primary->backup's log
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
         kafka.created.append(("backup", name))
         kafka.created.append(("primary", name))
     coordinators = [
-        testing.CoordinatorProcess(
+        CoordinatorProcess(
             config, tmp_path / f"{c}.log", c, "--state-file", str(tmp_path / f"{c}.json")
         )
         for c in ("c1", "c2")
     ]
     db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
-    gateway = testing.GatewayProcess(config, tmp_path / "gateway.log", db_url)
-    driver = testing.DriverProcess(
+    gateway = GatewayProcess(config, tmp_path / "gateway.log", db_url)
+    driver = DriverProcess(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
-    producer = testing.SteadyProducer(kafka["primary"], topic, 2)
+    producer = SteadyProducer(kafka["primary"], topic, 2)
     processes = [*coordinators, driver, gateway]
 
-    logs = testing.log_tails(processes)
+    logs = log_tails(processes)
 
     def lists() -> str:
         code, out, err = _control(
@@ -397,11 +399,11 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
     try:
         coordinators[0].start()
         gateway.start()
-        testing.wait_until(lambda: _state(config).leader is not None, 60, "c1 leads", detail=logs)
+        wait_until(lambda: _state(config).leader is not None, 60, "c1 leads", detail=logs)
         coordinators[1].start()
         driver.start()
         producer.start()
-        testing.wait_until(lambda: _copied(kafka, remote) > 1000, 240, "copying", detail=logs)
+        wait_until(lambda: _copied(kafka, remote) > 1000, 240, "copying", detail=logs)
         driver_url = _state(config).drivers["d1"].url
 
         # 1. Junk in the event log.
@@ -413,7 +415,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
             capture_output=True,
             timeout=120,
         )
-        testing.wait_until(
+        wait_until(
             lambda: all(_leader_log(c)["skipped"] == 1 for c in coordinators),
             30,
             "both coordinators skip the junk",
@@ -421,22 +423,22 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         )
         where = _leader_log(coordinators[0])["skipped_recent"][0]["at"]
         copied = _copied(kafka, remote)
-        testing.wait_until(
+        wait_until(
             lambda: _copied(kafka, remote) > copied + 3000, 60, "copying goes on", detail=logs
         )
         assert all(p.alive() for p in processes)
         assert f"skipped the record at {where}: control event at offset" in (
             coordinators[1].log_text()
         )
-        assert testing.get_json(f"{driver_url}/v1/driver")["control_log"]["backup"]["skipped"] == 1
+        assert get_json(f"{driver_url}/v1/driver")["control_log"]["backup"]["skipped"] == 1
         with capsys.disabled():
             print(f"\njunk at {where}: skipped by c1, c2 and d1; copying went on")
 
         # 2. The event log deleted while running.
         before = lists()
         deleted = time.monotonic()
-        testing.delete_topics(kafka["backup"], [settings.events_topic])
-        testing.wait_until(
+        delete_topics(kafka["backup"], [settings.events_topic])
+        wait_until(
             lambda: all(
                 (_leader_log(c)["problem"] or "").startswith("event log lost") for c in coordinators
             ),
@@ -459,7 +461,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         copied = _copied(kafka, remote)
         time.sleep(10)
         copied_while_lost = _copied(kafka, remote) - copied
-        assert settings.events_topic not in testing.list_topics(kafka["backup"]), (
+        assert settings.events_topic not in list_topics(kafka["backup"]), (
             "nobody may start an empty log in the lost one's place"
         )
         assert "event log lost" in driver_log_problem(driver_url)
@@ -470,22 +472,22 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         assert code == 0, err
         assert "primary: the events topic" in out and "; skipped" in out, "primary's is not lost"
         restored = time.monotonic()
-        testing.wait_until(lambda: lists() == before, 120, "the same --list", detail=logs)
+        wait_until(lambda: lists() == before, 120, "the same --list", detail=logs)
         listed = time.monotonic() - restored
         # Tasks run again once the lost log's driver (its lease, its writes) is waited out.
-        testing.wait_until(
+        wait_until(
             lambda: bool(_state(config).tasks_of("d1")), 120, "d1 runs tasks again", detail=logs
         )
         assigned = time.monotonic() - restored
         copied = _copied(kafka, remote)
-        testing.wait_until(
+        wait_until(
             lambda: _copied(kafka, remote) > copied + 3000, 120, "copying again", detail=logs
         )
         producer.finish()
-        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 120, detail=logs)
-        count = testing.count_copy(
-            testing.consume_all(kafka["primary"], topic),
-            testing.consume_all(kafka["backup"], remote),
+        wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 120, detail=logs)
+        count = count_copy(
+            consume_all(kafka["primary"], topic),
+            consume_all(kafka["backup"], remote),
         )
         with capsys.disabled():
             print(
@@ -504,12 +506,12 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
                 process.kill9()
 
 
-def _leader_log_url(process: testing.CoordinatorProcess) -> str:
+def _leader_log_url(process: CoordinatorProcess) -> str:
     return process.log_text().split("API at ")[-1].split()[0]
 
 
 def driver_log_problem(url: str) -> str:
-    return testing.get_json(f"{url}/v1/driver")["control_log"]["backup"]["problem"] or ""
+    return get_json(f"{url}/v1/driver")["control_log"]["backup"]["problem"] or ""
 
 
 def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
@@ -517,15 +519,13 @@ def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_pat
     compacted: the coordinator does not start, and says how to fix each."""
     prefix = unique_name("shape")
     config = _config(kafka, tmp_path, prefix)
-    settings = testing.control_log(config)  # backup's
+    settings = control_log(config)  # backup's
     kafka.create_topic("backup", settings.election_topic, partitions=2)
     kafka.create_topic("backup", settings.events_topic, config={"cleanup.policy": "compact"})
     for name in (settings.drivers_topic, settings.events_topic, settings.election_topic):
         kafka.created.append(("primary", name))  # primary's log, made before backup's refused
     kafka.created.append(("backup", settings.drivers_topic))
-    coordinator = testing.CoordinatorProcess(
-        config, tmp_path / "c1.log", "c1", "--projection", "none"
-    )
+    coordinator = CoordinatorProcess(config, tmp_path / "c1.log", "c1", "--projection", "none")
     coordinator.start()
     assert coordinator.process is not None
     assert coordinator.process.wait(60) == 1
@@ -534,7 +534,7 @@ def test_control_topics_of_a_wrong_shape_are_refused_with_the_fix(kafka, tmp_pat
     assert "has 2 partitions, not 1: each partition elects a coordinator" in refused
     assert f"--delete --topic {settings.election_topic}" in refused
 
-    testing.delete_topics(kafka["backup"], [settings.election_topic])
+    delete_topics(kafka["backup"], [settings.election_topic])
     coordinator.start()
     assert coordinator.process.wait(60) == 1
     refused = coordinator.log_text().strip().splitlines()[-1]

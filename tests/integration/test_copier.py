@@ -7,8 +7,11 @@ source partition is compared with its remote twin.
 from __future__ import annotations
 
 import pytest
-from srm_local import testing
-from srm_local.testing import Record, content
+from srm_harness.clients import consume_all, produce
+from srm_harness.compare import content, copied
+from srm_harness.control import write_config
+from srm_harness.records import RECENT_MS, Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -26,32 +29,28 @@ def test_copies_every_record_with_key_value_headers_timestamp(
             b"k1",
             b"v1",
             (("h", b"1"), ("h", b"2"), ("bin", bytes(range(256)))),
-            testing.RECENT_MS,
+            RECENT_MS,
             0,
         ),
-        Record(None, b"no key", (), testing.RECENT_MS + 1, 0),
-        Record(b"tombstone", None, (("null-header", None),), testing.RECENT_MS + 2, 1),
+        Record(None, b"no key", (), RECENT_MS + 1, 0),
+        Record(b"tombstone", None, (("null-header", None),), RECENT_MS + 2, 1),
         Record(b"", b"", (), 1_500_000_000_000, 1),
         *[
-            Record(
-                f"k{i}".encode(), f"value {i}".encode() * 10, (), testing.RECENT_MS + 10 + i, i % 2
-            )
+            Record(f"k{i}".encode(), f"value {i}".encode() * 10, (), RECENT_MS + 10 + i, i % 2)
             for i in range(500)
         ],
     ]
-    testing.produce(kafka["primary"], topic, records)
-    config = testing.write_config(
+    produce(kafka["primary"], topic, records)
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={"primary->backup": {"enabled": True, "topics": [topic]}},
     )
     driver = run_driver(config)
-    testing.wait_until(
-        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote), 90, "copied"
-    )
+    wait_until(lambda: copied(kafka["primary"], topic, kafka["backup"], remote), 90, "copied")
     driver.stop()
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote)
     for partition in range(3):
         assert content(target[partition]) == content(source[partition])
     assert sum(len(v) for v in target.values()) == len(records)

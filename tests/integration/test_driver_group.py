@@ -16,7 +16,11 @@ from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.event_log_reads import read_log
 from srm_common.control.events import AssignmentChanged
 from srm_common.control.task_ids import parse_task_id
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, end_offsets
+from srm_harness.compare import content, count_copy
+from srm_harness.control import ControlGroup, get_json, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.waits import wait_caught_up, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -35,7 +39,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
     consumer = Consumer({"bootstrap.servers": kafka["primary"], "group.id": group})
     consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
     consumer.close()
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -53,22 +57,22 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
             "srm.driver.session.timeout.ms": SESSION_MS,
         },
     )
-    drivers_group = testing.ControlGroup(config)
+    drivers_group = ControlGroup(config)
     settings = drivers_group.settings
     state, settled = drivers_group.state, drivers_group.settled
 
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
     drivers = {
-        name: testing.DriverProcess(
+        name: DriverProcess(
             config, tmp_path / f"{name}.log", spark_master="local[1]", args=["--id", name]
         )
         for name in ("d1", "d2", "d3", "d4")
     }
-    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+    producer = SteadyProducer(kafka["primary"], topic, PARTITIONS)
 
-    logs = testing.log_tails(lambda: (coordinator, *drivers.values()), 1500)
+    logs = log_tails(lambda: (coordinator, *drivers.values()), 1500)
 
     try:
         coordinator.start()
@@ -76,9 +80,9 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
             drivers[name].start()
         producer.start()
         three = ["d1", "d2", "d3"]
-        testing.wait_until(lambda: settled(three), 240, "3 drivers run", detail=logs)
-        testing.wait_until(
-            lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
+        wait_until(lambda: settled(three), 240, "3 drivers run", detail=logs)
+        wait_until(
+            lambda: sum(end_offsets(kafka["backup"], remote).values()) > 2000,
             120,
             "copying",
             detail=logs,
@@ -99,7 +103,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
                 return True
             return False
 
-        testing.wait_until(balanced, 240, "3 drivers each hold tasks", detail=logs)
+        wait_until(balanced, 240, "3 drivers each hold tasks", detail=logs)
         before = start[-1]  # type: ignore[assignment]
         counts = {d: len(before.tasks_of(d)) for d in ("d1", "d2", "d3")}
         print(f"3 drivers: tasks per driver {counts} of {len(before.all_task_ids())}")
@@ -112,12 +116,12 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
 
         # d4 joins: only what must move moves; the tasks that stay never stop.
         status_before = {
-            d: testing.get_json(f"{before.drivers[d].url}/v1/flows/primary/backup/status")
+            d: get_json(f"{before.drivers[d].url}/v1/flows/primary/backup/status")
             for d in ("d1", "d2", "d3")
         }
         generation_before = before.generation
         drivers["d4"].start()
-        testing.wait_until(
+        wait_until(
             lambda: (
                 "d4" in state().drivers
                 and settled(["d1", "d2", "d3", "d4"])
@@ -148,7 +152,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         # The fewest moves that balance the group: d4's share, nothing else.
         assert len(moved) in (total // 4, -(-total // 4))
         for d in ("d1", "d2", "d3"):
-            now = testing.get_json(f"{after_join.drivers[d].url}/v1/flows/primary/backup/status")
+            now = get_json(f"{after_join.drivers[d].url}/v1/flows/primary/backup/status")
             kept = {
                 t["id"]: t["since_ms"] for t in status_before[d]["tasks"] if t["id"] not in moved
             }
@@ -162,7 +166,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         orphaned = set(after_join.tasks_of("d1"))
         killed = time.monotonic()
         drivers["d1"].kill9()
-        testing.wait_until(
+        wait_until(
             lambda: settled(["d2", "d3", "d4"]), 120, "d1's tasks move", detail=logs, step=0.25
         )
         took = time.monotonic() - killed
@@ -175,7 +179,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
         assert "d1" not in after_kill.drivers
 
         producer.finish()
-        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 240, detail=logs)
+        wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 240, detail=logs)
         for name in ("d2", "d3", "d4"):
             assert drivers[name].stop() == 0
     finally:
@@ -184,11 +188,11 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
             if process.alive():
                 process.kill9()
 
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
-    count = testing.count_copy(source, target)
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote)
+    count = count_copy(source, target)
     print(count)
     assert count.produced == producer.sent
     assert (count.missing, count.duplicated) == (0, 0)
     for partition in range(PARTITIONS):
-        assert testing.content(target[partition]) == testing.content(source[partition])
+        assert content(target[partition]) == content(source[partition])

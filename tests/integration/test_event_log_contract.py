@@ -34,7 +34,8 @@ from srm_common.control.events import (
 from srm_common.errors import ControlLogError
 from srm_common.log_follower import LogFollower, LogReader
 from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
-from srm_local import testing
+from srm_harness.clients import delete_topics, list_topics
+from srm_harness.waits import wait_until
 
 
 class LogEnd(Protocol):
@@ -202,7 +203,7 @@ class TestKafkaEventLog(EventLogContract):
         kafka_log = KafkaLog(settings)
         yield kafka_log
         kafka_log.close()
-        testing.delete_topics(
+        delete_topics(
             kafka["primary"],
             [settings.events_topic, settings.drivers_topic, settings.election_topic],
         )
@@ -238,9 +239,9 @@ class KafkaLog:
 
     def delete(self) -> None:
         servers = self.settings.client["bootstrap.servers"]
-        testing.delete_topics(servers, [self.settings.events_topic])
-        testing.wait_until(
-            lambda: self.settings.events_topic not in testing.list_topics(servers),
+        delete_topics(servers, [self.settings.events_topic])
+        wait_until(
+            lambda: self.settings.events_topic not in list_topics(servers),
             30,
             "the events topic is gone",
         )
@@ -249,7 +250,7 @@ class KafkaLog:
             self._writer = None
 
     def recreate(self) -> None:
-        testing.wait_until(self._created, 60, "the events topic is created again")
+        wait_until(self._created, 60, "the events topic is created again")
 
     def _created(self) -> bool:
         try:

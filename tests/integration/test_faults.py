@@ -13,8 +13,19 @@ import time
 
 import pytest
 from srm_common.control.events import DriverJoined, DriverLeft
-from srm_local import testing
-from srm_local.testing import Record
+from srm_harness.clients import (
+    SteadyProducer,
+    consume_all,
+    create_topic,
+    delete_topics,
+    end_offsets,
+    produce,
+)
+from srm_harness.compare import CopyCount, content, copied, count_copy
+from srm_harness.control import ControlGroup, get_json, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_caught_up, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -25,7 +36,7 @@ TIMINGS = {"srm.driver.session.timeout.ms": SESSION_MS, "srm.driver.write.timeou
 
 
 def _group_config(kafka, tmp_path, unique_name, topic: str):  # type: ignore[no-untyped-def]
-    return testing.write_config(
+    return write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -40,14 +51,14 @@ def _group_config(kafka, tmp_path, unique_name, topic: str):  # type: ignore[no-
     )
 
 
-def _assert_exact_copy(kafka, topic: str, remote: str, sent: int) -> testing.CopyCount:  # type: ignore[no-untyped-def]
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
-    count = testing.count_copy(source, target)
+def _assert_exact_copy(kafka, topic: str, remote: str, sent: int) -> CopyCount:  # type: ignore[no-untyped-def]
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote)
+    count = count_copy(source, target)
     assert count.produced == sent
     assert (count.missing, count.duplicated) == (0, 0), str(count)
     for partition in range(PARTITIONS):
-        assert testing.content(target[partition]) == testing.content(source[partition])
+        assert content(target[partition]) == content(source[partition])
     return count
 
 
@@ -62,19 +73,19 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
     remote = f"primary.{topic}"
     kafka.created.append(("backup", remote))
     config = _group_config(kafka, tmp_path, unique_name, topic)
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
     drivers = {
-        name: testing.DriverProcess(
+        name: DriverProcess(
             config, tmp_path / f"{name}.log", spark_master="local[1]", args=["--id", name]
         )
         for name in ("d1", "d2")
     }
-    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS)
+    producer = SteadyProducer(kafka["primary"], topic, PARTITIONS)
 
-    logs = testing.log_tails(lambda: (coordinator, *drivers.values()), 2000)
+    logs = log_tails(lambda: (coordinator, *drivers.values()), 2000)
 
     def source_tasks(state, driver: str) -> int:  # type: ignore[no-untyped-def]
         return sum("MirrorSourceConnector" in t for t in state.tasks_of(driver))
@@ -85,7 +96,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
         for process in drivers.values():
             process.start()
         producer.start()
-        testing.wait_until(lambda: group.settled(drivers), 240, "2 drivers run", detail=logs)
+        wait_until(lambda: group.settled(drivers), 240, "2 drivers run", detail=logs)
         last = None
         for round_ in range(5):
             state = group.state()
@@ -96,7 +107,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
             assert source_tasks(state, victim), "the victim copies something"
             os.killpg(drivers[victim].process.pid, signal.SIGSTOP)  # type: ignore[union-attr]
             paused = time.monotonic()
-            testing.wait_until(
+            wait_until(
                 lambda other=other: group.settled([other]),
                 120,
                 f"pause {round_ + 1}: {victim}'s tasks move to {other}",
@@ -107,7 +118,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
             time.sleep(max(2.0, 40 - moved_after) if round_ == 1 else 2.0)
             os.killpg(drivers[victim].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
             paused_for = time.monotonic() - paused
-            testing.wait_until(
+            wait_until(
                 lambda: (
                     group.settled(drivers) and all(source_tasks(group.state(), d) for d in drivers)
                 ),
@@ -120,7 +131,7 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
                 f" {moved_after:.1f} s after the pause"
             )
         producer.finish()
-        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
+        wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
         for process in drivers.values():
             assert process.stop() == 0
     finally:
@@ -146,35 +157,35 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
     remote = f"primary.{topic}"
     kafka.created.append(("backup", remote))
     config = _group_config(kafka, tmp_path, unique_name, topic)
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
-    first = testing.DriverProcess(
+    first = DriverProcess(
         config, tmp_path / "first.log", spark_master="local[1]", args=["--id", "d1"]
     )
-    second = testing.DriverProcess(
+    second = DriverProcess(
         config, tmp_path / "second.log", spark_master="local[1]", args=["--id", "d1"]
     )
     # ~500 records/s: a load at every moment of the takeover is the point, not its size.
-    producer = testing.SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
+    producer = SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=25)
 
-    logs = testing.log_tails((coordinator, first, second), 2000)
+    logs = log_tails((coordinator, first, second), 2000)
 
     try:
         coordinator.start()
         first.start()
         producer.start()
-        testing.wait_until(lambda: group.settled(["d1"]), 240, "d1 runs", detail=logs)
-        testing.wait_until(
-            lambda: sum(testing.end_offsets(kafka["backup"], remote).values()) > 2000,
+        wait_until(lambda: group.settled(["d1"]), 240, "d1 runs", detail=logs)
+        wait_until(
+            lambda: sum(end_offsets(kafka["backup"], remote).values()) > 2000,
             60,
             "copying",
             detail=logs,
         )
         old_instance = group.state().drivers["d1"].instance
         second.start()
-        testing.wait_until(
+        wait_until(
             lambda: first.process.poll() is not None,  # type: ignore[union-attr]
             120,
             "the first process stops once its id is taken",
@@ -182,14 +193,14 @@ def test_a_second_process_with_a_driver_id_in_use_takes_over_and_the_first_stops
         )
         assert first.process.returncode == 3  # type: ignore[union-attr]
         assert "was taken over by another process" in first.log_text()
-        testing.wait_until(
+        wait_until(
             lambda: group.state().drivers["d1"].instance != old_instance and group.settled(["d1"]),
             120,
             "the second process runs d1's tasks",
             detail=logs,
         )
         producer.finish()
-        testing.wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
+        wait_caught_up(kafka["primary"], topic, kafka["backup"], remote, 180, detail=logs)
         assert second.stop() == 0
     finally:
         producer.stop.set()
@@ -218,7 +229,7 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     )
     small_remote = f"primary.{small}"
     kafka.created.append(("backup", small_remote))
-    testing.produce(
+    produce(
         kafka["primary"],
         big,
         [
@@ -229,10 +240,10 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
         ],
         config={"message.max.bytes": 3145728},
     )
-    testing.produce(
+    produce(
         kafka["primary"], small, [Record(f"s{i}".encode(), b"v", (), None, 0) for i in range(20)]
     )
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -246,20 +257,18 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
         },
     )
     driver = run_driver(config)
-    testing.wait_until(
+    wait_until(
         lambda: any(h["topic"] == big for h in driver.status()["copy"]["halted"]),
         120,
         "the partition with the refused record halts",
     )
-    testing.wait_until(
-        lambda: testing.copied(kafka["primary"], small, kafka["backup"], small_remote),
+    wait_until(
+        lambda: copied(kafka["primary"], small, kafka["backup"], small_remote),
         60,
         "the other topic of the flow is copied",
     )
     # Counters arrive with the slots' reports (every 200 ms), after the records land.
-    testing.wait_until(
-        lambda: driver.status()["copy"]["records"] >= 31, 15, "the flow counts 31 records"
-    )
+    wait_until(lambda: driver.status()["copy"]["records"] >= 31, 15, "the flow counts 31 records")
     status = driver.status()["copy"]
     (halt,) = [h for h in status["halted"] if h["topic"] == big]
     print(f"\nhalted: {halt['topic']}-{halt['partition']}: {halt['reason']}")
@@ -268,9 +277,9 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     assert "source offset 1 could not be written after 3 tries" in halt["reason"]
     # The JVM slot names Java's exception, the Python slot librdkafka's error.
     assert "RecordTooLargeException" in halt["reason"] or "MSG_SIZE_TOO_LARGE" in halt["reason"]
-    ends = testing.end_offsets(kafka["backup"], big_remote)
+    ends = end_offsets(kafka["backup"], big_remote)
     assert ends == {0: 1, 1: 10}, "partition 0 stops before the record; partition 1 copies on"
-    assert testing.end_offsets(kafka["backup"], small_remote) == {0: 20}
+    assert end_offsets(kafka["backup"], small_remote) == {0: 20}
 
 
 def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_cleanly(
@@ -285,7 +294,7 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
     steady = kafka.create_topic("primary", unique_name("steady"), partitions=2)
     for topic in (doomed_remote_of, recreated, steady):
         kafka.created.append(("backup", f"primary.{topic}"))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -296,32 +305,32 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
             "backup->primary": {"enabled": False},
         },
     )
-    driver = testing.DriverProcess(config, tmp_path / "driver.log", spark_master="local[2]")
+    driver = DriverProcess(config, tmp_path / "driver.log", spark_master="local[2]")
     # ~500 records/s a topic (the default is ~1,500, three times over for one driver).
     producers = [
-        testing.SteadyProducer(kafka["primary"], topic, 2, per_tick=25)
+        SteadyProducer(kafka["primary"], topic, 2, per_tick=25)
         for topic in (doomed_remote_of, recreated, steady)
     ]
     try:
         driver.start()
         for producer in producers:
             producer.start()
-        testing.wait_until(
+        wait_until(
             lambda: all(
-                sum(testing.end_offsets(kafka["backup"], f"primary.{t}").values()) > 500
+                sum(end_offsets(kafka["backup"], f"primary.{t}").values()) > 500
                 for t in (doomed_remote_of, recreated, steady)
             ),
             120,
             "all three topics copy",
             detail=lambda: driver.log_text()[-3000:],
         )
-        testing.delete_topics(kafka["backup"], [f"primary.{doomed_remote_of}"])
+        delete_topics(kafka["backup"], [f"primary.{doomed_remote_of}"])
         producers[1].stop.set()
         producers[1].join(30)
-        testing.delete_topics(kafka["primary"], [recreated])
+        delete_topics(kafka["primary"], [recreated])
         time.sleep(2)
-        testing.create_topic(kafka["primary"], recreated, partitions=2)
-        testing.produce(
+        create_topic(kafka["primary"], recreated, partitions=2)
+        produce(
             kafka["primary"],
             recreated,
             [Record(f"new-{i}".encode(), b"n", (), None, i % 2) for i in range(50)],
@@ -332,9 +341,9 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
             nonlocal status_url
             if status_url is None:
                 status_url = _driver_url(driver) + "/v1/flows/primary/backup/status"
-            return {(h["topic"], h["kind"]) for h in testing.get_json(status_url)["copy"]["halted"]}
+            return {(h["topic"], h["kind"]) for h in get_json(status_url)["copy"]["halted"]}
 
-        testing.wait_until(
+        wait_until(
             lambda: {t for t, _ in halted()} >= {doomed_remote_of, recreated},
             120,
             "both partitions' topics halt",
@@ -343,11 +352,11 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
         kinds = halted()
         print(f"\nhalted: {sorted(kinds)}")
         assert all(kind in ("recreated", "missing", "truncated") for _, kind in kinds)
-        steady_before = sum(testing.end_offsets(kafka["backup"], f"primary.{steady}").values())
+        steady_before = sum(end_offsets(kafka["backup"], f"primary.{steady}").values())
         time.sleep(3)
-        steady_after = sum(testing.end_offsets(kafka["backup"], f"primary.{steady}").values())
+        steady_after = sum(end_offsets(kafka["backup"], f"primary.{steady}").values())
         assert steady_after > steady_before, "the third topic copies on"
-        new_copies = testing.consume_all(
+        new_copies = consume_all(
             kafka["backup"], f"primary.{recreated}", isolation_level="read_uncommitted"
         )
         assert not any(
@@ -363,7 +372,7 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
             driver.kill9()
 
 
-def _driver_url(driver: testing.DriverProcess) -> str:
+def _driver_url(driver: DriverProcess) -> str:
     """The REST URL a standalone driver logged at start-up."""
     for line in driver.log_text().splitlines():
         if "REST at " in line:

@@ -27,7 +27,11 @@ from srm_common.config import FlowConfig, load_config
 from srm_common.domain.records import OffsetSync
 from srm_driver.kafka_admin import admin_client, partition_offsets
 from srm_driver.topic_sync import TopicSync
-from srm_local import testing
+from srm_harness.clients import admin, consume_all, end_offsets, produce
+from srm_harness.compare import content, copied
+from srm_harness.control import write_config
+from srm_harness.records import RECENT_MS, Record
+from srm_harness.waits import wait_until
 from srm_local.log_batches import (
     WORTH_COMPRESSING,
     codec_share,
@@ -35,7 +39,6 @@ from srm_local.log_batches import (
     log_batches,
     log_bytes,
 )
-from srm_local.testing import Record, content
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -46,7 +49,7 @@ SYNCS_TOPIC = "mm2-offset-syncs.backup.internal"  # on primary (location "source
 
 
 def _config(kafka, tmp_path: Path, topics: Sequence[str], **flow_keys: object) -> Path:  # type: ignore[no-untyped-def]
-    return testing.write_config(
+    return write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -62,8 +65,8 @@ def _flow(config_path: Path) -> FlowConfig:
 
 
 def _copied(kafka, topic: str, remote: str, timeout: float = 90) -> None:  # type: ignore[no-untyped-def]
-    testing.wait_until(
-        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+    wait_until(
+        lambda: copied(kafka["primary"], topic, kafka["backup"], remote),
         timeout,
         f"{topic} is copied to {remote}",
         step=0.5,
@@ -77,10 +80,9 @@ def _sync_remote(kafka, flow: FlowConfig, topics: Mapping[str, int]) -> list[str
     changes = sync.ensure_remote_topics(topics)
     for topic in topics:
         kafka.created.append(("backup", sync.remote_topic(topic)))
-    testing.wait_until(
+    wait_until(
         lambda: all(
-            len(testing.end_offsets(kafka["backup"], sync.remote_topic(t))) == n
-            for t, n in topics.items()
+            len(end_offsets(kafka["backup"], sync.remote_topic(t))) == n for t, n in topics.items()
         ),
         30,
         "remote topics show every partition",
@@ -90,8 +92,8 @@ def _sync_remote(kafka, flow: FlowConfig, topics: Mapping[str, int]) -> list[str
 
 def _assert_copied(kafka, topic: str, remote: str) -> dict[int, list[Record]]:  # type: ignore[no-untyped-def]
     """Every partition of the remote topic equals its source partition (read_committed)."""
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     assert sorted(target) == sorted(source)
     for partition, records in source.items():
         assert content(target[partition]) == content(records), f"partition {partition}"
@@ -101,7 +103,7 @@ def _assert_copied(kafka, topic: str, remote: str) -> dict[int, list[Record]]:  
 def _offset_syncs(kafka, topic: str) -> dict[int, set[tuple[int, int]]]:  # type: ignore[no-untyped-def]
     """Every (upstream, downstream) pair written for ``topic``, per partition."""
     found: dict[int, set[tuple[int, int]]] = {}
-    for records in testing.consume_all(kafka["primary"], SYNCS_TOPIC).values():
+    for records in consume_all(kafka["primary"], SYNCS_TOPIC).values():
         for record in records:
             sync = OffsetSync.decode(record.key, record.value)
             if sync.topic == topic:
@@ -162,7 +164,7 @@ def _assert_translation_exact(
 
 def _stable(bootstrap: str, topic: str, partitions: int) -> bool:
     """No open transaction: every last stable offset is at the high watermark."""
-    client = testing.admin(bootstrap)
+    client = admin(bootstrap)
     wanted = [(topic, p) for p in range(partitions)]
     committed = partition_offsets(client, wanted, read_committed=True)
     uncommitted = partition_offsets(client, wanted, read_committed=False)
@@ -170,7 +172,7 @@ def _stable(bootstrap: str, topic: str, partitions: int) -> bool:
 
 
 def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
-    client = testing.admin(bootstrap)
+    client = admin(bootstrap)
     resource = ConfigResource(ResourceType.TOPIC, topic)
     entries = client.describe_configs([resource])[resource].result(30)
     return entries[name].value
@@ -192,7 +194,7 @@ def test_unusual_headers_keys_and_timestamps(kafka, run_driver, tmp_path, unique
         Record(bytes(range(256)) * 256, b"", (), 1_000_000_000_000, 1),
         Record(b"", None, (("", None),), 1_000_000_000_000, 1),
     ]
-    testing.produce(kafka["primary"], topic, records)
+    produce(kafka["primary"], topic, records)
     driver = run_driver(_config(kafka, tmp_path, [topic]))
     _copied(kafka, topic, remote)
     driver.stop()
@@ -218,7 +220,7 @@ def test_log_append_time_source_keeps_the_source_timestamps(
     assert _topic_config(kafka["backup"], remote, "message.timestamp.type") == "CreateTime"
     created = 1_234_567_890_000
     for round_ in range(3):  # three produce calls: distinct append times
-        testing.produce(
+        produce(
             kafka["primary"],
             topic,
             [
@@ -270,20 +272,20 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
             keys_written[partition].add(key)
             headers = (("round", bytes([round_])),)
             batch.append(Record(key, f"r{round_}-{i}".encode(), headers, None, partition))
-        testing.produce(kafka["primary"], topic, batch, config=produced_with)
+        produce(kafka["primary"], topic, batch, config=produced_with)
         time.sleep(0.2)
     # One last record per partition rolls the previous segment, so everything before it
     # can be cleaned; the active segment (this record alone) never is.
     rolls = [Record(b"roll", b"", (), None, p) for p in (0, 1)]
-    testing.produce(kafka["primary"], topic, rolls, config=produced_with)
+    produce(kafka["primary"], topic, rolls, config=produced_with)
     cleaned = {p: len(keys) + 1 for p, keys in keys_written.items()}
 
     def compacted() -> bool:
-        records = testing.consume_all(kafka["primary"], topic)
+        records = consume_all(kafka["primary"], topic)
         return {p: len(rs) for p, rs in records.items()} == cleaned
 
-    testing.wait_until(compacted, 120, "the log cleaner compacts the source", step=2)
-    ends = testing.end_offsets(kafka["primary"], topic)
+    wait_until(compacted, 120, "the log cleaner compacts the source", step=2)
+    ends = end_offsets(kafka["primary"], topic)
     assert all(ends[p] == 201 for p in (0, 1)) and all(n < 40 for n in cleaned.values())
 
     # A reservation of 10 offsets: gaps wider than that must not stop the copy. (Not with
@@ -294,7 +296,7 @@ def test_compacted_source_with_offset_gaps_and_exact_offset_syncs(
     _copied(kafka, topic, remote)
     driver.stop()
     source = _assert_copied(kafka, topic, remote)
-    assert testing.end_offsets(kafka["backup"], remote) == cleaned  # no gaps downstream
+    assert end_offsets(kafka["backup"], remote) == cleaned  # no gaps downstream
 
     syncs = _offset_syncs(kafka, topic)
     for partition in (0, 1):
@@ -334,7 +336,7 @@ def _json_records(count: int, partitions: int, seed: int) -> list[Record]:
                 }
             ).encode(),
             (("trace", f"{seed}-{i}".encode()),) if i % 3 else (),
-            testing.RECENT_MS + i,
+            RECENT_MS + i,
             i % partitions,
         )
         for i in range(count)
@@ -352,7 +354,7 @@ def test_zstd_and_lz4_topics_keep_their_codec_and_every_record(
     for seed, codec in enumerate(("zstd", "lz4")):
         topic = kafka.create_topic("primary", unique_name(codec), partitions=2)
         kafka.created.append(("backup", f"primary.{topic}"))
-        testing.produce(
+        produce(
             kafka["primary"],
             topic,
             _json_records(4000, 2, seed),
@@ -366,7 +368,7 @@ def test_zstd_and_lz4_topics_keep_their_codec_and_every_record(
     for codec, topic in topics.items():
         remote = f"primary.{topic}"
         source = _assert_copied(kafka, topic, remote)
-        target = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+        target = consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
         for partition, records in source.items():
             assert [r.offset for r in target[partition]] == [r.offset for r in records]
         syncs = _offset_syncs(kafka, topic)
@@ -428,28 +430,26 @@ def test_transactions_only_committed_records_are_copied_once(
     ]
     for n in range(6):
         transaction(f"{'committed' if n % 2 == 0 else 'aborted'}{n}", 10 + n, commit=n % 2 == 0)
-        testing.produce(kafka["primary"], topic, plain[n : n + 1])
+        produce(kafka["primary"], topic, plain[n : n + 1])
     transaction("aborted-last", 4, commit=False)  # ranges end on abort markers
     transaction("open", 8, commit=None)  # still open while the driver copies
-    testing.produce(kafka["primary"], topic, [Record(b"after-open", b"waits", (), None, 0)])
+    produce(kafka["primary"], topic, [Record(b"after-open", b"waits", (), None, 0)])
 
     config = _config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 25})
     driver = run_driver(config)
     _copied(kafka, topic, remote)
     time.sleep(2)  # and nothing past the last stable offset comes later
-    copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+    copied = consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     values = [r.value for rs in copied.values() for r in rs]
     assert values and not any(b"aborted" in v or b"open" in v or b"waits" in v for v in values)
 
     txn.commit_transaction(60)
     # The commit markers are written after commit_transaction returns: wait for them.
-    testing.wait_until(
-        lambda: _stable(kafka["primary"], topic, 2), 30, "the last stable offset moves on"
-    )
+    wait_until(lambda: _stable(kafka["primary"], topic, 2), 30, "the last stable offset moves on")
     _copied(kafka, topic, remote)
     driver.stop()
     source = _assert_copied(kafka, topic, remote)
-    copied = testing.consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
+    copied = consume_all(kafka["backup"], remote, isolation_level="read_uncommitted")
     values = sorted(r.value for rs in copied.values() for r in rs)
     expected = sorted(r.value for rs in source.values() for r in rs)
     assert values == expected and len(values) == len(set(values))  # each exactly once
@@ -459,7 +459,7 @@ def test_transactions_only_committed_records_are_copied_once(
     syncs = _offset_syncs(kafka, topic)  # markers and aborted records are upstream gaps
     for partition in (0, 1):
         assert _assert_syncs_exact(source[partition], syncs[partition]) >= 3
-    _assert_translation_exact(config, topic, source, testing.end_offsets(kafka["primary"], topic))
+    _assert_translation_exact(config, topic, source, end_offsets(kafka["primary"], topic))
 
 
 # --- size limits --------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def test_records_near_the_default_size_limit(kafka, run_driver, tmp_path, unique
     ]
     records.insert(3, Record(b"small", b"between", (), None, 0))
     records.append(Record(b"edge", b"e" * 1_048_000, (), None, 1))
-    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": 1_048_588})
+    produce(kafka["primary"], topic, records, config={"message.max.bytes": 1_048_588})
     run_driver(config)
     _copied(kafka, topic, remote)
     source = _assert_copied(kafka, topic, remote)
@@ -503,7 +503,7 @@ def test_records_above_the_default_limit_follow_the_topic_setting(
         Record(b"huge", b"h" * (2 * 1024 * 1024), (), None, 0),
         Record(b"k", b"v", (), None, 0),
     ]
-    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
     run_driver(config)
     _copied(kafka, topic, remote)
     _assert_copied(kafka, topic, remote)
@@ -529,7 +529,7 @@ def test_records_of_8_and_20_mib_copy_with_no_setting_by_hand(
         Record(b"twenty", bytes(range(255, -1, -1)) * (20 * 4096), (), None, 1),
         Record(b"after", b"w", (("h", b"2"),), None, 1),
     ]
-    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
     driver = run_driver(_config(kafka, tmp_path, [topic]))
     _copied(kafka, topic, remote, timeout=120)
     driver.stop()
@@ -537,7 +537,7 @@ def test_records_of_8_and_20_mib_copy_with_no_setting_by_hand(
     source = _assert_copied(kafka, topic, remote)
     assert [len(r.value) for r in source[0]] == [1, 8 * 1024 * 1024, 1]
     assert [len(r.value) for r in source[1]] == [1, 20 * 1024 * 1024, 1]
-    assert testing.end_offsets(kafka["backup"], remote) == {0: 3, 1: 3}
+    assert end_offsets(kafka["backup"], remote) == {0: 3, 1: 3}
 
 
 def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
@@ -557,7 +557,7 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
         *[Record(f"after-{i}".encode(), b"x", (), None, 0) for i in range(5)],
         *[Record(f"other-{i}".encode(), b"y", (), None, 1) for i in range(20)],
     ]
-    testing.produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
+    produce(kafka["primary"], topic, records, config={"message.max.bytes": limit})
     driver = run_driver(
         _config(
             kafka,
@@ -566,12 +566,12 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
             **{"srm.poison.max.tries": 1000, "config.properties.exclude": "max.message.bytes"},
         )
     )
-    testing.wait_until(
-        lambda: testing.end_offsets(kafka["backup"], remote) == {0: 5, 1: 20},
+    wait_until(
+        lambda: end_offsets(kafka["backup"], remote) == {0: 5, 1: 20},
         60,
         "the partition without the big record is copied; the other up to it",
     )
-    testing.wait_until(
+    wait_until(
         lambda: any(
             # The JVM slot names Java's exception, the Python slot librdkafka's error.
             "RecordTooLarge" in e or "MSG_SIZE_TOO_LARGE" in e
@@ -580,7 +580,7 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
         30,
         "the flow's status names the refused record",
     )
-    testing.wait_until(
+    wait_until(
         lambda: any(
             "refused a record whose value is 2,097,152 bytes" in e
             for e in driver.status()["copy"]["errors"]
@@ -588,7 +588,7 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
         30,
         "the flow's status says how large the refused record is",
     )
-    client = testing.admin(kafka["backup"])
+    client = admin(kafka["backup"])
     raise_limit = ConfigResource(
         ResourceType.TOPIC,
         remote,
@@ -603,7 +603,7 @@ def test_a_refused_record_is_retried_and_copied_once_when_the_target_accepts_it(
     _copied(kafka, topic, remote, timeout=120)
     driver.stop()
     _assert_copied(kafka, topic, remote)
-    assert testing.end_offsets(kafka["backup"], remote) == {0: 11, 1: 20}
+    assert end_offsets(kafka["backup"], remote) == {0: 11, 1: 20}
 
 
 # --- empty partitions -----------------------------------------------------------------------
@@ -615,12 +615,12 @@ def test_empty_topic_and_partitions_copy_nothing(kafka, run_driver, tmp_path, un
     empty_remote = kafka.create_topic("backup", f"primary.{empty}", partitions=3)
     mixed_remote = kafka.create_topic("backup", f"primary.{mixed}", partitions=3)
     # Partition 1 of "mixed" has records; partition 2 had some, all deleted since.
-    testing.produce(
+    produce(
         kafka["primary"],
         mixed,
         [Record(f"k{i}".encode(), b"v", (), None, 1 if i < 5 else 2) for i in range(9)],
     )
-    client = testing.admin(kafka["primary"])
+    client = admin(kafka["primary"])
     deleted = client.delete_records([TopicPartition(mixed, 2, 4)])  # up to the end offset
     for future in deleted.values():
         future.result(30)
@@ -628,15 +628,15 @@ def test_empty_topic_and_partitions_copy_nothing(kafka, run_driver, tmp_path, un
     driver = run_driver(_config(kafka, tmp_path, [empty, mixed]))
     _copied(kafka, mixed, mixed_remote)
     # (Other tests' heartbeats topic on the shared cluster may be copied too.)
-    testing.wait_until(
+    wait_until(
         lambda: driver.status()["copy"]["by_status"].get("running", 0) >= 6,
         30,
         "all six partitions copy",
     )
     assert not driver.status()["copy"]["halted"]
     driver.stop()
-    assert testing.end_offsets(kafka["backup"], empty_remote) == {0: 0, 1: 0, 2: 0}
-    assert testing.end_offsets(kafka["backup"], mixed_remote) == {0: 0, 1: 5, 2: 0}
+    assert end_offsets(kafka["backup"], empty_remote) == {0: 0, 1: 0, 2: 0}
+    assert end_offsets(kafka["backup"], mixed_remote) == {0: 0, 1: 5, 2: 0}
     _assert_copied(kafka, mixed, mixed_remote)
 
 
@@ -652,16 +652,16 @@ def test_a_restarted_driver_resumes_where_the_last_one_stopped(
         Record(f"k{i}".encode(), f"v{i}".encode(), (("seq", str(i).encode()),), None, i % 2)
         for i in range(300)
     ]
-    testing.produce(kafka["primary"], topic, records)
+    produce(kafka["primary"], topic, records)
     config = _config(kafka, tmp_path, [topic], **{"srm.batch.max.records": 40})
     first = run_driver(config)
     _copied(kafka, topic, remote)
     first.stop()
-    assert testing.end_offsets(kafka["backup"], remote) == {0: 150, 1: 150}
+    assert end_offsets(kafka["backup"], remote) == {0: 150, 1: 150}
 
-    testing.produce(kafka["primary"], topic, records[:10])  # a second start copies only those
+    produce(kafka["primary"], topic, records[:10])  # a second start copies only those
     second = run_driver(config)
     _copied(kafka, topic, remote)
     second.stop()
     _assert_copied(kafka, topic, remote)
-    assert testing.end_offsets(kafka["backup"], remote) == {0: 155, 1: 155}
+    assert end_offsets(kafka["backup"], remote) == {0: 155, 1: 155}

@@ -15,7 +15,9 @@ from sqlalchemy import create_engine, select
 from srm_common.adapters.event_log_reads import read_log
 from srm_common.adapters.sql.schema import events
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.control import control_log, write_config
+from srm_harness.processes import CoordinatorProcess, GatewayProcess, log_tails
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -57,7 +59,7 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
     tokens = tmp_path / "tokens"
     tokens.write_text("srm-control t0ken-of-srm-control\n")
     tokens.chmod(0o600)
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -66,15 +68,15 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         },
         replication={"srm.control.topic.prefix": prefix, "srm.http.tokens.file": str(tokens)},
     )
-    settings = testing.control_log(config)  # backup's: the log of primary->backup
+    settings = control_log(config)  # backup's: the log of primary->backup
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
         kafka.created += [("primary", name), ("backup", name)]
     db_url = f"sqlite:///{tmp_path / 'gateway.db'}"
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
-    gateway = testing.GatewayProcess(config, tmp_path / "gateway.log", db_url)
-    logs = testing.log_tails([coordinator, gateway])
+    gateway = GatewayProcess(config, tmp_path / "gateway.log", db_url)
+    logs = log_tails([coordinator, gateway])
 
     def log_offsets() -> list[int]:
         return [e.offset for e in read_log(settings, timeout=15)]
@@ -85,8 +87,8 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
     try:
         coordinator.start()
         gateway.start()
-        testing.wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
-        testing.wait_until(
+        wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
+        wait_until(
             lambda: (
                 _get(f"{gateway.url()}/v1/state")["logs"]["backup"]["state"].get("leader")
                 is not None
@@ -97,7 +99,7 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         )
         _add(config, f"{prefix}-orders", capsys)
         _add(config, f"{prefix}-payments", capsys)
-        testing.wait_until(projected, 60, "the gateway's database holds the log", detail=logs)
+        wait_until(projected, 60, "the gateway's database holds the log", detail=logs)
         for pattern in ("orders", "payments"):
             found = [t for _, t in _rows(db_url) if f"{prefix}-{pattern}" in t]
             assert len(found) == 1, _rows(db_url)
@@ -110,8 +112,8 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
         _add(config, f"{prefix}-refunds", capsys)
         gateway.start()
         restarted = time.monotonic()
-        testing.wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
-        testing.wait_until(projected, 60, "the missed command is projected", detail=logs)
+        wait_until(lambda: gateway.url() is not None, 60, "the gateway serves", detail=logs)
+        wait_until(projected, 60, "the missed command is projected", detail=logs)
         rows = _rows(db_url)
         offsets = [o for o, _ in rows]
         assert len(offsets) == len(set(offsets)) == len(log_offsets()), "a row stored twice"
@@ -120,7 +122,7 @@ def test_commands_reach_the_gateways_database_once_across_a_kill_9(  # type: ign
             assert len([t for _, t in rows if f"{prefix}-{pattern}" in t]) == 1, rows
 
         # History still served, from SQL (the read model says it is up to date).
-        testing.wait_until(
+        wait_until(
             lambda: _get(f"{gateway.url()}/v1/log")["read_model"]["up_to_date"],
             30,
             "the read model is up to date",

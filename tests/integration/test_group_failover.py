@@ -21,7 +21,11 @@ from pathlib import Path
 import pytest
 from srm_common.domain.records import Checkpoint
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.clients import consume_all
+from srm_harness.compare import copied
+from srm_harness.control import write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.waits import wait_until
 from srm_local.group_scenario import (
     Ledger,
     consume,
@@ -49,7 +53,7 @@ def _config(  # type: ignore[no-untyped-def]
         "sync.group.offsets.enabled": sync,
         "sync.group.offsets.interval.seconds": 1,
     }
-    return testing.write_config(
+    return write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -85,8 +89,8 @@ def _start(kafka, run_driver, tmp_path, unique_name, *, sync: bool, codec: str =
     group = unique_name("app")
     config = _config(kafka, tmp_path, topic, group, sync=sync)
     driver = run_driver(config)
-    testing.wait_until(
-        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
+    wait_until(
+        lambda: copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
         90,
         f"{topic} is copied",
         step=0.5,
@@ -102,7 +106,7 @@ def _group_status(driver, group: str) -> dict:  # type: ignore[no-untyped-def,ty
 def _checkpointed(kafka, group: str, commits: dict) -> bool:  # type: ignore[no-untyped-def]
     """The checkpoints on backup name every commit of the group on primary."""
     found: dict[tuple[str, int], int] = {}
-    for records in testing.consume_all(kafka["backup"], "primary.checkpoints.internal").values():
+    for records in consume_all(kafka["backup"], "primary.checkpoints.internal").values():
         for record in records:
             checkpoint = Checkpoint.decode(record.key, record.value)
             if checkpoint.consumer_group_id == group:
@@ -125,7 +129,7 @@ def test_failover_and_failback_commands_skip_nothing_and_read_nothing_twice(
     assert first.read == 250 and commits
 
     # The checkpoint task translates the commits (the export is what SRM users apply).
-    testing.wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
+    wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
     code, csv, err = _control(
         config, "offsets", "--source", "primary", "--target", "backup", "--group", group, "--export"
     )
@@ -174,7 +178,7 @@ def test_automatic_group_offset_sync_then_failback(kafka, run_driver, tmp_path, 
             group_offsets(kafka["backup"], group)
         ) == len(commits)
 
-    testing.wait_until(synced, 60, "the group's offsets synced to backup", step=0.5)
+    wait_until(synced, 60, "the group's offsets synced to backup", step=0.5)
     assert _group_status(driver, group)["untranslated"] == {}
     assert _group_status(driver, group)["group_offset_sync"].startswith("set")
 
@@ -182,7 +186,7 @@ def test_automatic_group_offset_sync_then_failback(kafka, run_driver, tmp_path, 
     second = ledger.read(consume(kafka["backup"], [remote], group, 150), "backup (synced)")
     before = group_offsets(kafka["backup"], group)
     # ...and one that moved on there is never moved back by the next rounds.
-    testing.wait_until(
+    wait_until(
         lambda: "already at or past" in str(_group_status(driver, group)["group_offset_sync"]),
         30,
         "the sync leaves the moved group alone",
@@ -209,7 +213,7 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
     ledger = Ledger(numbered.ids)
     ledger.read(consume(kafka["primary"], [topic], group, 222), "primary")
     commits = group_offsets(kafka["primary"], group)
-    testing.wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
+    wait_until(lambda: _checkpointed(kafka, group, commits), 60, "checkpoints written")
     driver.stop()
     code, csv, err = _control(
         config, "offsets", "--source", "primary", "--target", "backup", "--group", group, "--export"
@@ -231,7 +235,7 @@ def test_exported_offsets_apply_with_kafka_consumer_groups(
     # The primary site is gone: failover falls back to the checkpoints on backup.
     dead = tmp_path / "primary-down"
     dead.mkdir()
-    down = testing.write_config(
+    down = write_config(
         dead,
         {"primary": "127.0.0.1:1", "backup": kafka["backup"]},
         flows={"primary->backup": {"enabled": True, "topics": [topic]}},
@@ -282,20 +286,20 @@ def test_under_a_coordinator_a_groups_commits_appear_translated_on_backup(
     )
     group = unique_name("app")
     config = _config(kafka, tmp_path, topic, group, sync=True, control_prefix=unique_name("cg"))
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
     )
 
-    logs = testing.log_tails((coordinator, driver))
+    logs = log_tails((coordinator, driver))
 
     try:
         coordinator.start()
         driver.start()
-        testing.wait_until(
-            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
+        wait_until(
+            lambda: copied(kafka["primary"], topic, kafka["backup"], f"primary.{topic}"),
             180,
             "the topic is copied",
             detail=logs,
@@ -304,7 +308,7 @@ def test_under_a_coordinator_a_groups_commits_appear_translated_on_backup(
         ledger.read(consume(kafka["primary"], [topic], group, 120), "primary")
         commits = group_offsets(kafka["primary"], group)
         started = time.monotonic()
-        testing.wait_until(
+        wait_until(
             lambda: len(group_offsets(kafka["backup"], group)) == len(commits),
             90,
             "the group's offsets appear on backup",

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.control import ControlGroup, control_config
+from srm_harness.processes import ChildProcess, CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.waits import wait_until
 from srm_local.tls_files import CLIENT_CN, write_tls_files
 
 pytestmark = [pytest.mark.integration]
@@ -23,7 +25,7 @@ SAFE = {"get", "head", "options"}
 
 
 def _config(kafka, tmp_path: Path, prefix: str, **extra: object) -> Path:  # type: ignore[no-untyped-def]
-    return testing.control_config(tmp_path, kafka.bootstrap, prefix, **extra)
+    return control_config(tmp_path, kafka.bootstrap, prefix, **extra)
 
 
 def _control(config: Path, *args: str, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
@@ -88,14 +90,14 @@ def _commanded(state):  # type: ignore[no-untyped-def]
     )
 
 
-def _url_in_log(process: testing.ChildProcess, what: str) -> str:
+def _url_in_log(process: ChildProcess, what: str) -> str:
     found: list[str] = []
 
     def logged() -> bool:
         found[:] = re.findall(r": API at (https?://[^\s)]+)", process.log_text())
         return bool(found)
 
-    testing.wait_until(logged, 60, f"{what} prints its URL", detail=process.log_text)
+    wait_until(logged, 60, f"{what} prints its URL", detail=process.log_text)
     return found[-1]
 
 
@@ -104,12 +106,10 @@ def test_unauthenticated_posts_are_refused_everywhere_and_the_audit_names_princi
 ):
     prefix = unique_name("auth")
     config = _config(kafka, tmp_path, prefix)
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
-        config, tmp_path / "c1.log", "c1", "--projection", "none"
-    )
-    driver = testing.DriverProcess(config, tmp_path / "d1.log", args=("--id", "d1"))
-    gateway = testing.ChildProcess(
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(config, tmp_path / "c1.log", "c1", "--projection", "none")
+    driver = DriverProcess(config, tmp_path / "d1.log", args=("--id", "d1"))
+    gateway = ChildProcess(
         "srm_api_gateway",
         ["--config", str(config), "--port", "0", "--state-dir", str(tmp_path)],
         tmp_path / "gateway.log",
@@ -118,19 +118,19 @@ def test_unauthenticated_posts_are_refused_everywhere_and_the_audit_names_princi
     processes = [coordinator, driver, gateway]
     try:
         coordinator.start()
-        testing.wait_until(
+        wait_until(
             lambda: group.state().leader is not None,
             60,
             "a coordinator leads",
-            detail=testing.log_tails(processes),
+            detail=log_tails(processes),
         )
         driver.start()
         gateway.start()
-        testing.wait_until(
+        wait_until(
             lambda: "d1" in group.state().drivers,
             120,
             "the driver joins",
-            detail=testing.log_tails(processes),
+            detail=log_tails(processes),
         )
         state = group.state()
         urls = {
@@ -245,13 +245,11 @@ def test_a_client_certificate_is_a_principal_on_an_https_listener(  # type: igno
             "listeners.https.ssl.client.auth": "requested",
         },
     )
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
-        config, tmp_path / "c1.log", "c1", "--projection", "none"
-    )
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(config, tmp_path / "c1.log", "c1", "--projection", "none")
     try:
         coordinator.start()
-        testing.wait_until(
+        wait_until(
             lambda: group.state().leader is not None,
             60,
             "a coordinator leads",

@@ -27,9 +27,19 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from srm_local import testing
+from srm_harness.clients import consume_all, create_topic, end_offsets, list_topics, produce
+from srm_harness.compare import content, copied, count_copy
+from srm_harness.control import write_config
+from srm_harness.processes import (
+    ChildProcess,
+    CoordinatorProcess,
+    DriverProcess,
+    GatewayProcess,
+    log_tails,
+)
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 from srm_local.kerberized import KerberizedCluster, KerberosPool
-from srm_local.testing import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -72,7 +82,7 @@ def _config(
 ) -> Path:
     """srm.yaml for the pool's clusters as an SRM user writes it for Kerberos (GSSAPI
     listeners, ``mm2_keys``), short intervals so checkpoints and metrics come soon."""
-    return testing.write_config(
+    return write_config(
         folder,
         {alias: cluster.gssapi_bootstrap_servers for alias, cluster in pool.started.items()},
         flows={"primary->backup": {"enabled": True, **flow}, "backup->primary": {"enabled": False}},
@@ -120,9 +130,9 @@ def _checkpoints(backup: KerberizedCluster, group: str) -> dict[tuple[str, int],
 
     found: dict[tuple[str, int], tuple[int, int]] = {}
     topic = "primary.checkpoints.internal"
-    if topic not in testing.list_topics(backup.bootstrap_servers):
+    if topic not in list_topics(backup.bootstrap_servers):
         return found
-    for partition in testing.consume_all(backup.bootstrap_servers, topic).values():
+    for partition in consume_all(backup.bootstrap_servers, topic).values():
         for record in partition:
             checkpoint = Checkpoint.decode(record.key, record.value)
             if checkpoint.consumer_group_id == group:
@@ -155,67 +165,63 @@ def _srm_control(
 def test_replicates_with_kerberos_logins(kerberos, tmp_path, unique_name):  # type: ignore[no-untyped-def]
     primary, backup = kerberos.started["primary"], kerberos.started["backup"]
     topic = unique_name("orders")
-    testing.create_topic(primary.bootstrap_servers, topic, partitions=PARTITIONS)
+    create_topic(primary.bootstrap_servers, topic, partitions=PARTITIONS)
     remote = f"primary.{topic}"
-    testing.produce(primary.bootstrap_servers, topic, _records(0, FIRST))
+    produce(primary.bootstrap_servers, topic, _records(0, FIRST))
     group = unique_name("app")
     commits = {(topic, p): 50 + 20 * p for p in range(PARTITIONS)}
     _commit(primary, group, commits)
 
     config = _config(tmp_path, kerberos, {"topics": [topic], "groups": [group]})
     env = kerberos.env()
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
     driver.env["SPARK_LOCAL_DIRS"] = str(tmp_path / "spark-local")
-    aggregator = testing.ChildProcess(
+    aggregator = ChildProcess(
         "srm_metrics_aggregator",
         ["--config", str(config), "--cluster", "backup", "--data-dir", str(tmp_path / "faust")],
         tmp_path / "aggregator.log",
     )
-    gateway = testing.GatewayProcess(
+    gateway = GatewayProcess(
         config, tmp_path / "gateway.log", f"sqlite:///{tmp_path / 'gateway.db'}"
     )
     services = [coordinator, driver, aggregator, gateway]
     for service in services:
         service.env.update(env)
-    logs = testing.log_tails(services, 3000)
+    logs = log_tails(services, 3000)
     try:
         for service in services:
             service.start()
-        testing.wait_until(
-            lambda: sum(testing.end_offsets(backup.bootstrap_servers, remote).values()) > 0,
+        wait_until(
+            lambda: sum(end_offsets(backup.bootstrap_servers, remote).values()) > 0,
             300,
             "the driver copies into the remote topic",
             step=2,
             detail=logs,
         )
-        testing.produce(primary.bootstrap_servers, topic, _records(FIRST, SECOND))
-        testing.wait_until(
-            lambda: testing.copied(
-                primary.bootstrap_servers, topic, backup.bootstrap_servers, remote
-            ),
+        produce(primary.bootstrap_servers, topic, _records(FIRST, SECOND))
+        wait_until(
+            lambda: copied(primary.bootstrap_servers, topic, backup.bootstrap_servers, remote),
             180,
             "the copy catches up",
             step=1,
             detail=logs,
         )
-        source = testing.consume_all(primary.bootstrap_servers, topic)
-        target = testing.consume_all(
-            backup.bootstrap_servers, remote, isolation_level="read_uncommitted"
-        )
-        count = testing.count_copy(source, target)
+        source = consume_all(primary.bootstrap_servers, topic)
+        target = consume_all(backup.bootstrap_servers, remote, isolation_level="read_uncommitted")
+        count = count_copy(source, target)
         print(f"\nKerberos replication (SASL_PLAINTEXT, GSSAPI, StandardAuthorizer): {count}")
         assert count.produced == FIRST + SECOND
         assert (count.missing, count.duplicated) == (0, 0)
         for partition in range(PARTITIONS):
-            assert testing.content(target[partition]) == testing.content(source[partition])
+            assert content(target[partition]) == content(source[partition])
 
         expected = {(f"primary.{t}", p): o for (t, p), o in commits.items()}
-        testing.wait_until(
+        wait_until(
             lambda: {k: up for k, (up, _down) in _checkpoints(backup, group).items()} == expected,
             120,
             "checkpoints of the group",
@@ -227,17 +233,15 @@ def test_replicates_with_kerberos_logins(kerberos, tmp_path, unique_name):  # ty
             assert 0 <= downstream <= upstream
 
         aggregated = "srm-metrics-aggregated.internal"
-        testing.wait_until(
-            lambda: sum(testing.end_offsets(backup.bootstrap_servers, aggregated).values()) > 0,
+        wait_until(
+            lambda: sum(end_offsets(backup.bootstrap_servers, aggregated).values()) > 0,
             120,
             "aggregated metrics on backup (the aggregator, Faust, logged in with Kerberos)",
             detail=logs,
         )
         gateway_url = gateway.url()
         assert gateway_url is not None, gateway.log_text()[-2000:]
-        testing.wait_until(
-            lambda: _get(f"{gateway_url}/v2/replications") == 200, 60, "the gateway answers"
-        )
+        wait_until(lambda: _get(f"{gateway_url}/v2/replications") == 200, 60, "the gateway answers")
         listed = _srm_control(
             config, env, "topics", "--source", "primary", "--target", "backup", "--list"
         )

@@ -17,7 +17,11 @@ import random
 import time
 
 import pytest
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, end_offsets
+from srm_harness.compare import content, count_copy
+from srm_harness.control import get_json, write_config
+from srm_harness.processes import DriverProcess
+from srm_harness.waits import wait_caught_up, wait_until
 from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -39,7 +43,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
     }
     remotes = {codec: f"primary.{topic}" for codec, topic in topics.items()}
     kafka.created += [("backup", remote) for remote in remotes.values()]
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -52,18 +56,15 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
         },
         replication={"tasks.max": 2},
     )
-    driver = testing.DriverProcess(config, tmp_path / "driver.log")
+    driver = DriverProcess(config, tmp_path / "driver.log")
     producers = {
-        codec: testing.SteadyProducer(
-            kafka["primary"], topic, PARTITIONS, per_tick=PER_TICK, codec=codec
-        )
+        codec: SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=PER_TICK, codec=codec)
         for codec, topic in topics.items()
     }
 
     def on_target() -> int:
         return sum(
-            sum(testing.end_offsets(kafka["backup"], remote).values())
-            for remote in remotes.values()
+            sum(end_offsets(kafka["backup"], remote).values()) for remote in remotes.values()
         )
 
     def copied_by_this_start() -> int:
@@ -80,7 +81,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
         if not urls:
             return 0
         try:
-            status = testing.get_json(f"{urls[0]}/v1/flows/primary/backup/status", timeout=3)
+            status = get_json(f"{urls[0]}/v1/flows/primary/backup/status", timeout=3)
         except (OSError, ValueError):
             return 0
         return int(status["copy"]["records"])
@@ -92,7 +93,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
     try:
         for kill in range(KILLS):
             driver.start()
-            testing.wait_until(
+            wait_until(
                 lambda: copied_by_this_start() > 0,
                 120,
                 f"driver start {kill + 1} copies something",
@@ -107,7 +108,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
             producer.finish()
         driver.start()
         for codec, topic in topics.items():
-            testing.wait_caught_up(
+            wait_caught_up(
                 kafka["primary"],
                 topic,
                 kafka["backup"],
@@ -128,14 +129,14 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
     print(f"\nkill -9 x{len(kills)} ({'; '.join(kills)}), driver starts {driver.starts}:")
     log = driver.log_text()
     for codec, topic in topics.items():
-        source = testing.consume_all(kafka["primary"], topic)
-        target = testing.consume_all(kafka["backup"], remotes[codec])
-        count = testing.count_copy(source, target)
+        source = consume_all(kafka["primary"], topic)
+        target = consume_all(kafka["backup"], remotes[codec])
+        count = count_copy(source, target)
         print(f"  {codec}: {count}")
         assert count.produced == producers[codec].sent, codec
         assert (count.missing, count.duplicated) == (0, 0), codec
         for partition in range(PARTITIONS):
-            assert testing.content(target[partition]) == testing.content(source[partition]), (
+            assert content(target[partition]) == content(source[partition]), (
                 f"{codec}: partition {partition}"
             )
         # A kill hit records of this topic that were written but not yet recorded:

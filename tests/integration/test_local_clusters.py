@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
+from srm_harness.clients import list_topics
 from srm_local.clusters import (
     ClusterSpec,
     ClusterStartError,
@@ -12,7 +13,6 @@ from srm_local.clusters import (
     find_clusters,
     free_port_pair,
 )
-from srm_local.testing import list_topics
 from srm_local.tools import run_tool
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,11 @@ from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import AGGREGATED_TOPIC
 from srm_common.metrics.raw import RAW_TOPIC, Histogram, PartitionSample, encode
 from srm_common.required_acls import required_acls
-from srm_local import testing
-from srm_local.testing import ChildProcess, Record, log_tails
+from srm_harness.clients import consume_all, produce
+from srm_harness.control import write_config
+from srm_harness.processes import ChildProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +29,7 @@ def test_the_aggregator_folds_samples_under_exactly_its_printed_acls(
     token = uuid.uuid4().hex[:6]
     app_id = f"agg-lp-{token}"
     user = backup.create_user(f"agg-{token}", "agg-pw")
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary.bootstrap_servers, "backup": backup.bootstrap_servers},
         flows={"primary->backup": {"enabled": True}},
@@ -71,7 +74,7 @@ def test_the_aggregator_folds_samples_under_exactly_its_printed_acls(
             lines = [x for x in process.log_text().splitlines() if "assigned raw partitions" in x]
             return bool(lines) and "assigned raw partitions []" not in lines[-1]
 
-        testing.wait_until(
+        wait_until(
             assigned,
             120,
             "the aggregator joined its group and got raw partitions",
@@ -100,7 +103,7 @@ def test_the_aggregator_folds_samples_under_exactly_its_printed_acls(
             for i in range(10)
         ]
         admin = backup.client_config()
-        testing.produce(
+        produce(
             backup.bootstrap_servers,
             RAW_TOPIC,
             [Record(s.key(), encode(s)) for s in samples],
@@ -110,7 +113,7 @@ def test_the_aggregator_folds_samples_under_exactly_its_printed_acls(
         def folded() -> int:
             records = 0
             latest: dict[bytes | None, bytes | None] = {}
-            for part in testing.consume_all(
+            for part in consume_all(
                 backup.bootstrap_servers, AGGREGATED_TOPIC, client=admin
             ).values():
                 for record in part:
@@ -125,7 +128,7 @@ def test_the_aggregator_folds_samples_under_exactly_its_printed_acls(
                     records += window.figures.records
             return records
 
-        testing.wait_until(
+        wait_until(
             lambda: folded() == 70,
             90,
             "the aggregator folded the 70 records of 10 samples",

@@ -18,9 +18,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.mirror_client import ClusterUnavailableError, MirrorClient
 from srm_common.domain.records import Checkpoint
-from srm_local import testing
+from srm_harness.clients import create_topic, list_topics, produce
+from srm_harness.records import Record
 from srm_local.mirrormaker import MirrorMaker2
-from srm_local.testing import Record
 
 pytestmark = pytest.mark.integration
 
@@ -89,9 +89,9 @@ def test_java_client_agrees_with_ours_when_reading_our_checkpoints_and_topics(
     orders = kafka.create_topic("backup", f"{up}.orders", partitions=2)
     kafka.create_topic("backup", f"{dr}.{up}.orders")
     kafka.create_topic("backup", f"local-{token}")
-    if "heartbeats" not in testing.list_topics(backup):
+    if "heartbeats" not in list_topics(backup):
         # Shared by every replicator on this cluster: made if missing, never deleted.
-        testing.create_topic(backup, "heartbeats")
+        create_topic(backup, "heartbeats")
 
     g1, g2, g3 = (f"group{i}-{token}" for i in (1, 2, 3))
     final = {
@@ -111,7 +111,7 @@ def test_java_client_agrees_with_ours_when_reading_our_checkpoints_and_topics(
         _record(final[(g1, orders, 0)]),
         _record(final[(g2, f"{dr}.{up}.orders", 0)]),
     ]
-    testing.produce(backup, checkpoints_topic, records)
+    produce(backup, checkpoints_topic, records)
 
     java = java_client(
         {
@@ -242,7 +242,7 @@ def topics_with_token(kafka: Clusters, token: str) -> Iterator[None]:
     deleted afterwards with the test's own topics."""
     yield
     for alias in ("primary", "backup"):
-        for name in testing.list_topics(kafka[alias]):
+        for name in list_topics(kafka[alias]):
             if token in name and (alias, name) not in kafka.created:
                 kafka.created.append((alias, name))
 
@@ -267,7 +267,7 @@ def test_java_client_agrees_with_ours_when_mirrormaker2_wrote_the_checkpoints(
     primary, backup = kafka["primary"], kafka["backup"]
     source, target = f"mmp{token}", f"mmb{token}"
     topic = kafka.create_topic("primary", f"numbered-{token}", partitions=2)
-    testing.produce(
+    produce(
         primary,
         topic,
         [Record(key=b"%d" % i, value=b"%d" % i, partition=p) for p in (0, 1) for i in range(10)],

@@ -34,7 +34,8 @@ from typing import TypeVar
 
 import pytest
 from srm_common.domain.records import Checkpoint
-from srm_local import testing
+from srm_harness.clients import admin, consume_all, end_offsets, list_topics
+from srm_harness.waits import wait_until
 from srm_local.group_scenario import (
     Ledger,
     NumberedTopic,
@@ -154,7 +155,7 @@ def settled(
 def offsets_by_id(bootstrap: str, topic: str) -> dict[bytes, int]:
     """Where each value sits in ``topic`` (values are unique; uncommitted data included,
     since a replica holds copied aborted records as ordinary ones)."""
-    partitions = testing.consume_all(bootstrap, topic, isolation_level="read_uncommitted")
+    partitions = consume_all(bootstrap, topic, isolation_level="read_uncommitted")
     return {r.value: r.offset for rs in partitions.values() for r in rs if r.value is not None}
 
 
@@ -248,7 +249,7 @@ def test_mm2_consumer_group_failover_and_failback(kafka, unique_name, tmp_path) 
         )
         source_offsets = offsets_by_id(primary, topic)
         replica_offsets = offsets_by_id(backup, remote)
-        replica_ends = testing.end_offsets(backup, remote)
+        replica_ends = end_offsets(backup, remote)
         for variant, found in checkpoints.items():
             exact = exact_positions(
                 committed[variant], source, source_offsets, replica_offsets, replica_ends
@@ -361,8 +362,8 @@ def _heartbeat_ends(bootstrap: Mapping[str, str]) -> dict[str, dict[int, int]]:
     """End offsets of the shared remote heartbeat topics (absent: empty)."""
     ends = {}
     for alias, topic in (("backup", "primary.heartbeats"), ("primary", "backup.heartbeats")):
-        present = topic in testing.list_topics(bootstrap[alias])
-        ends[topic] = testing.end_offsets(bootstrap[alias], topic) if present else {}
+        present = topic in list_topics(bootstrap[alias])
+        ends[topic] = end_offsets(bootstrap[alias], topic) if present else {}
     return ends
 
 
@@ -373,14 +374,14 @@ def wait_copied(backup: str, remote: str, source: NumberedTopic, detail: Callabl
     copies: Counter[bytes] = Counter()
 
     def copied() -> bool:
-        if remote not in testing.list_topics(backup):
+        if remote not in list_topics(backup):
             return False
-        partitions = testing.consume_all(backup, remote, isolation_level="read_uncommitted")
+        partitions = consume_all(backup, remote, isolation_level="read_uncommitted")
         copies.clear()
         copies.update(r.value for rs in partitions.values() for r in rs if r.value is not None)
         return wanted <= set(copies)
 
-    testing.wait_until(copied, 240, f"MM2 copies {remote}", step=1, detail=detail)
+    wait_until(copied, 240, f"MM2 copies {remote}", step=1, detail=detail)
     twice = sorted(v for v, n in copies.items() if n > 1)
     assert not twice, f"{len(twice)} records copied more than once, e.g. {twice[:3]}"
 
@@ -403,7 +404,7 @@ def _by_partition(offsets: Mapping[tuple[str, int], int]) -> str:
 
 def _delete_groups(bootstrap: Mapping[str, str], groups: list[str]) -> None:
     for servers in bootstrap.values():
-        client = testing.admin(servers)
+        client = admin(servers)
         for future in client.delete_consumer_groups(groups, request_timeout=10).values():
             try:
                 future.result(15)

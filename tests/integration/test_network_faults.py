@@ -38,7 +38,11 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, create_topic, end_offsets
+from srm_harness.compare import content, count_copy
+from srm_harness.control import ControlGroup, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.waits import wait_caught_up, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -47,7 +51,7 @@ CUT_S = 60.0
 TIMINGS = {"srm.driver.session.timeout.ms": 6000, "srm.driver.write.timeout.ms": 4000}
 
 
-class BufferingProducer(testing.SteadyProducer):
+class BufferingProducer(SteadyProducer):
     """The steady load (~1500 records/s) with room to queue a minute of it: while the
     source is cut off, librdkafka keeps what is sent (librdkafka's default holds 100,000,
     about a minute) and delivers it when the source is back; the idempotent producer sends
@@ -79,8 +83,8 @@ def _seconds_until_copied(target: str, remote: str, records: int, timeout: float
     """Seconds until the copy holds ``records`` records (keys are unique and the source
     has no transaction markers, so the copy's end offsets count its records)."""
     began = time.monotonic()
-    testing.wait_until(
-        lambda: sum(testing.end_offsets(target, remote).values()) >= records,
+    wait_until(
+        lambda: sum(end_offsets(target, remote).values()) >= records,
         timeout,
         f"{records} records copied",
         step=0.2,
@@ -124,8 +128,8 @@ def _run(clusters, tmp_path, unique_name, *, cut: str, how: str, started: float)
     source, target = clusters["primary"].bootstrap_servers, clusters["backup"].bootstrap_servers
     topic = unique_name("cut")
     remote = f"primary.{topic}"
-    testing.create_topic(source, topic, partitions=PARTITIONS)
-    config = testing.write_config(
+    create_topic(source, topic, partitions=PARTITIONS)
+    config = write_config(
         tmp_path,
         {"primary": source, "backup": target},
         flows={
@@ -138,28 +142,28 @@ def _run(clusters, tmp_path, unique_name, *, cut: str, how: str, started: float)
             **TIMINGS,
         },
     )
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "driver.log", spark_master="local[2]", args=["--id", "d1"]
     )
-    logs = testing.log_tails((coordinator, driver), 3000)
+    logs = log_tails((coordinator, driver), 3000)
     producer = BufferingProducer(source, topic, PARTITIONS)
     victim = clusters[cut]
     cut_off: Callable[[], None] = victim.pause if how == "pause" else victim.disconnect
     restore: Callable[[], None] = victim.unpause if how == "pause" else victim.connect
 
     def copied() -> int:
-        return sum(testing.end_offsets(target, remote).values())
+        return sum(end_offsets(target, remote).values())
 
     try:
         coordinator.start()
         driver.start()
         producer.start()
-        testing.wait_until(lambda: group.settled(["d1"]), 240, "d1 runs every task", detail=logs)
-        testing.wait_until(lambda: copied() > 3000, 120, "the flow copies", detail=logs)
+        wait_until(lambda: group.settled(["d1"]), 240, "d1 runs every task", detail=logs)
+        wait_until(lambda: copied() > 3000, 120, "the flow copies", detail=logs)
 
         sent_before = producer.sent
         cut_off()
@@ -182,7 +186,7 @@ def _run(clusters, tmp_path, unique_name, *, cut: str, how: str, started: float)
         caught_up = _seconds_until_copied(target, remote, sent_at_restore, 300)
         time.sleep(10)  # the load goes on a while after the catch-up
         producer.finish()
-        testing.wait_caught_up(source, topic, target, remote, 180, detail=logs)
+        wait_caught_up(source, topic, target, remote, 180, detail=logs)
         assert driver.stop() == 0
     finally:
         producer.stop.set()
@@ -195,15 +199,15 @@ def _run(clusters, tmp_path, unique_name, *, cut: str, how: str, started: float)
     state = group.state()
     assert not state.halts, f"partitions halted: {state.halts}"
     assert still in (None, 0), f"{still} records copied from a paused source"
-    source_records = testing.consume_all(source, topic)
-    target_records = testing.consume_all(target, remote)
-    count = testing.count_copy(source_records, target_records)
+    source_records = consume_all(source, topic)
+    target_records = consume_all(target, remote)
+    count = count_copy(source_records, target_records)
     assert count.produced == producer.sent
     assert (count.missing, count.duplicated) == (0, 0), str(count)
     for partition in range(PARTITIONS):
-        assert testing.content(target_records[partition]) == testing.content(
-            source_records[partition]
-        ), f"partition {partition} differs"
+        assert content(target_records[partition]) == content(source_records[partition]), (
+            f"partition {partition} differs"
+        )
     gained = "" if still is None else f", {still} copied in its last {CUT_S - 10:.0f} s"
     print(
         f"\n{cut} cut off by docker {how} for {cut_for:.0f} s under load"

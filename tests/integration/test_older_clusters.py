@@ -16,9 +16,13 @@ import pytest
 from confluent_kafka import TopicCollection
 from srm_common.adapters.topic_ids import ZERO_TOPIC_ID
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.clients import admin, consume_all, produce
+from srm_harness.compare import content, copied
+from srm_harness.control import write_config
+from srm_harness.pool import OLDER_KAFKA, ZOOKEEPER_MODE
+from srm_harness.records import RECENT_MS, Record
+from srm_harness.waits import wait_until
 from srm_local.group_scenario import Ledger, consume, group_offsets, produce_numbered
-from srm_local.testing import OLDER_KAFKA, ZOOKEEPER_MODE, Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -34,7 +38,7 @@ def _control(config: Path, *args: str) -> tuple[int, str, str]:
 
 
 def _topic_id(bootstrap: str, topic: str) -> str:
-    handle = testing.admin(bootstrap)  # held: a dropped client ends its pending calls
+    handle = admin(bootstrap)  # held: a dropped client ends its pending calls
     described = handle.describe_topics(TopicCollection([topic]))
     return str(described[topic].result(30).topic_id)
 
@@ -46,7 +50,7 @@ def _records(count: int) -> list[Record]:
             key=None if i % 7 == 0 else f"k{i}".encode(),
             value=f"v{i}".encode() * (1 + i % 5),
             headers=(("seq", str(i).encode()), ("empty", None)),
-            timestamp_ms=testing.RECENT_MS + i,
+            timestamp_ms=RECENT_MS + i,
             partition=i % PARTITIONS,
         )
         for i in range(count)
@@ -64,12 +68,12 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
     exact = kafka.create_topic("primary", unique_name("exact"), partitions=PARTITIONS)
     orders = kafka.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
     kafka.created += [("backup", f"primary.{exact}"), ("backup", f"primary.{orders}")]
-    testing.produce(kafka["primary"], exact, _records(300))
+    produce(kafka["primary"], exact, _records(300))
     numbered = produce_numbered(
         kafka["primary"], orders, partitions=PARTITIONS, per_partition=PER_PARTITION, abort_every=3
     )
     group = unique_name("app")
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -86,23 +90,21 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
     )
     driver = run_driver(config)
     for topic in (exact, orders):
-        testing.wait_until(
-            lambda topic=topic: testing.copied(
+        wait_until(
+            lambda topic=topic: copied(
                 kafka["primary"], topic, kafka["backup"], f"primary.{topic}"
             ),
             120,
             f"{topic} copied ({older} as the {role})",
             step=0.5,
         )
-    source = testing.consume_all(kafka["primary"], exact)
+    source = consume_all(kafka["primary"], exact)
 
     def same_content() -> bool:  # read_committed: what a consumer of the copy sees
-        target = testing.consume_all(kafka["backup"], f"primary.{exact}")
-        return all(
-            testing.content(target[p]) == testing.content(source[p]) for p in range(PARTITIONS)
-        )
+        target = consume_all(kafka["backup"], f"primary.{exact}")
+        return all(content(target[p]) == content(source[p]) for p in range(PARTITIONS))
 
-    testing.wait_until(same_content, 60, "every partition's records, in order, on the target")
+    wait_until(same_content, 60, "every partition's records, in order, on the target")
     # The copy's recreated-topic check rests on topic ids: the older cluster must give them
     # (ZooKeeper mode too, since 2.8), else the driver would have stopped with one line.
     older_side = "primary" if role == "source" else "backup"
@@ -123,7 +125,7 @@ def test_copies_checkpoints_and_fails_over_with_an_older_cluster(  # type: ignor
         rows = [line.split(",") for line in csv.split()] if code == 0 else []
         return {(t, int(p)): int(o) for t, p, o in rows}
 
-    testing.wait_until(lambda: set(exported()) == remote, 90, "checkpoints of every commit")
+    wait_until(lambda: set(exported()) == remote, 90, "checkpoints of every commit")
     code, out, err = _control(
         config, "failover", "--group", group, "--from", "primary", "--to", "backup"
     )

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 from srm_common.control.events import PartitionHalted, PartitionResumeRequested, RecordsLost
-from srm_local import testing
-from srm_local.testing import Record
+from srm_harness.clients import admin, consume_all, end_offsets, produce
+from srm_harness.control import ControlGroup, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -36,15 +39,15 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
     lossy = kafka.create_topic("primary", unique_name("lossy"), partitions=1)
     # Someone else already wrote to the remote partition: nothing records those records.
     remote = kafka.create_topic("backup", f"primary.{foreign}", partitions=1)
-    testing.produce(kafka["backup"], remote, [Record(b"stranger", b"x", (), None, 0)])
+    produce(kafka["backup"], remote, [Record(b"stranger", b"x", (), None, 0)])
     kafka.created.append(("backup", f"primary.{lossy}"))
-    testing.produce(
+    produce(
         kafka["primary"], foreign, [Record(f"f{i}".encode(), b"v", (), None, 0) for i in range(5)]
     )
-    testing.produce(
+    produce(
         kafka["primary"], lossy, [Record(f"a{i}".encode(), b"v", (), None, 0) for i in range(10)]
     )
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -53,27 +56,27 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
         },
         replication={"srm.control.topic.prefix": unique_name("ops")},
     )
-    group = testing.ControlGroup(config)
-    coordinator = testing.CoordinatorProcess(
+    group = ControlGroup(config)
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
     )
 
-    logs = testing.log_tails((coordinator, driver))
+    logs = log_tails((coordinator, driver))
 
     try:
         coordinator.start()
         driver.start()
-        testing.wait_until(
+        wait_until(
             lambda: any(h.topic == foreign for h in group.state().halts.values()),
             180,
             "the partition with foreign records halts, in the event log",
             detail=logs,
         )
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 10},
+        wait_until(
+            lambda: end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 10},
             60,
             "the other topic copies",
             detail=logs,
@@ -98,34 +101,34 @@ def test_a_halted_partition_is_listed_resumed_from_an_explicit_choice_and_audite
             "--resume", f"{foreign}:0", "--from", "source-start",
         )  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], remote) == {0: 6},
+        wait_until(
+            lambda: end_offsets(kafka["backup"], remote) == {0: 6},
             60,
             "the resumed partition copies after the foreign record",
             detail=logs,
         )
-        copies = testing.consume_all(kafka["backup"], remote)[0]
+        copies = consume_all(kafka["backup"], remote)[0]
         assert [r.key for r in copies] == [b"stranger", *(f"f{i}".encode() for i in range(5))]
 
         # Records lost to retention while the driver is down: counted, recorded.
         assert driver.stop() == 0
-        testing.produce(
+        produce(
             kafka["primary"],
             lossy,
             [Record(f"b{i}".encode(), b"v", (), None, 0) for i in range(20)],
         )
-        admin = testing.admin(kafka["primary"])
-        for future in admin.delete_records([TopicPartition(lossy, 0, 25)]).values():
+        handle = admin(kafka["primary"])
+        for future in handle.delete_records([TopicPartition(lossy, 0, 25)]).values():
             future.result(30)
         driver.start()
-        testing.wait_until(
+        wait_until(
             lambda: any(isinstance(e, RecordsLost) for e in group.events()),
             120,
             "the loss is recorded",
             detail=logs,
         )
-        testing.wait_until(
-            lambda: testing.end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 15},
+        wait_until(
+            lambda: end_offsets(kafka["backup"], f"primary.{lossy}") == {0: 15},
             60,
             "the copy goes on from the log start",
             detail=logs,

@@ -20,8 +20,10 @@ from srm_common.metrics.raw import (
     Sample,
     decode,
 )
-from srm_local import testing
-from srm_local.testing import Record
+from srm_harness.clients import consume_all, end_offsets, produce
+from srm_harness.control import write_config
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -34,27 +36,25 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
     topic = kafka.create_topic("primary", unique_name("metered"), partitions=3)
     remote = f"primary.{topic}"
     first = [Record(f"k{i}".encode(), b"v" * (i % 50), (), None, i % 3) for i in range(700)]
-    testing.produce(kafka["primary"], topic, first)
-    config = testing.write_config(
+    produce(kafka["primary"], topic, first)
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={FLOW: {"enabled": True, "topics": [topic]}},
         replication={"srm.metrics.interval.ms": 1000},
     )
     driver = run_driver(config)
-    testing.wait_until(lambda: testing.end_offsets(kafka["backup"], remote), 60, "remote topic")
+    wait_until(lambda: end_offsets(kafka["backup"], remote), 60, "remote topic")
     time.sleep(2.5)  # a few intervals while copying
     second = [Record(f"m{i}".encode(), b"w" * 20, (), None, i % 3) for i in range(555)]
-    testing.produce(kafka["primary"], topic, second)
-    testing.wait_until(
-        lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote), 90, "copied"
-    )
+    produce(kafka["primary"], topic, second)
+    wait_until(lambda: copied(kafka["primary"], topic, kafka["backup"], remote), 90, "copied")
     runtime = driver.driver.runtime
     assert runtime is not None and runtime.metrics is not None
     prefix = f"{runtime.metrics.sampler.driver_id}/{runtime.metrics.sampler.instance}/"
     driver.stop()
 
-    raw = testing.consume_all(kafka["backup"], RAW_TOPIC)
+    raw = consume_all(kafka["backup"], RAW_TOPIC)
     assert len(raw) == 6, "created with several partitions, for aggregators to share"
     mine: list[Sample] = []
     for partition, records in raw.items():

@@ -10,7 +10,11 @@ import time
 import pytest
 from confluent_kafka import Producer
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.clients import consume_all, end_offsets, list_topics
+from srm_harness.compare import content
+from srm_harness.control import write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -35,7 +39,7 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
     topic = kafka.create_topic("primary", unique_name("live"), partitions=2)
     remote = f"primary.{topic}"
     kafka.created.append(("backup", remote))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -44,10 +48,10 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
         },
         replication={"srm.control.topic.prefix": unique_name("live")},
     )
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--projection", "none"
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "driver.log", spark_master="local[1]", args=["--id", "d1"]
     )
     ticker = Ticker(kafka["primary"], topic)
@@ -62,8 +66,8 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
 
     def copied() -> int:
         return (
-            sum(testing.end_offsets(kafka["backup"], remote).values())
-            if remote in (testing.list_topics(kafka["backup"]))
+            sum(end_offsets(kafka["backup"], remote).values())
+            if remote in (list_topics(kafka["backup"]))
             else 0
         )
 
@@ -71,7 +75,7 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
         coordinator.start()
         driver.start()
         ticker.start()
-        testing.wait_until(
+        wait_until(
             lambda: "started the heartbeat task" in driver.log_text(),
             180,
             "the driver runs",
@@ -82,7 +86,7 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
 
         control("--add", topic)
         added = time.monotonic()
-        testing.wait_until(
+        wait_until(
             lambda: copied() > 0,
             120,
             "replication starts",
@@ -104,7 +108,7 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
             now = copied()
             if now != last:
                 last, quiet_since = now, time.monotonic()
-        records = testing.consume_all(kafka["backup"], remote)
+        records = consume_all(kafka["backup"], remote)
         newest = max(float(r.value) for rs in records.values() for r in rs)
         stop_s = newest - removed_at
         print(
@@ -112,7 +116,7 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
             f" --remove: the last record copied was produced {stop_s:.1f} s after it"
         )
         # The source went on growing; the copy did not follow.
-        produced = sum(testing.end_offsets(kafka["primary"], topic).values())
+        produced = sum(end_offsets(kafka["primary"], topic).values())
         assert produced > copied() + 100
         ticker.stop.set()
         assert driver.stop() == 0
@@ -122,6 +126,6 @@ def test_topics_add_and_remove_take_effect_within_seconds(kafka, tmp_path, uniqu
             if process.alive():
                 process.kill9()
     # Whatever was copied is an exact prefix of each source partition.
-    source = testing.consume_all(kafka["primary"], topic)
+    source = consume_all(kafka["primary"], topic)
     for partition, copies in records.items():
-        assert testing.content(copies) == testing.content(source[partition][: len(copies)])
+        assert content(copies) == content(source[partition][: len(copies)])

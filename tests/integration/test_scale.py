@@ -18,7 +18,9 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.domain.metadata_batches import chunks, new_topic_records
-from srm_local import testing
+from srm_harness.clients import admin
+from srm_harness.control import write_config
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -32,7 +34,7 @@ def test_three_thousand_partitions_are_created_in_chunks_and_copied_record_for_r
 ):  # type: ignore[no-untyped-def]
     prefix = unique_name("scale").replace("-", "_")
     names = [f"{prefix}.t{i:03d}" for i in range(TOPICS)]
-    source = testing.admin(kafka["primary"])
+    source = admin(kafka["primary"])
     cost = new_topic_records(PARTITIONS, 0)
     for chunk in chunks(names, lambda _name: cost, 10_000):
         for future in source.create_topics(
@@ -41,9 +43,9 @@ def test_three_thousand_partitions_are_created_in_chunks_and_copied_record_for_r
             future.result(120)
     kafka.created.extend(("primary", n) for n in names)
     kafka.created.extend(("backup", f"primary.{n}") for n in names)
-    testing.wait_until(lambda: _all_led(source, names), 120, "the source partitions have leaders")
+    wait_until(lambda: _all_led(source, names), 120, "the source partitions have leaders")
     _produce(kafka["primary"], names)
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
@@ -60,8 +62,8 @@ def test_three_thousand_partitions_are_created_in_chunks_and_copied_record_for_r
         driver = run_driver(config)
         upstream = [(n, p) for n in names for p in range(PARTITIONS)]
         remote = [(f"primary.{n}", p) for n, p in upstream]
-        target = testing.admin(kafka["backup"])
-        testing.wait_until(
+        target = admin(kafka["backup"])
+        wait_until(
             lambda: _ends(target, remote) == dict.fromkeys(remote, RECORDS),
             240,
             "every partition copied",

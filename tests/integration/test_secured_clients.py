@@ -19,8 +19,8 @@ from srm_common.adapters import kafka_clients
 from srm_common.adapters.cluster_probe import refused_clusters
 from srm_common.config import load_config
 from srm_common.errors import ConfigError
+from srm_harness.clients import consume_all
 from srm_local.secured import Credential
-from srm_local.testing import consume_all
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +115,7 @@ def test_aiokafka_reads_with_the_translated_settings(
     kafka_secured, unique_name, tmp_path: Path
 ) -> None:
     from aiokafka import AIOKafkaConsumer
-    from srm_local.testing import Record, produce
+    from srm_harness import Record, produce
 
     cluster = kafka_secured["primary"]
     topic = kafka_secured.create_topic("primary", unique_name("aio"))

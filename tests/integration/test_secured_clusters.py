@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
-from srm_local.testing import Record, consume_all, produce
+from srm_harness.clients import consume_all, produce
+from srm_harness.records import Record
 
 pytestmark = pytest.mark.integration
 

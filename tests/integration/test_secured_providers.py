@@ -13,7 +13,11 @@ import time
 import uuid
 
 import pytest
-from srm_local import testing
+from srm_harness.clients import consume_all, end_offsets, produce
+from srm_harness.compare import count_copy
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 from srm_local.secured import write_mm2_properties
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -45,10 +49,8 @@ def test_replicates_when_secrets_come_from_a_file_and_the_environment(
     topic = kafka_secured.create_topic("primary", unique_name("prov"), partitions=2)
     remote = f"primary.{topic}"
     kafka_secured.created.append(("backup", remote))
-    records = [
-        testing.Record(f"k{n}".encode(), f"v{n}".encode(), (), None, n % 2) for n in range(COUNT)
-    ]
-    testing.produce(primary.bootstrap_servers, topic, records, config=primary.client_config())
+    records = [Record(f"k{n}".encode(), f"v{n}".encode(), (), None, n % 2) for n in range(COUNT)]
+    produce(primary.bootstrap_servers, topic, records, config=primary.client_config())
     prefix = unique_name("prv")
     config = write_mm2_properties(
         tmp_path / "srm.properties",
@@ -67,37 +69,33 @@ def test_replicates_when_secrets_come_from_a_file_and_the_environment(
         },
     )
     assert secret not in config.read_text(), "the configuration file holds no secret"
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
     for process in (coordinator, driver):
         process.env[ENV] = primary.tls.password
     driver.env["SPARK_LOCAL_DIRS"] = str(tmp_path / "spark-local")
-    logs = testing.log_tails([coordinator, driver], 3000)
+    logs = log_tails([coordinator, driver], 3000)
     started = time.monotonic()
     try:
         coordinator.start()
         driver.start()
-        testing.wait_until(
+        wait_until(
             lambda: (
-                testing.end_offsets(backup.bootstrap_servers, remote, backup.client_config())
-                == testing.end_offsets(primary.bootstrap_servers, topic, primary.client_config())
+                end_offsets(backup.bootstrap_servers, remote, backup.client_config())
+                == end_offsets(primary.bootstrap_servers, topic, primary.client_config())
             ),
             300,
             "the copy slots, resolving the placeholders themselves, copy everything",
             step=2,
             detail=logs,
         )
-        source = testing.consume_all(
-            primary.bootstrap_servers, topic, client=primary.client_config()
-        )
-        target = testing.consume_all(
-            backup.bootstrap_servers, remote, client=backup.client_config()
-        )
-        count = testing.count_copy(source, target)
+        source = consume_all(primary.bootstrap_servers, topic, client=primary.client_config())
+        target = consume_all(backup.bootstrap_servers, remote, client=backup.client_config())
+        count = count_copy(source, target)
         print(f"\nreplication with provided secrets ({time.monotonic() - started:.0f} s): {count}")
         assert (count.produced, count.missing, count.duplicated) == (COUNT, 0, 0)
         written = coordinator.log_text() + driver.log_text()

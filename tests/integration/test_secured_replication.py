@@ -30,9 +30,19 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from srm_local import testing
+from srm_harness.clients import consume_all, end_offsets, list_topics, produce
+from srm_harness.compare import content, count_copy
+from srm_harness.control import ControlGroup
+from srm_harness.processes import (
+    ChildProcess,
+    CoordinatorProcess,
+    DriverProcess,
+    GatewayProcess,
+    log_tails,
+)
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 from srm_local.secured import SecuredCluster, write_mm2_properties
-from srm_local.testing import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -100,8 +110,8 @@ def _records(start: int, count: int) -> list[Record]:
 
 
 def _caught_up(primary: SecuredCluster, backup: SecuredCluster, topic: str, remote: str) -> bool:
-    ends = testing.end_offsets(primary.bootstrap_servers, topic, primary.client_config())
-    copies = testing.end_offsets(backup.bootstrap_servers, remote, backup.client_config())
+    ends = end_offsets(primary.bootstrap_servers, topic, primary.client_config())
+    copies = end_offsets(backup.bootstrap_servers, remote, backup.client_config())
     return copies == ends
 
 
@@ -144,11 +154,11 @@ def _srm_control(config: Path, *args: str, timeout: float = 90) -> subprocess.Co
 def _all_topic_bytes(cluster: SecuredCluster) -> dict[str, bytes]:
     """Every record (key, value, headers) of every topic but Kafka's own ``__*``."""
     client = cluster.client_config()
-    names = testing.list_topics(cluster.bootstrap_servers, client)
+    names = list_topics(cluster.bootstrap_servers, client)
     found: dict[str, bytes] = {}
     for name in sorted(n for n in names if not n.startswith("__")):
         chunks: list[bytes] = []
-        records = testing.consume_all(
+        records = consume_all(
             cluster.bootstrap_servers, name, isolation_level="read_uncommitted", client=client
         )
         for partition in records.values():
@@ -188,9 +198,9 @@ def _checkpoints(backup: SecuredCluster, group: str) -> dict[tuple[str, int], tu
 
     found: dict[tuple[str, int], tuple[int, int]] = {}
     topic = "primary.checkpoints.internal"
-    if topic not in testing.list_topics(backup.bootstrap_servers, backup.client_config()):
+    if topic not in list_topics(backup.bootstrap_servers, backup.client_config()):
         return found
-    records = testing.consume_all(backup.bootstrap_servers, topic, client=backup.client_config())
+    records = consume_all(backup.bootstrap_servers, topic, client=backup.client_config())
     for partition in records.values():
         for record in partition:
             checkpoint = Checkpoint.decode(record.key, record.value)
@@ -212,9 +222,7 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     topic = kafka_secured.create_topic("primary", unique_name("orders"), partitions=PARTITIONS)
     remote = f"primary.{topic}"
     kafka_secured.created.append(("backup", remote))
-    testing.produce(
-        primary.bootstrap_servers, topic, _records(0, FIRST), config=primary.client_config()
-    )
+    produce(primary.bootstrap_servers, topic, _records(0, FIRST), config=primary.client_config())
     # An application's group read part of each partition: checkpoints translate it.
     group = unique_name("app")
     commits = {(topic, p): 50 + 20 * p for p in range(PARTITIONS)}
@@ -240,72 +248,67 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
     assert table.returncode == 0, table.stderr
     print(f"\nSRM's principal holds exactly srm-control acls --print's {granted} bindings")
 
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "coordinator.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
-    driver = testing.DriverProcess(
+    driver = DriverProcess(
         config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
     )
     driver.env["SPARK_LOCAL_DIRS"] = str(tmp_path / "spark-local")
-    aggregator = testing.ChildProcess(
+    aggregator = ChildProcess(
         "srm_metrics_aggregator",
         ["--config", str(config), "--cluster", "backup", "--data-dir", str(tmp_path / "faust")],
         tmp_path / "aggregator.log",
     )
-    gateway = testing.GatewayProcess(
+    gateway = GatewayProcess(
         config, tmp_path / "gateway.log", f"sqlite:///{tmp_path / 'gateway.db'}"
     )
     services = [coordinator, driver, aggregator, gateway]
-    logs = testing.log_tails(services, 3000)
+    logs = log_tails(services, 3000)
     control_outputs: dict[str, str] = {}
     answers: dict[str, bytes] = {}
     try:
         for service in services:
             service.start()
-        testing.wait_until(
+        wait_until(
             lambda: (
-                testing.end_offsets(backup.bootstrap_servers, remote, backup.client_config()).get(
-                    0, 0
-                )
-                > 0
+                end_offsets(backup.bootstrap_servers, remote, backup.client_config()).get(0, 0) > 0
             ),
             300,
             "the driver copies into the remote topic",
             step=2,
             detail=logs,
         )
-        testing.produce(
+        produce(
             primary.bootstrap_servers,
             topic,
             _records(FIRST, SECOND),
             config=primary.client_config(),
         )
-        testing.wait_until(
+        wait_until(
             lambda: _caught_up(primary, backup, topic, remote),
             180,
             "the copy catches up",
             step=1,
             detail=logs,
         )
-        source = testing.consume_all(
-            primary.bootstrap_servers, topic, client=primary.client_config()
-        )
-        target = testing.consume_all(
+        source = consume_all(primary.bootstrap_servers, topic, client=primary.client_config())
+        target = consume_all(
             backup.bootstrap_servers,
             remote,
             isolation_level="read_uncommitted",
             client=backup.client_config(),
         )
-        count = testing.count_copy(source, target)
+        count = count_copy(source, target)
         print(f"secured replication (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer): {count}")
         assert count.produced == FIRST + SECOND
         assert (count.missing, count.duplicated) == (0, 0)
         for partition in range(PARTITIONS):
-            assert testing.content(target[partition]) == testing.content(source[partition])
+            assert content(target[partition]) == content(source[partition])
 
         # Checkpoints: every commit of the group, translated for the remote topic.
         expected = {(f"primary.{t}", p): o for (t, p), o in commits.items()}
-        testing.wait_until(
+        wait_until(
             lambda: {k: up for k, (up, _down) in _checkpoints(backup, group).items()} == expected,
             120,
             "checkpoints of the group",
@@ -318,10 +321,10 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
             assert 0 <= downstream <= upstream
 
         # The aggregator publishes windows of the raw metrics (short windows, see above).
-        testing.wait_until(
+        wait_until(
             lambda: (
                 sum(
-                    testing.end_offsets(
+                    end_offsets(
                         backup.bootstrap_servers,
                         "srm-metrics-aggregated.internal",
                         backup.client_config(),
@@ -335,12 +338,12 @@ def test_replicates_between_sasl_ssl_clusters_and_hides_the_password(
         )
         gateway_url = gateway.url()
         assert gateway_url is not None, gateway.log_text()[-2000:]
-        testing.wait_until(
+        wait_until(
             lambda: _get(f"{gateway_url}/v2/replications")[0] == 200, 60, "the gateway answers"
         )
 
         # Every GET of every service, as any caller sees them.
-        state = testing.ControlGroup(config).state()
+        state = ControlGroup(config).state()
         assert state.leader is not None
         values = {
             "source": "primary",

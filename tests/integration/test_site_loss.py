@@ -31,7 +31,12 @@ from pathlib import Path
 import pytest
 from srm_common.control.state import ControlState
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, create_topic, end_offsets, produce
+from srm_harness.compare import CopyCount, content, count_copy
+from srm_harness.control import ControlGroup, write_config
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_caught_up, wait_until
 from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -68,7 +73,7 @@ def _proxied_cluster(
 
 
 def _copied(bootstrap: str, remote: str) -> int:
-    return sum(testing.end_offsets(bootstrap, remote).values())
+    return sum(end_offsets(bootstrap, remote).values())
 
 
 def _control(config: Path, *args: str) -> float:
@@ -82,7 +87,7 @@ def _control(config: Path, *args: str) -> float:
 def _reached(target: str, remote: str, ends: dict[int, int]) -> bool:
     """Each partition of ``remote`` on ``target`` ends at or past ``ends`` (its source's
     ends at some moment: the copy keeps offsets)."""
-    now = testing.end_offsets(target, remote)
+    now = end_offsets(target, remote)
     return all(now.get(partition, 0) >= end for partition, end in ends.items())
 
 
@@ -91,13 +96,13 @@ def _planned(state: ControlState, flow: str) -> set[str]:
     return {topic for task in (tasks.source if tasks else ()) for topic, _ in task.partitions}
 
 
-def _exact(source: str, topic: str, target: str, remote: str) -> testing.CopyCount:
-    source_records = testing.consume_all(source, topic)
-    target_records = testing.consume_all(target, remote)
-    count = testing.count_copy(source_records, target_records)
+def _exact(source: str, topic: str, target: str, remote: str) -> CopyCount:
+    source_records = consume_all(source, topic)
+    target_records = consume_all(target, remote)
+    count = count_copy(source_records, target_records)
     assert (count.missing, count.duplicated) == (0, 0), f"{topic} -> {remote}: {count}"
     for partition, records in source_records.items():
-        assert testing.content(target_records[partition]) == testing.content(records), (
+        assert content(target_records[partition]) == content(records), (
             f"{remote}-{partition} is not an exact copy of {topic}-{partition}"
         )
     return count
@@ -126,12 +131,12 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
     denied = kafka.create_topic("primary", f"{late}-tmp", partitions=1)
     fresh = f"{late}-new"
     for topic, count in ((later, 300), (denied, 100)):
-        testing.produce(
+        produce(
             servers["b"],
             topic,
-            [testing.Record(f"{topic}-{n}".encode(), f"{n}".encode()) for n in range(count)],
+            [Record(f"{topic}-{n}".encode(), f"{n}".encode()) for n in range(count)],
         )
-    testing.create_topic(servers["a"], from_a, partitions=PARTITIONS)
+    create_topic(servers["a"], from_a, partitions=PARTITIONS)
     kafka.created += [
         ("primary", f"a.{from_a}"),
         ("backup", f"b.{from_b}"),
@@ -140,7 +145,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         ("backup", f"b.{fresh}"),
         ("primary", fresh),
     ]
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         servers,
         flows={
@@ -155,11 +160,11 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         for name in ("log", "beats", "leader"):
             kafka.created.append((alias, f"{prefix}.{name}.internal"))
     coordinators = {
-        site: testing.CoordinatorProcess(config, tmp_path / f"coordinator-{site}.log", f"c-{site}")
+        site: CoordinatorProcess(config, tmp_path / f"coordinator-{site}.log", f"c-{site}")
         for site in SITES
     }
     drivers = {
-        site: testing.DriverProcess(
+        site: DriverProcess(
             config,
             tmp_path / f"driver-{site}.log",
             spark_master="local[1]",
@@ -168,14 +173,14 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         for site in SITES
     }
     processes = [*coordinators.values(), *drivers.values()]
-    logs = testing.log_tails(processes, 2500)
-    groups = {site: testing.ControlGroup(config, site) for site in SITES}
+    logs = log_tails(processes, 2500)
+    groups = {site: ControlGroup(config, site) for site in SITES}
     # ~200 records/s into each site (an eighth of the usual steady load): three drivers
     # and three clusters share two cores, the outage's backlog must catch up, and every
     # flow is compared in full at the end (at 500/s: 185,000 records a flow, minutes of
     # catching up and comparing that showed nothing more; docs/testing.md).
     producers = {
-        site: testing.SteadyProducer(servers[site], topic, PARTITIONS, per_tick=10)
+        site: SteadyProducer(servers[site], topic, PARTITIONS, per_tick=10)
         for site, topic in (("a", from_a), ("b", from_b), ("c", from_c))
     }
     # Records produced into a: by the steady producer, then in batches after each fault.
@@ -184,10 +189,10 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
 
     def produce_into_a(count: int, tag: str) -> None:
         nonlocal sent_to_a
-        testing.produce(
+        produce(
             servers["a"],
             from_a,
-            [testing.Record(f"{tag}-{n}".encode(), f"{tag} {n}".encode()) for n in range(count)],
+            [Record(f"{tag}-{n}".encode(), f"{tag} {n}".encode()) for n in range(count)],
         )
         sent_to_a += count
 
@@ -212,8 +217,8 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
             (servers["b"], from_b, servers["a"], f"b.{from_b}", "b->a"),
             (servers["c"], from_c, servers["a"], f"c.{from_c}", "c->a"),
         ):
-            ends = testing.end_offsets(source, topic)
-            testing.wait_until(
+            ends = end_offsets(source, topic)
+            wait_until(
                 lambda target=target, remote=remote, ends=ends: _reached(target, remote, ends),
                 600,
                 f"{flow} holds what its source held when a came back",
@@ -227,13 +232,13 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         for producer in producers.values():
             producer.start()
         for site in SITES:
-            testing.wait_until(
+            wait_until(
                 lambda site=site: groups[site].settled([f"driver-{site}"]),
                 300,
                 f"driver-{site} runs every task of {site}'s log",
                 detail=logs,
             )
-        testing.wait_until(every_flow_copies, 240, "every flow copies", detail=logs)
+        wait_until(every_flow_copies, 240, "every flow copies", detail=logs)
         for site in SITES:
             state = groups[site].state()
             assert set(state.assignment.values()) == {f"driver-{site}"}, (
@@ -254,7 +259,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         before = _copied(*into_c)
 
         added = _control(config, "topics", "--source", "b", "--target", "c", "--add", f"{late}-.*")
-        testing.wait_until(
+        wait_until(
             lambda: later in _planned(groups["c"].state(), "b->c"),
             60,
             "the added pattern is in b->c's task configs",
@@ -266,7 +271,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         denied_in = _control(
             config, "topics", "--source", "b", "--target", "c", "--add-blacklist", denied
         )
-        testing.wait_until(
+        wait_until(
             lambda: denied not in _planned(groups["c"].state(), "b->c"),
             60,
             "the denied topic leaves b->c's task configs",
@@ -278,7 +283,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         drivers["c"].kill9()
         restarted_at = time.monotonic()
         drivers["c"].start()
-        testing.wait_until(
+        wait_until(
             lambda: groups["c"].settled(["driver-c"]),
             300,  # a restart starts Spark again: the first start's bound
             "driver-c runs c's tasks again after its restart",
@@ -286,14 +291,14 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         )
         back_in = time.monotonic() - restarted_at
 
-        testing.create_topic(servers["b"], fresh, partitions=1)
-        testing.produce(
+        create_topic(servers["b"], fresh, partitions=1)
+        produce(
             servers["b"],
             fresh,
-            [testing.Record(f"new-{n}".encode(), f"new {n}".encode()) for n in range(500)],
+            [Record(f"new-{n}".encode(), f"new {n}".encode()) for n in range(500)],
         )
         created_at = time.monotonic()
-        testing.wait_until(
+        wait_until(
             lambda: _copied(servers["c"], f"b.{fresh}") >= 500,
             120,
             "the new topic on b is copied to c",
@@ -329,7 +334,7 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         cut_add = _control(
             config, "topics", "--source", "b", "--target", "c", "--remove-blacklist", denied
         )
-        testing.wait_until(
+        wait_until(
             lambda: denied in _planned(groups["c"].state(), "b->c"),
             60,
             "the removed deny entry is applied",
@@ -353,11 +358,11 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
 
         for site in ("b", "c"):
             producers[site].finish()
-        testing.wait_caught_up(servers["b"], from_b, servers["c"], f"b.{from_b}", 240, detail=logs)
-        testing.wait_caught_up(servers["b"], from_b, servers["a"], f"b.{from_b}", 240, detail=logs)
-        testing.wait_caught_up(servers["c"], from_c, servers["a"], f"c.{from_c}", 240, detail=logs)
-        testing.wait_caught_up(servers["b"], later, servers["c"], f"b.{later}", 240, detail=logs)
-        testing.wait_caught_up(servers["b"], denied, servers["c"], f"b.{denied}", 240, detail=logs)
+        wait_caught_up(servers["b"], from_b, servers["c"], f"b.{from_b}", 240, detail=logs)
+        wait_caught_up(servers["b"], from_b, servers["a"], f"b.{from_b}", 240, detail=logs)
+        wait_caught_up(servers["c"], from_c, servers["a"], f"c.{from_c}", 240, detail=logs)
+        wait_caught_up(servers["b"], later, servers["c"], f"b.{later}", 240, detail=logs)
+        wait_caught_up(servers["b"], denied, servers["c"], f"b.{denied}", 240, detail=logs)
     finally:
         for producer in producers.values():
             producer.stop.set()

@@ -14,9 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from srm_local import testing
+from srm_harness.clients import consume_all, produce
+from srm_harness.compare import content
+from srm_harness.control import write_config
+from srm_harness.processes import DriverProcess
+from srm_harness.records import RECENT_MS, Record
+from srm_harness.waits import wait_until
 from srm_local.spark_standalone import SparkStandalone
-from srm_local.testing import DriverProcess, Record, content
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -37,11 +41,11 @@ def test_the_copy_slots_run_on_the_workers_and_report_over_http(
     remote = f"primary.{topic}"
     records = [
         Record(f"k{i}".encode(), f"value {i}".encode() * 20, (("n", str(i).encode()),),
-               testing.RECENT_MS + i, i % 4)
+               RECENT_MS + i, i % 4)
         for i in range(4000)
     ]  # fmt: skip
-    testing.produce(kafka["primary"], topic, records)
-    config = testing.write_config(
+    produce(kafka["primary"], topic, records)
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={"primary->backup": {"enabled": True, "topics": [topic]}},
@@ -49,24 +53,24 @@ def test_the_copy_slots_run_on_the_workers_and_report_over_http(
     driver = DriverProcess(config, tmp_path / "driver.log", spark_master=spark_cluster.master_url)
     driver.start()
     try:
-        testing.wait_until(
-            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+        wait_until(
+            lambda: copied(kafka["primary"], topic, kafka["backup"], remote),
             180,
             "copied through the cluster's executors",
             detail=lambda: driver.log_text()[-3000:],
         )
         # More records while it runs: the slots keep copying.
         late = [Record(b"late", b"x", (), None, i % 4) for i in range(400)]
-        testing.produce(kafka["primary"], topic, late)
-        testing.wait_until(
-            lambda: testing.copied(kafka["primary"], topic, kafka["backup"], remote),
+        produce(kafka["primary"], topic, late)
+        wait_until(
+            lambda: copied(kafka["primary"], topic, kafka["backup"], remote),
             60,
             "the late records copied",
         )
     finally:
         assert driver.stop() == 0, driver.log_text()[-3000:]
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote)
     for partition in range(4):
         assert content(target[partition]) == content(source[partition])
     assert sum(len(v) for v in target.values()) == len(records) + len(late)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from srm_local.testing import RECENT_MS, Record, consume_all, produce
+from srm_harness.clients import consume_all, produce
+from srm_harness.records import RECENT_MS, Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

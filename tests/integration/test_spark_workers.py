@@ -32,9 +32,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from srm_local import testing
+from srm_harness.clients import SteadyProducer, consume_all, end_offsets
+from srm_harness.compare import content, count_copy
+from srm_harness.control import write_config
+from srm_harness.processes import DriverProcess
+from srm_harness.waits import wait_caught_up, wait_until
 from srm_local.spark_standalone import SparkStandalone
-from srm_local.testing import DriverProcess, SteadyProducer, content, count_copy
 from srm_local.tls_files import TlsFiles, write_tls_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -73,8 +76,8 @@ def _slots(driver: DriverProcess, tls: TlsFiles) -> dict[int, int]:
 
 def _compare(kafka, topic: str, remote: str, step: str) -> None:  # type: ignore[no-untyped-def]
     """Every record of source and target compared, after ``step``."""
-    source = testing.consume_all(kafka["primary"], topic)
-    target = testing.consume_all(kafka["backup"], remote)
+    source = consume_all(kafka["primary"], topic)
+    target = consume_all(kafka["backup"], remote)
     counted = count_copy(source, target)
     print(f"after {step}: {counted}")
     for partition in range(PARTITIONS):
@@ -91,7 +94,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
     )
     remote = f"primary.{topic}"
     tls = write_tls_files(tmp_path / "tls", "store-password")
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={"primary->backup": {"enabled": True, "topics": [topic]}},
@@ -108,14 +111,14 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
     try:
         producer.start()
         # Both slots copy (each worker's executor runs one) before the kill.
-        testing.wait_until(
+        wait_until(
             lambda: _slot_worker(spark_cluster, 0) and _slot_worker(spark_cluster, 1),
             180,
             "both copy slots started on the workers",
             detail=lambda: driver.log_text()[-3000:],
         )
-        testing.wait_until(
-            lambda: all(end > 0 for end in testing.end_offsets(kafka["backup"], remote).values()),
+        wait_until(
+            lambda: all(end > 0 for end in end_offsets(kafka["backup"], remote).values()),
             180,
             "every partition copying",
             detail=lambda: driver.log_text()[-3000:],
@@ -129,7 +132,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         # Where each partition ends once what the killed slot had on the wire landed: the
         # pause is measured from there (a snapshot before the kill would count those).
         time.sleep(2)
-        at_kill = testing.end_offsets(kafka["backup"], remote)
+        at_kill = end_offsets(kafka["backup"], remote)
         print(
             f"killed {victim} (pids {killed}) with slot 0 under load: {producer.sent} produced,"
             f" {sum(at_kill.values())} on the target"
@@ -147,10 +150,10 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         supervisor.start()
 
         def resumed() -> bool:
-            now = testing.end_offsets(kafka["backup"], remote)
+            now = end_offsets(kafka["backup"], remote)
             return all(now[p] > at_kill[p] for p in range(PARTITIONS))
 
-        testing.wait_until(
+        wait_until(
             resumed,
             240,
             "every partition copying again after the kill",
@@ -170,7 +173,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
                 )
         time.sleep(5)  # more load on the new run
         producer.finish()
-        testing.wait_caught_up(
+        wait_caught_up(
             kafka["primary"], topic, kafka["backup"], remote, 240,
             detail=lambda: driver.log_text()[-4000:],
         )  # fmt: skip
@@ -184,7 +187,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         added_time = time.monotonic()
         added = spark_cluster.add_worker()
         print(f"{added} added and alive {time.monotonic() - added_time:.1f} s later")
-        testing.wait_until(
+        wait_until(
             lambda: re.search(r"copy slot (\d+) of job", spark_cluster.executor_log(added)),
             240,
             f"a copy slot started on {added}",
@@ -195,7 +198,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         assert found is not None
         new_slot = int(found[1])
         assert new_slot not in before, "a new slot, not one of those running"
-        testing.wait_until(
+        wait_until(
             lambda: _slots(driver, tls).get(new_slot, 0) > 0,
             120,
             f"copy slot {new_slot} on {added} holding partitions",
@@ -206,10 +209,10 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             f"{added}: copy slot {new_slot} started {slot_started:.1f} s and held partitions"
             f" {held:.1f} s after the worker was added; partitions per slot: {_slots(driver, tls)}"
         )
-        at_move = testing.end_offsets(kafka["backup"], remote)
-        testing.wait_until(
+        at_move = end_offsets(kafka["backup"], remote)
+        wait_until(
             lambda: all(
-                end > at_move[p] for p, end in testing.end_offsets(kafka["backup"], remote).items()
+                end > at_move[p] for p, end in end_offsets(kafka["backup"], remote).items()
             ),
             120,
             "every partition copying after the re-balance",
@@ -217,7 +220,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         )
         time.sleep(5)  # more load on the three slots
         more.finish()
-        testing.wait_caught_up(
+        wait_caught_up(
             kafka["primary"], topic, kafka["backup"], remote, 240,
             detail=lambda: driver.log_text()[-4000:],
         )  # fmt: skip
@@ -229,9 +232,7 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
         stopped = driver.stop()
     assert stopped == 0, driver.log_text()[-3000:]
     assert more.sent > producer.sent
-    counted = count_copy(
-        testing.consume_all(kafka["primary"], topic), testing.consume_all(kafka["backup"], remote)
-    )
+    counted = count_copy(consume_all(kafka["primary"], topic), consume_all(kafka["backup"], remote))
     assert counted.produced == more.sent
     assert not copy["halted"], "no partition taken for written by someone else"
     log = driver.log_text()

@@ -7,8 +7,8 @@ import time
 
 import pytest
 from srm_common.adapters.kafka_reader import TopicTail
-from srm_local import testing
-from srm_local.testing import Record
+from srm_harness.clients import create_topic, delete_topics, produce
+from srm_harness.records import Record
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,7 @@ def test_catch_up_returns_each_new_record_once_round_after_round(kafka, unique_n
         seen: list[bytes] = []
         for round_ in range(4):  # a finished partition paused in one round must not stall the next
             batch = [Record(None, f"{round_}-{i}".encode(), (), None, i % 3) for i in range(9)]
-            testing.produce(kafka["primary"], topic, batch)
+            produce(kafka["primary"], topic, batch)
             got = [m.value() for m in tail.catch_up()]
             assert sorted(got) == sorted(r.value for r in batch), f"round {round_}"
             seen += got
@@ -45,19 +45,19 @@ def test_a_topic_created_again_is_read_again_from_its_start(kafka, unique_name) 
     topic = kafka.create_topic("primary", unique_name("again"), partitions=1)
     tail = TopicTail({"bootstrap.servers": kafka["primary"]}, topic, timeout=20)
     try:
-        testing.produce(kafka["primary"], topic, [Record(None, b"old-%d" % i) for i in range(5)])
+        produce(kafka["primary"], topic, [Record(None, b"old-%d" % i) for i in range(5)])
         assert len(tail.catch_up()) == 5 and tail.rewound == set()
-        testing.delete_topics(kafka["primary"], [topic])
+        delete_topics(kafka["primary"], [topic])
         deadline = time.monotonic() + 60
         while True:  # the deletion finishes in the background
             try:
-                testing.create_topic(kafka["primary"], topic, partitions=1)
+                create_topic(kafka["primary"], topic, partitions=1)
                 break
             except Exception:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
-        testing.produce(kafka["primary"], topic, [Record(None, b"new-%d" % i) for i in range(2)])
+        produce(kafka["primary"], topic, [Record(None, b"new-%d" % i) for i in range(2)])
         got: list[bytes] = []
         rewound: set[int] = set()
         while len(got) < 2 and time.monotonic() < deadline:

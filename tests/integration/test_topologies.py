@@ -27,8 +27,12 @@ from confluent_kafka.admin import (
 from srm_common.domain.policy import ORIGIN_HEADER
 from srm_common.domain.records import Heartbeat
 from srm_driver.shared_target import COPY_HEADER
-from srm_local import testing
-from srm_local.testing import Record, content
+from srm_harness.clients import admin, consume_all, create_topic, end_offsets, list_topics, produce
+from srm_harness.compare import content
+from srm_harness.control import write_config
+from srm_harness.processes import DriverProcess
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -40,9 +44,9 @@ CATCH_UP_S = 180  # driver start-up plus copying, on a busy 2-core machine
 
 
 @contextmanager
-def _driver(config: Path, log: Path) -> Iterator[testing.DriverProcess]:
+def _driver(config: Path, log: Path) -> Iterator[DriverProcess]:
     """A running driver; stopped with SIGTERM at the end, which must exit 0."""
-    driver = testing.DriverProcess(config, log)
+    driver = DriverProcess(config, log)
     driver.start()
     try:
         yield driver
@@ -57,9 +61,7 @@ def _driver(config: Path, log: Path) -> Iterator[testing.DriverProcess]:
 HALTED = re.compile(r"halted|[Nn]othing (more )?is copied")
 
 
-def _wait(
-    driver: testing.DriverProcess, predicate: Callable[[], bool], timeout: float, what: str
-) -> None:
+def _wait(driver: DriverProcess, predicate: Callable[[], bool], timeout: float, what: str) -> None:
     """Until ``predicate``; fails early if the driver halts a partition or dies, and shows
     the end of the driver's log as it is then."""
     deadline = time.monotonic() + timeout
@@ -94,7 +96,7 @@ def _records(label: str, count: int, partitions: int, start: int = 0) -> list[Re
 
 
 def _wait_caught_up(
-    driver: testing.DriverProcess,
+    driver: DriverProcess,
     source: str,
     topic: str,
     target: str,
@@ -104,7 +106,7 @@ def _wait_caught_up(
     """Until every partition of ``remote`` ends where its source partition ends."""
     _wait(
         driver,
-        lambda: testing.end_offsets(target, remote) == testing.end_offsets(source, topic),
+        lambda: end_offsets(target, remote) == end_offsets(source, topic),
         timeout,
         f"{remote} catches up with {topic}",
     )
@@ -112,8 +114,8 @@ def _wait_caught_up(
 
 def _assert_same(source: str, topic: str, target: str, remote: str) -> int:
     """Full content of every partition equal; returns the record count."""
-    upstream = testing.consume_all(source, topic)
-    downstream = testing.consume_all(target, remote)
+    upstream = consume_all(source, topic)
+    downstream = consume_all(target, remote)
     assert sorted(downstream) == sorted(upstream), f"{remote}: partitions differ"
     for partition, records in upstream.items():
         assert content(downstream[partition]) == content(records), f"{remote}-{partition}"
@@ -123,7 +125,7 @@ def _assert_same(source: str, topic: str, target: str, remote: str) -> int:
 def _heartbeats(bootstrap: str, topic: str, since_ms: int) -> dict[tuple[str, str], list[int]]:
     """Heartbeat timestamps in ``topic`` from ``since_ms`` on, per (source, target)."""
     found: dict[tuple[str, str], list[int]] = {}
-    for records in testing.consume_all(bootstrap, topic).values():
+    for records in consume_all(bootstrap, topic).values():
         for record in records:
             beat = Heartbeat.decode(record.key, record.value)
             if beat.timestamp_ms >= since_ms:
@@ -133,7 +135,7 @@ def _heartbeats(bootstrap: str, topic: str, since_ms: int) -> dict[tuple[str, st
 
 
 def _produce(bootstrap: str, topic: str, records: Sequence[Record]) -> None:
-    testing.produce(bootstrap, topic, records)
+    produce(bootstrap, topic, records)
 
 
 def _remember(kafka, names: Mapping[str, Sequence[str]]) -> None:  # type: ignore[no-untyped-def]
@@ -155,7 +157,7 @@ def test_bidirectional_copies_both_ways_and_never_loops(kafka, tmp_path, unique_
     _remember(kafka, {"backup": [f"primary.{t}"], "primary": [f"backup.{u}"]})
     _produce(primary, t, _records("t", 100, 2))
     _produce(backup, u, _records("u", 90, 3))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup},
         flows={
@@ -171,15 +173,15 @@ def test_bidirectional_copies_both_ways_and_never_loops(kafka, tmp_path, unique_
         _wait_caught_up(driver, primary, t, backup, f"primary.{t}")
         _wait_caught_up(driver, backup, u, primary, f"backup.{u}")
         time.sleep(6)  # three topic refreshes: a loop would show by now
-        assert f"backup.primary.{t}" not in testing.list_topics(primary)
-        assert f"primary.backup.{u}" not in testing.list_topics(backup)
+        assert f"backup.primary.{t}" not in list_topics(primary)
+        assert f"primary.backup.{u}" not in list_topics(backup)
         # Heartbeats too: each side's are copied once, never back.
-        assert "primary.heartbeats" in testing.list_topics(backup)
-        assert "backup.heartbeats" in testing.list_topics(primary)
-        assert "backup.primary.heartbeats" not in testing.list_topics(primary)
-        assert "primary.backup.heartbeats" not in testing.list_topics(backup)
-        assert testing.end_offsets(backup, f"primary.{t}") == testing.end_offsets(primary, t)
-        assert testing.end_offsets(primary, f"backup.{u}") == testing.end_offsets(backup, u)
+        assert "primary.heartbeats" in list_topics(backup)
+        assert "backup.heartbeats" in list_topics(primary)
+        assert "backup.primary.heartbeats" not in list_topics(primary)
+        assert "primary.backup.heartbeats" not in list_topics(backup)
+        assert end_offsets(backup, f"primary.{t}") == end_offsets(primary, t)
+        assert end_offsets(primary, f"backup.{u}") == end_offsets(backup, u)
         log = driver.log_text()
     assert _assert_same(primary, t, backup, f"primary.{t}") == 150
     assert _assert_same(backup, u, primary, f"backup.{u}") == 150
@@ -214,7 +216,7 @@ def test_chain_fan_in_and_fan_out_on_three_clusters(kafka3, tmp_path, unique_nam
     _produce(primary, f, _records("fanin-primary", 40, 2))
     _produce(backup, f, _records("fanin-backup", 30, 1))
     _produce(primary, o, _records("fanout", 60, 3))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup, "dr": dr},
         flows={
@@ -241,9 +243,9 @@ def test_chain_fan_in_and_fan_out_on_three_clusters(kafka3, tmp_path, unique_nam
     counts = [_assert_same(*route) for route in expected]
     assert counts == [100, 100, 40, 30, 60, 60]
     assert _assert_same(primary, c, dr, f"backup.primary.{c}") == 100  # end to end
-    on_dr = testing.list_topics(dr)
+    on_dr = list_topics(dr)
     assert f"primary.{c}" not in on_dr  # primary->dr does not select the chain topic
-    assert f"dr.primary.{c}" not in testing.list_topics(backup)
+    assert f"dr.primary.{c}" not in list_topics(backup)
     _assert_no_halt(log)
 
 
@@ -260,7 +262,7 @@ def test_identity_policy_active_active_is_loop_free(kafka, tmp_path, unique_name
     kafka.create_topic("backup", t, partitions=2)
     _produce(primary, t, _records("from-primary", 40, 2))
     _produce(backup, t, _records("from-backup", 30, 2))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup},
         flows={
@@ -272,7 +274,7 @@ def test_identity_policy_active_active_is_loop_free(kafka, tmp_path, unique_name
     )
 
     def keys(bootstrap: str) -> list[bytes | None]:
-        return [r.key for rs in testing.consume_all(bootstrap, t).values() for r in rs]
+        return [r.key for rs in consume_all(bootstrap, t).values() for r in rs]
 
     def complete() -> bool:
         return len(keys(primary)) >= 140 and len(keys(backup)) >= 140
@@ -287,7 +289,7 @@ def test_identity_policy_active_active_is_loop_free(kafka, tmp_path, unique_name
         time.sleep(6)  # a loop would keep adding records
         log = driver.log_text()
     for bootstrap, here, there in ((primary, "primary", "backup"), (backup, "backup", "primary")):
-        records = [r for rs in testing.consume_all(bootstrap, t).values() for r in rs]
+        records = [r for rs in consume_all(bootstrap, t).values() for r in rs]
         assert len(records) == 140 and len({r.key for r in records}) == 140, here
         for record in records:
             origins = [v for k, v in record.headers if k == ORIGIN_HEADER]
@@ -309,7 +311,7 @@ def test_heartbeats_on_every_target_and_replicated_as_remote_topics(kafka, tmp_p
     ``primary.heartbeats`` on backup proves the primary->backup path."""
     primary, backup = kafka["primary"], kafka["backup"]
     interval = 1
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup},
         flows={
@@ -321,7 +323,7 @@ def test_heartbeats_on_every_target_and_replicated_as_remote_topics(kafka, tmp_p
     started_ms = int(time.time() * 1000)
 
     def replicated() -> bool:
-        if "primary.heartbeats" not in testing.list_topics(backup):
+        if "primary.heartbeats" not in list_topics(backup):
             return False
         beats = _heartbeats(backup, "primary.heartbeats", started_ms)
         return len(beats.get(("backup", "primary"), [])) >= 3
@@ -350,7 +352,7 @@ def test_heartbeats_on_every_target_and_replicated_as_remote_topics(kafka, tmp_p
 
     # What this run copied is a prefix of what primary got meanwhile, record for record.
     def since_start(bootstrap: str, topic: str) -> list[tuple[object, ...]]:
-        records = testing.consume_all(bootstrap, topic)[0]
+        records = consume_all(bootstrap, topic)[0]
         return content(r for r in records if (r.timestamp_ms or 0) >= started_ms)
 
     source, target = since_start(primary, "heartbeats"), since_start(backup, "primary.heartbeats")
@@ -370,7 +372,7 @@ def test_remote_topics_follow_new_topics_partitions_and_configs(kafka, tmp_path,
     kafka.create_topic("primary", a, partitions=2, config={"retention.ms": "86400000"})
     _remember(kafka, {"backup": [f"primary.{a}", f"primary.{b}"], "primary": [b]})
     _produce(primary, a, _records("a", 40, 2))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup},
         flows={"primary->backup": {"enabled": True, "topics": [f"{prefix}-.*"]}},
@@ -379,13 +381,13 @@ def test_remote_topics_follow_new_topics_partitions_and_configs(kafka, tmp_path,
             "sync.topic.configs.interval.seconds": 2,
         },
     )
-    admin = testing.admin(primary)
+    handle = admin(primary)
     with _driver(config, tmp_path / "driver.log") as driver:
         _wait_caught_up(driver, primary, a, backup, f"primary.{a}")
         assert _topic_config(backup, f"primary.{a}", "retention.ms") == "86400000"
 
         # A new topic matching the allow list.
-        testing.create_topic(primary, b, partitions=3)
+        create_topic(primary, b, partitions=3)
         _produce(primary, b, _records("b", 30, 3))
         _wait_caught_up(driver, primary, b, backup, f"primary.{b}", timeout=60)
 
@@ -397,7 +399,7 @@ def test_remote_topics_follow_new_topics_partitions_and_configs(kafka, tmp_path,
                 ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
             ],
         )
-        admin.incremental_alter_configs([change])[change].result(30)
+        handle.incremental_alter_configs([change])[change].result(30)
         _wait(
             driver,
             lambda: _topic_config(backup, f"primary.{a}", "retention.ms") == "3600000",
@@ -406,18 +408,18 @@ def test_remote_topics_follow_new_topics_partitions_and_configs(kafka, tmp_path,
         )
 
         # Two more partitions on a, with records in every partition.
-        admin.create_partitions([NewPartitions(a, 4)])[a].result(30)
-        testing.wait_until(lambda: len(testing.end_offsets(primary, a)) == 4, 30, "a grows")
+        handle.create_partitions([NewPartitions(a, 4)])[a].result(30)
+        wait_until(lambda: len(end_offsets(primary, a)) == 4, 30, "a grows")
         _produce(primary, a, _records("a-grown", 40, 4))
 
         def caught_up() -> bool:
-            return testing.end_offsets(backup, f"primary.{a}") == testing.end_offsets(primary, a)
+            return end_offsets(backup, f"primary.{a}") == end_offsets(primary, a)
 
         _wait(driver, caught_up, 90, f"primary.{a} follows the growth")
         log = driver.log_text()
     _assert_no_halt(log)
     assert _assert_same(primary, b, backup, f"primary.{b}") == 30
-    assert len(testing.end_offsets(backup, f"primary.{a}")) == 4
+    assert len(end_offsets(backup, f"primary.{a}")) == 4
     assert _assert_same(primary, a, backup, f"primary.{a}") == 80
 
 
@@ -434,14 +436,14 @@ def test_a_topic_that_cannot_be_created_remotely_does_not_stop_the_others(
     _remember(kafka, {"backup": [f"primary.{good}"]})
     _produce(primary, good, _records("good", 20, 2))
     _produce(primary, long_name, _records("long", 5, 1))
-    config = testing.write_config(
+    config = write_config(
         tmp_path,
         {"primary": primary, "backup": backup},
         flows={"primary->backup": {"enabled": True, "topics": [f"{prefix}-.*"]}},
     )
 
     def copied() -> bool:
-        return testing.end_offsets(backup, f"primary.{good}") == testing.end_offsets(primary, good)
+        return end_offsets(backup, f"primary.{good}") == end_offsets(primary, good)
 
     first_failure: list[float] = []
 
@@ -463,6 +465,6 @@ def test_a_topic_that_cannot_be_created_remotely_does_not_stop_the_others(
 
 
 def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
-    client = testing.admin(bootstrap)
+    client = admin(bootstrap)
     resource = ConfigResource(ResourceType.TOPIC, topic)
     return client.describe_configs([resource])[resource].result(30)[name].value

@@ -16,7 +16,12 @@ import pytest
 from srm_common import telemetry
 from srm_common.adapters.otlp_receiver import OtlpReceiver
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.clients import create_topic, produce
+from srm_harness.compare import copied
+from srm_harness.control import control_config, control_log, control_state
+from srm_harness.processes import CoordinatorProcess, DriverProcess, GatewayProcess, log_tails
+from srm_harness.records import Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -24,14 +29,14 @@ SERVICES = {"srm-control", "srm-api-gateway", "srm-coordinator", "srm-driver"}
 
 
 def _config(kafka, tmp_path: Path, prefix: str) -> Path:  # type: ignore[no-untyped-def]
-    config = testing.control_config(tmp_path, kafka.bootstrap, prefix)
-    settings = testing.control_log(config)
+    config = control_config(tmp_path, kafka.bootstrap, prefix)
+    settings = control_log(config)
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
         kafka.created += [("primary", name), ("backup", name)]
     return config
 
 
-_state = testing.control_state
+_state = control_state
 
 
 def _closed_port() -> int:
@@ -47,33 +52,33 @@ def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_c
     config = _config(kafka, tmp_path, prefix)
     base, added = f"{prefix}-base", f"{prefix}-added"
     for topic in (base, added):
-        testing.create_topic(kafka["primary"], topic, partitions=2)
+        create_topic(kafka["primary"], topic, partitions=2)
         kafka.created.append(("primary", topic))
         kafka.created.append(("backup", f"primary.{topic}"))
-    records = [testing.Record(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
-    testing.produce(kafka["primary"], added, records)
+    records = [Record(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    produce(kafka["primary"], added, records)
     with OtlpReceiver() as receiver:
-        coordinator = testing.CoordinatorProcess(
+        coordinator = CoordinatorProcess(
             config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
         )
-        gateway = testing.GatewayProcess(
+        gateway = GatewayProcess(
             config,
             tmp_path / "gateway.log",
             f"sqlite:///{tmp_path / 'gateway.db'}",
             "--token-file",
             str(http_tokens.token_file("api-gateway")),
         )
-        driver = testing.DriverProcess(
+        driver = DriverProcess(
             config, tmp_path / "d1.log", spark_master="local[1]", args=["--id", "d1"]
         )
         processes = [coordinator, gateway, driver]
         for process in processes:
             process.env.update(receiver.env())
-        logs = testing.log_tails(processes)
+        logs = log_tails(processes)
         try:
             for process in processes:
                 process.start()
-            testing.wait_until(
+            wait_until(
                 lambda: bool(_state(config).tasks_of("d1")) and gateway.url() is not None,
                 240,
                 "d1 runs the flow's task and the gateway serves",
@@ -101,21 +106,19 @@ def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_c
             assert found, err
             trace_id = found.group(1)
             marker = f"trace_id={trace_id}"
-            testing.wait_until(
+            wait_until(
                 lambda: marker in driver.log_text(), 120, "the driver applies it", detail=logs
             )
             line = next(x for x in driver.log_text().splitlines() if marker in x)
             assert f"primary->backup {added}:0" in line and f"{added}:1" in line
             # ... and it did: the topic's records reach the backup cluster.
-            testing.wait_until(
-                lambda: testing.copied(
-                    kafka["primary"], added, kafka["backup"], f"primary.{added}"
-                ),
+            wait_until(
+                lambda: copied(kafka["primary"], added, kafka["backup"], f"primary.{added}"),
                 120,
                 "the added topic is copied",
                 detail=logs,
             )
-            testing.wait_until(
+            wait_until(
                 lambda: {s.service for s in receiver.trace(trace_id)} >= SERVICES,
                 30,
                 "spans of every service in the trace reach the receiver",
@@ -126,7 +129,7 @@ def test_one_trace_from_srm_control_to_the_driver_that_applies_it_when_otlp_is_c
             # One tree: every span but srm-control's root has its parent in the trace.
             roots = [s for s in spans if s.parent_id not in by_id]
             assert [(s.service, s.parent_id) for s in roots] == [("srm-control", "")]
-            testing.wait_until(
+            wait_until(
                 lambda: (
                     {"srm.coordinator.commands", "srm.http.server.requests"}
                     <= receiver.metrics.get("srm-coordinator", set())
@@ -160,13 +163,13 @@ def test_commands_work_and_are_not_slowed_when_the_otlp_endpoint_is_unreachable(
     prefix = unique_name("notrace")
     config = _config(kafka, tmp_path, prefix)
     nowhere = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}
-    coordinator = testing.CoordinatorProcess(
+    coordinator = CoordinatorProcess(
         config, tmp_path / "c1.log", "c1", "--state-file", str(tmp_path / "c1.json")
     )
     coordinator.env.update(nowhere)
     try:
         coordinator.start()
-        testing.wait_until(
+        wait_until(
             lambda: _state(config).leader is not None,
             60,
             "c1 leads",

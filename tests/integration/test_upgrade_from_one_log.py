@@ -34,7 +34,9 @@ from srm_common.control.events import (
     encode,
 )
 from srm_control import cli as control_cli
-from srm_local import testing
+from srm_harness.control import control_config, control_state
+from srm_harness.processes import CoordinatorProcess, log_tails
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -86,7 +88,7 @@ def test_a_stack_of_the_single_log_release_keeps_its_lists_halts_and_history(  #
     kafka, tmp_path, unique_name, capsys
 ):
     prefix = unique_name("upgrade")
-    config = testing.control_config(tmp_path, kafka.bootstrap, prefix)
+    config = control_config(tmp_path, kafka.bootstrap, prefix)
     plane = control_plane(load_config(config))
     legacy = plane.legacy
     assert (legacy.cluster, legacy.events_topic) == ("primary", f"{prefix}.events.internal")
@@ -99,12 +101,12 @@ def test_a_stack_of_the_single_log_release_keeps_its_lists_halts_and_history(  #
         producer.produce(legacy.events_topic, value=value)
     assert producer.flush(30) == 0
 
-    coordinator = testing.CoordinatorProcess(config, tmp_path / "c1.log", "c1")
-    logs = testing.log_tails([coordinator])
+    coordinator = CoordinatorProcess(config, tmp_path / "c1.log", "c1")
+    logs = log_tails([coordinator])
     try:
         coordinator.start()
         started = time.monotonic()
-        testing.wait_until(
+        wait_until(
             lambda: (
                 {
                     e.event.target
@@ -118,8 +120,8 @@ def test_a_stack_of_the_single_log_release_keeps_its_lists_halts_and_history(  #
             detail=logs,
         )
         moved_in = time.monotonic() - started
-        backup = testing.control_state(config, "backup")
-        primary = testing.control_state(config, "primary")
+        backup = control_state(config, "backup")
+        primary = control_state(config, "primary")
     finally:
         if coordinator.alive():
             coordinator.kill9()

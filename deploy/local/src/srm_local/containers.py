@@ -1,7 +1,7 @@
 """Kafka clusters for the tests as containers of the locally built ``srm/kafka`` image.
 
 The second backend of the test fixtures (``tests/conftest.py``), next to the local KRaft
-processes of :class:`srm_local.testing.ClusterPool`, with the same face (``bootstrap``,
+processes of :class:`srm_harness.pool.ClusterPool`, with the same face (``bootstrap``,
 ``stop_all``, ``timings``) plus what only a container can do: be paused, unpaused,
 disconnected from a network. Containers are started with the ``testcontainers`` library
 (the ``containers`` extra of this package).
@@ -179,7 +179,7 @@ class KafkaContainer:
 @dataclass
 class ContainerPool:
     """Clusters by alias as containers, started on first use and removed together at the
-    end; the face of :class:`srm_local.testing.ClusterPool`."""
+    end; the face of :class:`srm_harness.pool.ClusterPool`."""
 
     image: str = IMAGE
     heap: str = field(default_factory=lambda: os.environ.get("SRM_TEST_KAFKA_HEAP", "512m"))

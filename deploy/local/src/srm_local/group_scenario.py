@@ -36,8 +36,7 @@ from confluent_kafka import (
 )
 from srm_common.domain.records import Checkpoint
 from srm_common.errors import RecordFormatError
-
-from srm_local.testing import admin, consume_all, list_topics
+from srm_harness.clients import admin, consume_all, list_topics
 
 TopicPartitionKey = tuple[str, int]
 

@@ -370,9 +370,9 @@ class SecuredCluster:
     def create_topic(
         self, name: str, *, partitions: int = 1, config: Mapping[str, str] | None = None
     ) -> str:
-        from srm_local import testing
+        from srm_harness.clients import create_topic
 
-        testing.create_topic(
+        create_topic(
             self.bootstrap_servers,
             name,
             partitions=partitions,

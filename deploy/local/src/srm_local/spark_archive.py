@@ -9,9 +9,10 @@ the first job, JVM CPU 6.6-7.2 -> 3.2-4.0 s (docs/testing.md, "Where the time go
 ``python -m srm_local.spark_archive`` (``make test`` runs it) builds the archive once
 into the cache, named after the installed PySpark: one Spark session with the same class
 path and options as a test's driver, stopped cleanly so that the JVM writes the archive
-as it exits. :func:`driver_archive_options` hands it to :class:`srm_local.testing.
-DriverProcess`. The JVM checks an archive against its own build and class path and runs
-without it (a warning line in the driver's log) when they differ, so a stale archive
+as it exits. :func:`driver_archive_options` hands it to the test harness's
+``srm_harness.processes.DriverProcess``. The JVM checks an archive against its own build
+and class path and runs without it (a warning line in the driver's log) when they
+differ, so a stale archive
 costs the saving, never a failure. Drivers of ``make up`` and operators never use it.
 """
 
