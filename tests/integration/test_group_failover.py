@@ -24,14 +24,14 @@ from srm_control import cli as control_cli
 from srm_harness.clients import consume_all
 from srm_harness.compare import copied
 from srm_harness.control import write_config
-from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
-from srm_harness.waits import wait_until
-from srm_local.group_scenario import (
+from srm_harness.group_scenario import (
     Ledger,
     consume,
     group_offsets,
     produce_numbered,
 )
+from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
+from srm_harness.waits import wait_until
 from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 from srm_local.tools import run_tool
 

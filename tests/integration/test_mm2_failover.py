@@ -35,8 +35,7 @@ from typing import TypeVar
 import pytest
 from srm_common.domain.records import Checkpoint
 from srm_harness.clients import admin, consume_all, end_offsets, list_topics
-from srm_harness.waits import wait_until
-from srm_local.group_scenario import (
+from srm_harness.group_scenario import (
     Ledger,
     NumberedTopic,
     Tally,
@@ -47,6 +46,7 @@ from srm_local.group_scenario import (
     set_group_offsets,
     wait_group_empty,
 )
+from srm_harness.waits import wait_until
 from srm_local.jars import kafka_version
 from srm_local.mirrormaker import MirrorMaker2
 

@@ -36,6 +36,7 @@ from confluent_kafka import (
 )
 from srm_common.domain.records import Checkpoint
 from srm_common.errors import RecordFormatError
+
 from srm_harness.clients import admin, consume_all, list_topics
 
 TopicPartitionKey = tuple[str, int]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from srm_local.group_scenario import Ledger, NumberedTopic, Tally, record_id
+from srm_harness.group_scenario import Ledger, NumberedTopic, Tally, record_id
 
 
 def ids(partition: int, *seqs: int) -> list[bytes]:
