@@ -15,8 +15,9 @@ SRM_TEST_<ALIAS>_BOOTSTRAP points an alias at an existing cluster on either back
 test gets unique topic and group names, and the topics it made are deleted afterwards.
 
 ``kafka_secured`` gives ``primary`` and ``backup`` secured (SASL_SSL with SCRAM, mutual
-TLS, StandardAuthorizer), always as local processes (:mod:`srm_local.secured`, whose
-docstring lists what each cluster offers), started the first time a test asks.
+TLS, StandardAuthorizer), always as local processes (:mod:`srm_harness.secured` over
+:mod:`srm_local.secured`, whose docstrings list what each cluster offers), started the
+first time a test asks.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from srm_harness.processes import http_tokens as write_http_tokens
 from srm_local.http_tokens import HttpTokens
 
 if TYPE_CHECKING:
+    from srm_harness.secured import SecuredPool, SecuredTestCluster
     from srm_local.containers import ContainerPool
-    from srm_local.secured import SecuredCluster, SecuredPool
 
 BACKENDS = ("containers", "processes")
 
@@ -201,13 +202,13 @@ _SECURED: SecuredPool | None = None
 
 @dataclass
 class SecuredClusters:
-    """Secured clusters by alias (:class:`srm_local.secured.SecuredCluster`), plus topic
+    """Secured clusters by alias (:class:`srm_harness.secured.SecuredTestCluster`), plus topic
     bookkeeping for clean-up."""
 
-    clusters: dict[str, SecuredCluster]
+    clusters: dict[str, SecuredTestCluster]
     created: list[tuple[str, str]] = field(default_factory=list)
 
-    def __getitem__(self, alias: str) -> SecuredCluster:
+    def __getitem__(self, alias: str) -> SecuredTestCluster:
         return self.clusters[alias]
 
     def create_topic(
@@ -223,8 +224,8 @@ def kafka_secured() -> Iterator[SecuredClusters]:
     """``primary`` and ``backup`` with SASL_SSL (SCRAM-SHA-512/256, PLAIN), mutual TLS and
     StandardAuthorizer, as local processes on any backend (started once per session)."""
     global _SECURED
+    from srm_harness.secured import SecuredPool
     from srm_local.paths import run_dir
-    from srm_local.secured import SecuredPool
 
     if _SECURED is None:
         _SECURED = SecuredPool(run_dir() / f"test-{os.getpid()}" / "secured")

@@ -41,8 +41,9 @@ from srm_harness.processes import (
     log_tails,
 )
 from srm_harness.records import Record
+from srm_harness.secured import SecuredTestCluster
 from srm_harness.waits import wait_until
-from srm_local.secured import SecuredCluster, write_mm2_properties
+from srm_local.secured import write_mm2_properties
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -51,7 +52,7 @@ FIRST, SECOND = 600, 450
 SRM_CONTROL = str(Path(sys.executable).parent / "srm-control")
 
 
-def _grant_least_privilege(config: Path, clusters: Mapping[str, SecuredCluster]) -> int:
+def _grant_least_privilege(config: Path, clusters: Mapping[str, SecuredTestCluster]) -> int:
     """Exactly the ACLs ``srm-control acls --print`` lists for ``config``
     (:func:`srm_common.required_acls.required_acls`), granted with the harness's admin
     client; the number of bindings."""
@@ -109,7 +110,9 @@ def _records(start: int, count: int) -> list[Record]:
     ]
 
 
-def _caught_up(primary: SecuredCluster, backup: SecuredCluster, topic: str, remote: str) -> bool:
+def _caught_up(
+    primary: SecuredTestCluster, backup: SecuredTestCluster, topic: str, remote: str
+) -> bool:
     ends = end_offsets(primary.bootstrap_servers, topic, primary.client_config())
     copies = end_offsets(backup.bootstrap_servers, remote, backup.client_config())
     return copies == ends
@@ -151,7 +154,7 @@ def _srm_control(config: Path, *args: str, timeout: float = 90) -> subprocess.Co
     )
 
 
-def _all_topic_bytes(cluster: SecuredCluster) -> dict[str, bytes]:
+def _all_topic_bytes(cluster: SecuredTestCluster) -> dict[str, bytes]:
     """Every record (key, value, headers) of every topic but Kafka's own ``__*``."""
     client = cluster.client_config()
     names = list_topics(cluster.bootstrap_servers, client)
@@ -180,7 +183,9 @@ def _plan_and_summary(config: Path) -> str:
     return plan + summary(loaded, config, [], list(loaded.clusters), [])
 
 
-def _commit(cluster: SecuredCluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+def _commit(
+    cluster: SecuredTestCluster, group: str, offsets: Mapping[tuple[str, int], int]
+) -> None:
     """Commit ``offsets`` for ``group`` as an application would (no records read)."""
     consumer = Consumer({**cluster.client_config(), "group.id": group})
     try:
@@ -192,7 +197,7 @@ def _commit(cluster: SecuredCluster, group: str, offsets: Mapping[tuple[str, int
         consumer.close()
 
 
-def _checkpoints(backup: SecuredCluster, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+def _checkpoints(backup: SecuredTestCluster, group: str) -> dict[tuple[str, int], tuple[int, int]]:
     """(remote topic, partition) -> (upstream, downstream offset), the latest of each."""
     from srm_common.domain.records import Checkpoint
 
