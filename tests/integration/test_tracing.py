@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from srm_common import telemetry
-from srm_common.adapters.otlp_receiver import OtlpReceiver
 from srm_control import cli as control_cli
 from srm_harness.clients import create_topic, produce
 from srm_harness.compare import copied
 from srm_harness.control import control_config, control_log, control_state
+from srm_harness.otlp_receiver import OtlpReceiver
 from srm_harness.processes import CoordinatorProcess, DriverProcess, GatewayProcess, log_tails
 from srm_harness.records import Record
 from srm_harness.waits import wait_until

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from srm_common import telemetry
 from srm_common.adapters.http_server import HttpServer
 from srm_common.adapters.http_tracing import Tracing
-from srm_common.adapters.otlp_receiver import OtlpReceiver
 from srm_common.tracecontext import TraceContext
+from srm_harness.otlp_receiver import OtlpReceiver
 
 PARENT = TraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 

@@ -1,7 +1,7 @@
 """A tiny OTLP/HTTP receiver for tests (unit and integration): collects what services
 export to ``/v1/traces`` and ``/v1/metrics`` (protobuf), on a thread of the test process.
-It lives here, beside :mod:`srm_common.telemetry`, because opentelemetry-proto comes with
-srm-common's OTLP exporter: every member's tests can use it.
+Test support only (the harness package): no service ships it. opentelemetry-proto, which
+decodes the requests, comes with srm-common's OTLP exporter.
 
 ``mode`` makes it misbehave, for fault tests: ``"garbage"`` answers 200 with bytes that
 are no protobuf, ``"error"`` answers 503, ``"slow"`` answers after ``delay`` seconds.
