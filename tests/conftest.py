@@ -5,7 +5,7 @@ Clusters ``primary`` and ``backup`` start once per test run on free loopback por
 asks for a cluster (a run of unit tests never looks):
 
 - ``containers``: the locally built ``srm/kafka`` image, started with testcontainers
-  (:mod:`srm_local.containers`), also reachable on a Docker network of the run's own;
+  (:mod:`srm_harness.containers`), also reachable on a Docker network of the run's own;
 - ``processes``: local KRaft processes (:class:`srm_harness.pool.ClusterPool`).
 
 SRM_TEST_BACKEND=containers or =processes chooses; unset, containers run when a Docker
@@ -40,8 +40,8 @@ from srm_harness.processes import http_tokens as write_http_tokens
 from srm_local.http_tokens import HttpTokens
 
 if TYPE_CHECKING:
+    from srm_harness.containers import ContainerPool
     from srm_harness.secured import SecuredPool, SecuredTestCluster
-    from srm_local.containers import ContainerPool
 
 BACKENDS = ("containers", "processes")
 
@@ -72,7 +72,7 @@ def _choose(asked: str) -> Backend:
         raise pytest.UsageError(f"SRM_TEST_BACKEND={asked!r}: use one of {', '.join(BACKENDS)}")
     if asked == "processes":
         return Backend("processes", "SRM_TEST_BACKEND=processes", ClusterPool())
-    from srm_local.containers import ContainerPool, availability
+    from srm_harness.containers import ContainerPool, availability
 
     found = availability()
     if found.usable:
@@ -251,7 +251,7 @@ def kafka_containers() -> ContainerPool:
     if backend.name != "containers" or backend.pool is None:
         why = backend.unusable or backend.reason
         pytest.skip(f"needs the container backend (Kafka in containers), not available: {why}")
-    from srm_local.containers import ContainerPool
+    from srm_harness.containers import ContainerPool
 
     assert isinstance(backend.pool, ContainerPool)
     return backend.pool

@@ -1,7 +1,7 @@
 """Replication between two clusters whose clients log in with Kerberos (SASL/GSSAPI).
 
-A real MIT KDC (Debian's krb5-kdc, :mod:`srm_local.kdc`) and two single-node clusters
-with a GSSAPI listener and StandardAuthorizer (:mod:`srm_local.kerberized`: only the
+A real MIT KDC (Debian's krb5-kdc, :mod:`srm_harness.kdc`) and two single-node clusters
+with a GSSAPI listener and StandardAuthorizer (:mod:`srm_harness.kerberized`: only the
 product's principal ``srm@SRM.LOCAL`` is let in). The stack (a coordinator, a driver
 copying in PySpark's workers, the metrics aggregator on Faust and the gateway on aiokafka) is
 configured as an MM2 user writes it: ``security.protocol=SASL_PLAINTEXT``,
@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, TopicPartition
 from srm_harness.clients import consume_all, create_topic, end_offsets, list_topics, produce
 from srm_harness.compare import content, copied, count_copy
 from srm_harness.control import write_config
+from srm_harness.kerberized import KerberizedCluster, KerberosPool
 from srm_harness.processes import (
     ChildProcess,
     CoordinatorProcess,
@@ -39,7 +40,6 @@ from srm_harness.processes import (
 )
 from srm_harness.records import Record
 from srm_harness.waits import wait_until
-from srm_local.kerberized import KerberizedCluster, KerberosPool
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -49,7 +49,7 @@ SRM_CONTROL = str(Path(sys.executable).parent / "srm-control")
 
 
 def _unsupported() -> str | None:
-    from srm_local.kdc import DEBIAN_PACKAGES, missing_tools
+    from srm_harness.kdc import DEBIAN_PACKAGES, missing_tools
 
     missing = missing_tools()
     if missing:

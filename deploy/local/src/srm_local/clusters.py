@@ -125,7 +125,7 @@ class ClusterSpec:
     security: BrokerSecurity | None = None
     # An older Kafka (3.x, KRaft) for compatibility tests; None: the pom's (4.1).
     version: str | None = None
-    # More JVM options for the broker (srm_local.kerberized: -Djava.security.krb5.conf).
+    # More JVM options for the broker (the test harness's Kerberized clusters: krb5.conf).
     jvm_options: tuple[str, ...] = ()
 
     @property

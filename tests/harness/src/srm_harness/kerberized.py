@@ -15,7 +15,7 @@ even with a good keytab, is refused by the authorizer.
 
 The GSSAPI listener is ``localhost``, not ``127.0.0.1``: a Kerberos client asks for the
 ticket of ``kafka/<the broker's host name>``, and Java and librdkafka agree on the name
-only when it is one (krb5.conf turns off DNS canonicalisation: :mod:`srm_local.kdc`).
+only when it is one (krb5.conf turns off DNS canonicalisation: :mod:`srm_harness.kdc`).
 
 API (``tests/integration/test_kerberos_replication.py``)::
 
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_ports, start_clusters
-from srm_local.kdc import Kdc
+
+from srm_harness.kdc import Kdc
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 KRB5_MODULE = "com.sun.security.auth.module.Krb5LoginModule"

@@ -82,7 +82,7 @@ def availability(image: str = IMAGE) -> Availability:
         import testcontainers  # noqa: F401 - the backend needs it; say so here if missing
     except ImportError as exc:
         return Availability(
-            False, f"testcontainers is not installed ({exc}): srm-local[containers]"
+            False, f"testcontainers is not installed ({exc}): make install (srm-harness needs it)"
         )
     try:
         client = docker.from_env(timeout=5)
