@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from srm_local.clusters import free_ports
+from srm_local.ports import free_ports
 
 from srm_bench.catchup import ReplicatorFailedError, RunningReplicator
 from srm_bench.machine import ForeignCpu, describe_machine, describe_versions

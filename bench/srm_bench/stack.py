@@ -14,13 +14,8 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from srm_local.clusters import (
-    ClusterSpec,
-    LocalKafkaCluster,
-    free_port_pair,
-    free_ports,
-    start_clusters,
-)
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster, start_clusters
+from srm_local.ports import free_port_pair, free_ports
 
 from srm_bench.toxiproxy import stop_orphan
 

@@ -26,8 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from srm_local.clusters import free_ports
 from srm_local.paths import cache_dir
+from srm_local.ports import free_ports
 
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0"
 HOST = "127.0.0.1"

@@ -6,13 +6,8 @@ import socket
 
 import pytest
 from srm_harness.clients import list_topics
-from srm_local.clusters import (
-    ClusterSpec,
-    ClusterStartError,
-    LocalKafkaCluster,
-    find_clusters,
-    free_port_pair,
-)
+from srm_local.clusters import ClusterSpec, ClusterStartError, LocalKafkaCluster, find_clusters
+from srm_local.ports import free_port_pair
 from srm_local.tools import run_tool
 
 pytestmark = pytest.mark.integration

@@ -37,7 +37,8 @@ from srm_harness.control import ControlGroup, write_config
 from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
 from srm_harness.records import Record
 from srm_harness.waits import wait_caught_up, wait_until
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_ports
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster
+from srm_local.ports import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import base64
 import os
-import random
 import shutil
-import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -31,9 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from srm_local.errors import ClusterSpecError, ClusterStartError
 from srm_local.jars import kafka_classpath
+from srm_local.ports import port_open
+from srm_local.processes import log_tails, pid_running_with, stop_process
 
 DEFAULT_HEAP = os.environ.get("SRM_KAFKA_HEAP", "768m")
+
 
 # Broker settings for a single node: replication factor 1 everywhere, fast group joins,
 # few internal partitions (start-up time), and no auto-created topics, so a replicator
@@ -53,6 +54,7 @@ SINGLE_NODE_PROPERTIES: Mapping[str, str] = {
     "min.insync.replicas": "1",
 }
 
+
 _LOG4J2 = """\
 status = warn
 appender.server.type = File
@@ -66,6 +68,7 @@ logger.kafka.name = org.apache.kafka
 logger.kafka.level = INFO
 """
 
+
 # Kafka 3.x logs through Log4j 1 (reload4j): the same file, the same pattern.
 _LOG4J1 = """\
 log4j.rootLogger=INFO, server
@@ -74,14 +77,6 @@ log4j.appender.server.File=${kafka.logs.dir}/server.log
 log4j.appender.server.layout=org.apache.log4j.PatternLayout
 log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
-
-
-class ClusterStartError(RuntimeError):
-    """A cluster did not come up; the message carries the end of its log."""
-
-
-class ClusterSpecError(ValueError):
-    """A cluster given as ``ALIAS=PORT`` (flag or environment) that is not one."""
 
 
 def parse_cluster_spec(text: str) -> ClusterSpec:
@@ -184,7 +179,7 @@ class LocalKafkaCluster:
         security = self.spec.security
         extra = () if security is None else (security.ssl_port, security.sasl_plaintext_port)
         for port in (self.spec.port, self.spec.quorum_port, *extra):
-            if _port_open(self.spec.host, port):
+            if port_open(self.spec.host, port):
                 raise ClusterStartError(
                     f"cluster '{self.alias}': port {port} on {self.spec.host} is already in use"
                     " by another process; stop it or choose other ports"
@@ -323,45 +318,6 @@ class LocalKafkaCluster:
         return log_tails((self.folder / "logs" / "console.log", self.server_log), lines)
 
 
-def pid_running_with(pid_file: Path, argument: Path) -> int | None:
-    """The pid in ``pid_file`` if that process runs with ``argument`` on its command line
-    (a stale pid file, or a pid reused by another program, gives None)."""
-    try:
-        pid = int(pid_file.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return None
-    return pid if str(argument).encode() in cmdline else None
-
-
-def stop_process(pid: int | None, pid_file: Path, timeout: float) -> bool:
-    """SIGTERM ``pid``, SIGKILL after ``timeout``, then remove ``pid_file``; True when a
-    running process was stopped."""
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
-    if _alive(pid):
-        _signal(pid, signal.SIGKILL)
-        while _alive(pid):
-            time.sleep(0.05)
-    pid_file.unlink(missing_ok=True)
-    return True
-
-
-def log_tails(logs: Iterable[Path], lines: int = 20) -> str:
-    """The last ``lines`` of each of ``logs`` that exists, under a heading naming it."""
-    chunks = []
-    for log in logs:
-        if log.exists():
-            tail = log.read_text(errors="replace").splitlines()[-lines:]
-            chunks.append(f"--- last lines of {log} ---\n" + "\n".join(tail))
-    return "\n".join(chunks)
-
-
 def wait_until_answering(
     bootstrap_servers: str,
     timeout: float,
@@ -385,7 +341,7 @@ def wait_until_answering(
             raise ClusterStartError(f"the broker process exited with code {process.returncode}")
         if time.monotonic() > deadline:
             raise ClusterStartError(f"no answer on {bootstrap_servers} after {timeout:.0f} s")
-        if _port_open(host, int(port)):
+        if port_open(host, int(port)):
             admin = admin or AdminClient({"bootstrap.servers": bootstrap_servers, **(client or {})})
             try:
                 metadata = admin.list_topics(timeout=2)
@@ -432,76 +388,9 @@ def find_clusters(root: Path) -> list[LocalKafkaCluster]:
     return found
 
 
-def free_port_pair(host: str = "127.0.0.1") -> int:
-    """A port p such that p and p+1 are both free now (broker and controller), chosen
-    below the kernel's ephemeral range: no client connection ever takes such a port as
-    its source port, so a cluster restarted on its ports finds them free again (a port
-    handed out by bind(0) could be taken by any outgoing connection meanwhile)."""
-    return free_ports(2, host)[0]
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` adjacent free ports below the ephemeral range (see free_port_pair)."""
-    low, high = _below_ephemeral()
-    for _ in range(500):
-        port = random.randrange(low, high - count + 1)
-        if all(_bindable(host, p) for p in range(port, port + count)):
-            return list(range(port, port + count))
-    raise ClusterStartError(f"could not find {count} adjacent free ports on loopback")
-
-
-def _below_ephemeral() -> tuple[int, int]:
-    """[low, high) under the first ephemeral port (Linux: ip_local_port_range)."""
-    try:
-        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        first = 32768
-    high = max(first, 12_000)
-    return max(10_000, high - 12_000), high
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return not _port_open(host, port)
-
-
 def _listener_port(properties: Path) -> int:
     for line in properties.read_text().splitlines():
         if line.startswith("advertised.listeners="):
             first = line.partition("=")[2].split(",")[0]  # the client listener comes first
             return int(first.rsplit(":", 1)[1])
     return 0
-
-
-def _port_open(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex((host, port)) == 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)  # reap our own child so it does not linger as a zombie
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie child still "exists"; treat it as gone.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass

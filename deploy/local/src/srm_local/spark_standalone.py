@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_local.clusters import free_ports
+from srm_local.ports import free_ports
 
 
 def spark_home() -> Path:

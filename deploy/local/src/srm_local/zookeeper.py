@@ -26,12 +26,10 @@ from srm_local.clusters import (
     ClusterSpec,
     ClusterStartError,
     LocalKafkaCluster,
-    _port_open,
-    log_tails,
-    pid_running_with,
-    stop_process,
 )
 from srm_local.jars import kafka_classpath
+from srm_local.ports import port_open
+from srm_local.processes import log_tails, pid_running_with, stop_process
 
 
 class ZooKeeperKafkaCluster(LocalKafkaCluster):
@@ -128,7 +126,7 @@ class LocalZooKeeper:
             )
         self.pid_file.write_text(f"{process.pid}\n")
         deadline = time.monotonic() + timeout
-        while not _port_open(self.host, self.port):
+        while not port_open(self.host, self.port):
             if process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 why = (

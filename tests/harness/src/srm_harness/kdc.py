@@ -35,7 +35,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from srm_local.clusters import free_ports
+from srm_local.ports import free_ports
 
 REALM = "SRM.LOCAL"
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local", "kinit")

@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster, free_ports, start_clusters
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster, start_clusters
+from srm_local.ports import free_ports
 
 from srm_harness.kdc import Kdc
 

@@ -16,14 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_local.clusters import (
-    ClusterSpec,
-    ClusterStartError,
-    LocalKafkaCluster,
-    free_port_pair,
-    start_clusters,
-)
+from srm_local.clusters import ClusterSpec, ClusterStartError, LocalKafkaCluster, start_clusters
 from srm_local.paths import run_dir
+from srm_local.ports import free_port_pair
 from srm_local.zookeeper import ZooKeeperKafkaCluster
 
 START_ATTEMPTS = 3

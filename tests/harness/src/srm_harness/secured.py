@@ -23,13 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_local.clusters import (
-    ClusterSpec,
-    ClusterStartError,
-    LocalKafkaCluster,
-    free_ports,
-    start_clusters,
-)
+from srm_local.clusters import ClusterSpec, ClusterStartError, LocalKafkaCluster, start_clusters
+from srm_local.ports import free_ports
 from srm_local.secured import (
     SCRAM_MECHANISMS,
     ClusterSecurity,
