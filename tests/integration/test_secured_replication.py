@@ -176,7 +176,7 @@ def _plan_and_summary(config: Path) -> str:
     """What ``make up`` prints for this configuration: the plan and the summary."""
     from srm_common.config import load_config
     from srm_common.replication_plan import plan_replication, render_plan
-    from srm_local.stack import TopicLister, summary
+    from srm_local.stack_summary import TopicLister, summary
 
     loaded = load_config(config)
     plan = render_plan(plan_replication(loaded, TopicLister(loaded)()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from srm_local import stack
+from srm_local import stack_services, stack_summary
 from srm_local.cluster_watch import ClusterWatch
 
 CONFIG = """\
@@ -25,12 +25,12 @@ def test_drivers_per_target_are_pinned_each_to_its_site(
     monkeypatch.setenv("SRM_DRIVERS_PER_TARGET", "2")
     config = tmp_path / "srm.yaml"
     config.write_text(CONFIG)
-    services = {s.name: s for s in stack.stack_services(config, {})}
+    services = {s.name: s for s in stack_services.stack_services(config, {})}
     drivers = sorted(name for name in services if name.startswith("driver"))
     assert drivers == ["driver-backup-1", "driver-backup-2", "driver-primary-1", "driver-primary-2"]
     command = services["driver-backup-2"].command
     assert command[command.index("--target") + 1] == "backup"
-    lines = "\n".join(stack.service_lines(list(services.values())))
+    lines = "\n".join(stack_summary.service_lines(list(services.values())))
     assert "runs the tasks of the flows into primary, pinned there" in lines
 
 
@@ -39,10 +39,13 @@ def test_without_per_target_drivers_every_driver_serves_every_target(
 ) -> None:
     monkeypatch.delenv("SRM_DRIVERS_PER_TARGET", raising=False)
     monkeypatch.setenv("SRM_DRIVERS", "2")
-    assert stack.stack_drivers(["backup", "primary"]) == [("driver-1", None), ("driver-2", None)]
+    assert stack_services.stack_drivers(["backup", "primary"]) == [
+        ("driver-1", None),
+        ("driver-2", None),
+    ]
     monkeypatch.setenv("SRM_DRIVERS_PER_TARGET", "two")
     with pytest.raises(ValueError, match="SRM_DRIVERS_PER_TARGET='two' is not a number"):
-        stack.stack_drivers(["backup"])
+        stack_services.stack_drivers(["backup"])
 
 
 def test_a_dead_cluster_is_said_once_the_rest_keeps_running_and_its_return_too() -> None:

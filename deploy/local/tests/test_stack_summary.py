@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from srm_common.config import parse_yaml_text
-from srm_local import stack
+from srm_local import stack_summary
 
 CONFIG = """\
 clusters:
@@ -19,7 +19,7 @@ flows:
 
 def test_summary_names_allowed_topics_and_the_command_when_flows_are_enabled() -> None:
     config = parse_yaml_text(CONFIG, "srm.yaml")
-    text = stack.summary(config, Path("srm.yaml"), [], [], [])
+    text = stack_summary.summary(config, Path("srm.yaml"), [], [], [])
     assert (
         "  flow primary->backup topics allowed: none yet (allow some: srm-control topics"
         " --source primary --target backup --add 'PATTERN')"
@@ -32,4 +32,4 @@ def test_summary_names_allowed_topics_and_the_command_when_flows_are_enabled() -
 
 def test_summary_says_none_when_no_flow_is_enabled() -> None:
     config = parse_yaml_text(CONFIG.replace("enabled: true", "enabled: false"), "srm.yaml")
-    assert "  enabled flows    none" in stack.summary(config, Path("srm.yaml"), [], [], [])
+    assert "  enabled flows    none" in stack_summary.summary(config, Path("srm.yaml"), [], [], [])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from srm_common.adapters.http_auth import read_tokens
-from srm_local import stack
+from srm_local import stack_services, stack_summary
 
 CONFIG = """\
 clusters:
@@ -26,7 +26,7 @@ def test_make_up_hands_each_service_its_token_by_path_and_prints_no_token(
     monkeypatch.setenv("SRM_DRIVERS", "2")
     config = tmp_path / "srm.yaml"
     config.write_text(CONFIG)
-    services = stack.stack_services(config, {})
+    services = stack_services.stack_services(config, {})
     folder = tmp_path / "run" / "http"
     tokens = read_tokens(folder / "tokens")
     secrets = {p.name: p.read_text().strip() for p in folder.glob("*.token")}
@@ -47,6 +47,6 @@ def test_make_up_hands_each_service_its_token_by_path_and_prints_no_token(
     by_name = {s.name: " ".join(s.command) for s in services}
     assert f"--token-file {folder / 'driver-driver-1.token'}" in by_name["driver-1"]
     assert f"--token-file {folder / 'api-gateway.token'}" in by_name["gateway"]
-    lines = "\n".join(stack.token_lines(services))
+    lines = "\n".join(stack_summary.token_lines(services))
     assert str(folder / "srm-control.token") in lines
     assert not any(token in lines for token in secrets.values())
