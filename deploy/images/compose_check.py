@@ -31,168 +31,32 @@ Run it with `make test-containers` (which builds the images first, `make images`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 
-from srm_harness.clients import SteadyProducer, consume_all, create_topic, end_offsets, list_topics
+from compose_read_model import check_aggregators, check_read_model
+from compose_run import (
+    DRIVERS,
+    LOGGED_SERVICES,
+    OTHER_DRIVERS,
+    REMOTE,
+    TOPIC,
+    Compose,
+    Run,
+    StepFigures,
+    compose_command,
+    free_ports,
+    get_json,
+    poll,
+    report,
+)
+from srm_harness.clients import SteadyProducer, consume_all, create_topic, list_topics
 from srm_harness.compare import CopyCount, content, count_copy
 from srm_harness.waits import wait_caught_up
-
-ROOT = Path(__file__).resolve().parents[2]
-# make up's ports (and the compose file's defaults): other engineers' stacks use them.
-RESERVED_PORTS = frozenset({9092, 9192, 8080})
-TOPIC = "orders"
-REMOTE = "primary.orders"
-AGGREGATORS = ("metrics-aggregator-primary", "metrics-aggregator-backup")
-DRIVERS = "driver-backup"  # the set scaled: the drivers pinned to backup
-OTHER_DRIVERS = 1  # driver-primary, pinned to primary, not scaled
-LOGGED_SERVICES = (
-    "coordinator-1",
-    "coordinator-2",
-    DRIVERS,
-    "driver-primary",
-    "gateway",
-    "postgres",
-    *AGGREGATORS,
-)
-# What the aggregators publish (srm_common.metrics.aggregate.AGGREGATED_TOPIC).
-AGGREGATED_TOPIC = "srm-metrics-aggregated.internal"
-
-
-@dataclass(frozen=True)
-class StepFigures:
-    """One step of the run: what was checked, how long it took, what the copy held."""
-
-    name: str
-    seconds: float
-    produced: int | None = None
-    found: int | None = None
-    missing: int | None = None
-    duplicated: int | None = None
-
-
-def free_ports(count: int, *, avoid: Iterable[int] = RESERVED_PORTS) -> list[int]:
-    """``count`` distinct free loopback ports, none of ``avoid`` (held open together, so
-    the system does not hand out one twice)."""
-    held: list[socket.socket] = []
-    ports: list[int] = []
-    try:
-        while len(ports) < count:
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            held.append(sock)
-            port = sock.getsockname()[1]
-            if port not in avoid and port not in ports:
-                ports.append(port)
-    finally:
-        for sock in held:
-            sock.close()
-    return ports
-
-
-def compose_command(environ: dict[str, str] | None = None) -> list[str]:
-    """SRM_COMPOSE if set, else Debian's docker-compose
-    when installed, else the `docker compose` plugin."""
-    chosen = (environ if environ is not None else os.environ).get("SRM_COMPOSE", "").strip()
-    if chosen:
-        return shlex.split(chosen)
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return ["docker", "compose"]
-
-
-def report(steps: Sequence[StepFigures]) -> str:
-    """The figures as a table, one step a line (counts blank where a step copies nothing)."""
-    lines = [
-        f"{'step':<36} {'time':>8} {'produced':>9} {'found':>9} {'missing':>8} {'duplicated':>10}"
-    ]
-    for step in steps:
-        counts = [step.produced, step.found, step.missing, step.duplicated]
-        cells = ["" if c is None else str(c) for c in counts]
-        lines.append(
-            f"{step.name:<36} {step.seconds:>6.1f} s {cells[0]:>9} {cells[1]:>9} {cells[2]:>8}"
-            f" {cells[3]:>10}"
-        )
-    lines.append(f"{'total':<36} {sum(s.seconds for s in steps):>6.1f} s")
-    return "\n".join(lines)
-
-
-class Compose:
-    """docker-compose (or `docker compose`) on the root's docker-compose.yml, as one
-    project with its own ports."""
-
-    def __init__(self, project: str, ports: dict[str, int], command: list[str]) -> None:
-        self.project = project
-        self.command = command
-        self.env = {
-            **os.environ,
-            "SRM_PRIMARY_PORT": str(ports["primary"]),
-            "SRM_BACKUP_PORT": str(ports["backup"]),
-            "SRM_GATEWAY_PORT": str(ports["gateway"]),
-        }
-
-    def run(self, *args: str, capture: bool = False, check: bool = True) -> str:
-        argv = [*self.command, "-p", self.project, "-f", str(ROOT / "docker-compose.yml"), *args]
-        done = subprocess.run(
-            argv,
-            cwd=ROOT,
-            env=self.env,
-            text=True,
-            stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            raise RuntimeError(f"{shlex.join(argv)} exited with {done.returncode}")
-        return done.stdout or ""
-
-    def containers(self, service: str) -> list[str]:
-        return self.run("ps", "-q", service, capture=True).split()
-
-
-class Run:
-    """One run: the clock, progress lines and the figures of each step."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.steps: list[StepFigures] = []
-
-    def say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.started:7.1f} s] {text}", flush=True)
-
-
-def get_json(url: str, timeout: float = 5) -> object:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def poll(predicate: Callable[[], object], timeout: float, what: str, step: float = 1.0) -> object:
-    """``predicate()`` until it returns something true (errors count as not yet); that
-    value, or TimeoutError naming ``what`` and the last error."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while True:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = f"last answer: {value!r}"[:500]
-        except Exception as exc:  # noqa: BLE001 - anything not ready yet is retried
-            last = f"last error: {exc}"[:500]
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s ({last})")
-        time.sleep(step)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,129 +175,6 @@ def check_stack(
     begun = time.monotonic()
     check_read_model(run, compose, gateway)
     run.steps.append(StepFigures("read model in PostgreSQL", time.monotonic() - begun))
-
-
-def sql(compose: Compose, query: str) -> str:
-    """``query``'s answer from the stack's PostgreSQL (psql over its socket, as postgres)."""
-    return compose.run(
-        "exec",
-        "-T",
-        "postgres",
-        "psql",
-        "-h",
-        "/tmp",
-        "-U",
-        "postgres",
-        "-d",
-        "srm",
-        "-tAc",
-        query,
-        capture=True,
-    ).strip()
-
-
-def check_read_model(run: Run, compose: Compose, gateway: str) -> None:
-    """The gateway projects into PostgreSQL and answers history from it across a restart."""
-    ready = get_json(f"{gateway}/readyz")
-    model = ready["read_model"]  # type: ignore[index]
-    assert model["status"] == "ok", f"/readyz: {ready}"
-    assert "@postgres:5432/srm" in model["database"], f"/readyz: {ready}"
-    marker = f"ctest-read-model-{os.getpid()}"
-    # A command as an operator makes it: through the gateway, bearing srm-control's token.
-    token_dir = Path(os.environ.get("SRM_HTTP_DIR", ROOT / ".run" / "compose" / "http"))
-    token = (token_dir / "srm-control.token").read_text().strip()
-    body = {"flow": "primary->backup", "kind": "topics", "action": "add", "patterns": [marker]}
-    request = urllib.request.Request(
-        f"{gateway}/v1/commands/patterns",
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        assert response.status == 200, f"the command through the gateway: {response.status}"
-    poll(
-        lambda: marker in json.dumps(get_json(f"{gateway}/v1/audit")),
-        60,
-        "the command on the gateway's /v1/audit",
-    )
-    poll(
-        lambda: (
-            sql(compose, f"select count(*) from srm_events where summary like '%{marker}%'") == "1"
-        ),
-        60,
-        "the command's row in PostgreSQL's srm_events, once",
-    )
-    # Closed windows are written once a minute has passed over a window (aggregator).
-    windows = poll(
-        lambda: int(sql(compose, "select count(*) from srm_metric_windows where level = 'topic'")),
-        180,
-        "closed topic windows in PostgreSQL's srm_metric_windows",
-    )
-    events = int(sql(compose, "select count(*) from srm_events"))
-    run.say(f"PostgreSQL: {events} rows in srm_events, {windows} closed topic windows")
-    compose.run("restart", "gateway")
-    run.say("docker-compose restart gateway")
-    poll(lambda: get_json(f"{gateway}/healthz"), 120, "the restarted gateway's /healthz")
-    series = poll(
-        lambda: [
-            p
-            for p in get_json(
-                f"{gateway}/v2/topic-metrics/primary/backup/{TOPIC}/record-count?minutes=120"
-            )["series"]  # type: ignore[index]
-            if p["closed"]
-        ],
-        120,
-        f"closed windows of {TOPIC} from the restarted gateway",
-    )
-    trail = poll(
-        lambda: get_json(f"{gateway}/v1/audit?all=true&limit=10000"),
-        60,
-        "the restarted gateway's audit trail",
-    )
-    total = int(sql(compose, "select count(*) from srm_events"))
-    assert marker in json.dumps(trail), "the restarted gateway lost the command's audit entry"
-    once = f"select count(*) from srm_events where summary like '%{marker}%'"
-    assert sql(compose, once) == "1", "the command's row is not there once after the restart"
-    run.say(
-        f"restarted gateway: {len(series)} closed windows of {TOPIC}, audit total"
-        f" {trail['total']} (srm_events: {total} rows, none twice)"  # type: ignore[index]
-    )
-
-
-def check_aggregators(
-    run: Run,
-    compose: Compose,
-    clusters: dict[str, str],
-) -> None:
-    """Each cluster's aggregator still runs, never restarted; how much it published is
-    reported (its windows are the aggregator's own tests' business)."""
-    for alias, bootstrap in clusters.items():
-        service = f"metrics-aggregator-{alias}"
-        ids = compose.containers(service)
-        assert len(ids) == 1, f"{service}: {len(ids)} containers"
-        state = subprocess.run(
-            ["docker", "inspect", "-f", "{{.State.Status}} {{.RestartCount}}", ids[0]],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        if state != ["running", "0"]:
-            run.say(f"{service}: state and restarts {state}; how its first run ended:")
-            print(first_run_end(ids[0]), flush=True)
-        assert state == ["running", "0"], f"{service}: state and restarts {state}"
-        published = sum(end_offsets(bootstrap, AGGREGATED_TOPIC).values())
-        run.say(f"{service}: running, no restart; {published} records on {AGGREGATED_TOPIC}")
-
-
-def first_run_end(container: str, lines: int = 40) -> str:
-    """The last ``lines`` log lines of a restarted container's first run: the failure's
-    tail that ``docker-compose logs --tail`` no longer shows once the second run logged."""
-    logs = subprocess.run(
-        ["docker", "logs", container], capture_output=True, text=True, check=False
-    )
-    output = (logs.stdout + logs.stderr).splitlines()
-    starts = [n for n, line in enumerate(output) if ": app " in line and " raw partitions" in line]
-    end = starts[1] if len(starts) > 1 else len(output)
-    return "\n".join(output[max(0, end - lines) : end])
 
 
 def compare(primary: str, backup: str) -> CopyCount:

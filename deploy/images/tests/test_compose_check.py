@@ -1,14 +1,17 @@
-"""The pure parts of `make test-containers` (deploy/images/compose_check.py): no Docker."""
+"""The pure parts of `make test-containers` (deploy/images/compose_run.py, the plumbing of
+compose_check.py): no Docker. The script imports its modules by file name (a script's
+folder is on its path); the last test runs it as make does, for --help."""
 
 from __future__ import annotations
 
 import importlib.util
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
-_PATH = Path(__file__).resolve().parents[1] / "compose_check.py"
-_spec = importlib.util.spec_from_file_location("srm_compose_check", _PATH)
+_PATH = Path(__file__).resolve().parents[1] / "compose_run.py"
+_spec = importlib.util.spec_from_file_location("srm_compose_run", _PATH)
 assert _spec is not None and _spec.loader is not None
 check = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = check  # dataclasses look their module up there
@@ -50,3 +53,14 @@ def test_the_report_has_a_line_per_step_and_the_total() -> None:
     assert lines[1].split()[-2:] == ["40.0", "s"]
     assert lines[2].split()[-6:] == ["61.5", "s", "90000", "90000", "0", "0"]
     assert lines[3].split() == ["total", "101.5", "s"]
+
+
+def test_the_script_finds_its_modules_when_run_as_make_runs_it() -> None:
+    done = subprocess.run(
+        [sys.executable, str(_PATH.with_name("compose_check.py")), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--scale" in done.stdout
