@@ -22,6 +22,7 @@ from srm_common.config import load_config
 from srm_common.config.control import control_plane
 from srm_common.control.state import ControlState
 from srm_common.control.state_records import Leader
+from srm_common.testing import Clock
 from srm_control import arguments, sending
 from srm_control.cli import main
 from srm_control.delivery import (
@@ -173,21 +174,6 @@ def test_audit_with_a_bad_time_is_one_line(
 # -- delivering a command: leader changes, lost answers, the deadline ---------------------
 
 
-class FakeClock:
-    """Monotonic time that moves only when srm-control sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 Reply = tuple[int, dict[str, object]] | Literal["apply, then drop the connection"]
 
 
@@ -251,7 +237,7 @@ BODY = {"flow": "primary->backup", "patterns": ["x"], "request_id": "r-7"}
 
 
 def delivery(
-    clock: FakeClock,
+    clock: Clock,
     log_leader: Callable[[], str | None] = lambda: None,
     in_log: list[str] | None = None,
     post: Post = post_json,
@@ -269,7 +255,7 @@ def test_a_command_follows_a_leader_change(leaders: list[FakeLeader]) -> None:
     """The leader srm-control read from the log stepped down; the log names the next."""
     old, new = FakeLeader(STANDBY), FakeLeader(APPLIED)
     leaders += [old, new]
-    clock = FakeClock()
+    clock = Clock(100_000)
     outcome = delivery(clock, lambda: new.url).send(old.url, "/v1/c", BODY, 30)
     assert isinstance(outcome, Applied)
     assert outcome.changes == ("topics allowlist of a->b: + x",)
@@ -284,7 +270,7 @@ def test_a_dead_leader_is_waited_out_until_the_log_names_the_next(
     dead.close()  # its port refuses connections now
     new = FakeLeader(APPLIED)
     leaders.append(new)
-    clock = FakeClock()
+    clock = Clock(100_000)
     named = iter([dead.url, dead.url, new.url])  # the take-over takes a moment
     outcome = delivery(clock, lambda: next(named)).send(dead.url, "/v1/c", BODY, 30)
     assert isinstance(outcome, Applied) and new.applied == ["r-7"]
@@ -295,7 +281,7 @@ def test_a_standby_naming_the_leader_is_followed_at_once(leaders: list[FakeLeade
     new = FakeLeader(APPLIED)
     standby = FakeLeader((503, {"error": "this coordinator is a standby", "leader": new.url}))
     leaders += [new, standby]
-    clock = FakeClock()
+    clock = Clock(100_000)
     outcome = delivery(clock).send(standby.url, "/v1/c", BODY, 30)
     assert isinstance(outcome, Applied) and clock.slept == []
 
@@ -305,7 +291,7 @@ def test_an_answer_lost_after_the_command_was_applied_is_resent_and_applied_once
 ) -> None:
     leader = FakeLeader("apply, then drop the connection", APPLIED)
     leaders.append(leader)
-    clock = FakeClock()
+    clock = Clock(100_000)
     outcome = delivery(clock, lambda: leader.url).send(leader.url, "/v1/c", BODY, 30)
     assert isinstance(outcome, Applied)
     assert outcome.answer["outcome"] == "already applied"
@@ -315,7 +301,9 @@ def test_an_answer_lost_after_the_command_was_applied_is_resent_and_applied_once
 def test_a_refusal_after_a_lost_answer_settles_it() -> None:
     """The leader looks the id up before deciding: its refusal means not applied."""
     replies = iter([(NO_ANSWER, {}), (400, {"error": "'x' is not in the topics allowlist"})])
-    outcome = delivery(FakeClock(), post=lambda *_: next(replies)).send("http://c1", "/", BODY, 30)
+    outcome = delivery(Clock(100_000), post=lambda *_: next(replies)).send(
+        "http://c1", "/", BODY, 30
+    )
     assert outcome == NotApplied("'x' is not in the topics allowlist")
 
 
@@ -334,7 +322,7 @@ def test_a_refusal_after_a_lost_answer_settles_it() -> None:
 def test_no_answer_until_the_deadline_asks_the_log(
     in_log: list[str] | None, expected: object
 ) -> None:
-    clock = FakeClock()
+    clock = Clock(100_000)
     sent: list[str] = []
 
     def post(url: str, _body: object, _wait: float) -> tuple[int, dict[str, object]]:
@@ -368,7 +356,7 @@ def test_no_answer_until_the_deadline_asks_the_log(
 def test_at_the_deadline_not_applied_is_said_only_when_nothing_may_have_applied(
     reply: tuple[int, dict[str, object]], settled: type
 ) -> None:
-    clock = FakeClock()
+    clock = Clock(100_000)
     outcome = delivery(clock, in_log=[], post=lambda *_: reply).send("http://c1", "/", BODY, 5)
     assert isinstance(outcome, settled)
     if isinstance(outcome, NotApplied):

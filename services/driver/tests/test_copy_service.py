@@ -15,6 +15,7 @@ from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_common.domain.resume import ResumeMode, ResumePoint
+from srm_common.testing import Clock
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
@@ -155,14 +156,6 @@ class FakeJob:
         return 0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def flow(tmp_path: Path) -> FlowConfig:
     path = tmp_path / "srm.yaml"
@@ -196,7 +189,7 @@ class Harness:
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
-        self.clock = Clock()
+        self.clock = Clock(1_000_000)  # 1000 s
         self.lease = 5000
         self.leases: dict[str, int] = {}  # per flow, where it differs from ``lease``
         self.events: list[CopyEvent] = []

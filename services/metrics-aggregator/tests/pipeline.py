@@ -11,25 +11,18 @@ from dataclasses import dataclass, field
 from srm_common.metrics import aggregate
 from srm_common.metrics.aggregate import Aggregate
 from srm_common.metrics.raw import Sample, encode
+from srm_common.testing import Clock
 from srm_metrics_aggregator.fold_records import AGGREGATED, CONTRIBUTIONS, DEAD, Out
 from srm_metrics_aggregator.fold_settings import Settings
 from srm_metrics_aggregator.merger import Merger
 from srm_metrics_aggregator.raw_folder import RawFolder
 
 
-class Clock:
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @dataclass
 class Pipeline:
     settings: Settings = field(default_factory=lambda: Settings(windows=(60_000,), update_ms=0))
     merger_partitions: int = 3
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=lambda: Clock(1_700_000_000_000))
     raw_state: dict[str, bytes] = field(default_factory=dict)
     merge_state: dict[str, bytes] = field(default_factory=dict)
     latest: dict[bytes, bytes] = field(default_factory=dict)

@@ -6,25 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from srm_common.testing import Clock
 from srm_harness import waits
 from srm_harness.waits import wait_caught_up
 
 SOURCE_ENDS = {0: 100, 1: 100}
 
 
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def _script(monkeypatch: pytest.MonkeyPatch, target: Iterator[dict[int, int]]) -> FakeTime:
-    clock = FakeTime()
+def _script(monkeypatch: pytest.MonkeyPatch, target: Iterator[dict[int, int]]) -> Clock:
+    clock = Clock()
     monkeypatch.setattr(waits, "time", clock)
 
     def end_offsets(bootstrap: str, topic: str, client: object = None) -> dict[int, int]:

@@ -65,13 +65,33 @@ class FakeDiscovery:
 
 
 class Clock:
-    """A clock in seconds that moves only when a test sets ``at_ms``."""
+    """A clock in seconds that moves only when a test moves it: by setting ``now``
+    (seconds) or ``at_ms`` (milliseconds), or by :meth:`sleep`, which records what was
+    slept in ``slept``. Calling it reads it, as a ``clock=`` of the code under test calls
+    ``time.monotonic`` or ``time.time``; ``monotonic`` and ``sleep`` let it stand in for
+    the ``time`` module itself (``monkeypatch.setattr(module, "time", clock)``)."""
 
-    def __init__(self, at_ms: int) -> None:
-        self.at_ms = at_ms
+    def __init__(self, at_ms: int = 0) -> None:
+        self.now = at_ms / 1000
+        self.slept: list[float] = []
+
+    @property
+    def at_ms(self) -> int:
+        return round(self.now * 1000)
+
+    @at_ms.setter
+    def at_ms(self, value: int) -> None:
+        self.now = value / 1000
 
     def __call__(self) -> float:
-        return self.at_ms / 1000
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
 
 
 class FakeEventTopic:
