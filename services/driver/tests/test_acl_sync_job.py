@@ -16,6 +16,7 @@ from srm_common.domain.tasks import SourceTask
 from srm_driver.acl_sync import AclRound, AclSync, AclSyncJob, AclSyncProblem, from_kafka, to_kafka
 from srm_driver.runtime import DriverRuntime
 from srm_driver.tasks import Assignment
+from srm_driver.testing import IdleCopy, QuietSource
 
 FLOW = "primary->backup"
 
@@ -137,24 +138,6 @@ class FlowTopics:
         return {}
 
 
-class Copy:
-    def held(self, flow: str) -> frozenset[tuple[str, int]]:
-        return frozenset()
-
-    def set_owned(self, *_args: object) -> None: ...
-
-    def request_resume(self, *_args: object) -> bool:
-        return False
-
-    def stop(self, timeout: float) -> None: ...
-
-
-class Source:
-    changed = threading.Event()
-
-    def close(self) -> None: ...
-
-
 class Idle(AclSyncJob):
     def run(self) -> None:
         while not self.done():
@@ -167,8 +150,8 @@ def runtime(started: list[object]) -> DriverRuntime:
         return Idle(f, stop, Rounds())  # type: ignore[arg-type]
 
     return DriverRuntime(
-        source=Source(),  # type: ignore[arg-type]
-        copy=Copy(),  # type: ignore[arg-type]
+        source=QuietSource(),  # type: ignore[arg-type]
+        copy=IdleCopy(),  # type: ignore[arg-type]
         flow_topics=lambda flow: FlowTopics(),  # type: ignore[arg-type,return-value]
         heartbeat=lambda flow, stop: None,  # type: ignore[arg-type,return-value]
         checkpoints=lambda *_: None,  # type: ignore[arg-type,return-value]

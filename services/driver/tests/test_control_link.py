@@ -22,18 +22,11 @@ from srm_common.errors import ControlLogError
 from srm_common.testing import FAKE_CONTROL, InMemoryEventLog
 from srm_common.tracecontext import TraceContext
 from srm_driver.control import ControlLink, LinkPorts
+from srm_driver.testing import NoBeats
 
 SETTINGS = FAKE_CONTROL
 FLOW = "primary->backup"
 TASK = f"{FLOW}|MirrorSourceConnector-0"
-
-
-class NoBeats:
-    def send(self, _beat: object, timeout: float) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
 
 def put(topic: InMemoryEventLog, *events: Event) -> None:

@@ -11,6 +11,7 @@ from srm_common.domain.tasks import CheckpointTask
 from srm_driver.runtime import DriverRuntime
 from srm_driver.task_thread import TaskThread
 from srm_driver.tasks import Assignment
+from srm_driver.testing import IdleCopy, QuietSource
 
 CONFIG = parse_yaml_text(
     "clusters:\n  primary: {bootstrap.servers: 'p:9'}\n  backup: {bootstrap.servers: 'b:9'}\n"
@@ -34,28 +35,10 @@ class Idle(TaskThread):
             self.pause(0.05)
 
 
-class Copy:
-    def stop(self, timeout: float) -> None: ...
-
-    def held(self, flow: str) -> frozenset[tuple[str, int]]:
-        return frozenset()
-
-    def set_owned(self, *_args: object) -> None: ...
-
-    def request_resume(self, *_args: object) -> bool:
-        return False
-
-
-class Source:
-    changed = threading.Event()
-
-    def close(self) -> None: ...
-
-
 def runtime(stuck: threading.Event | None = None) -> DriverRuntime:
     return DriverRuntime(
-        source=Source(),  # type: ignore[arg-type]
-        copy=Copy(),  # type: ignore[arg-type]
+        source=QuietSource(),  # type: ignore[arg-type]
+        copy=IdleCopy(),  # type: ignore[arg-type]
         flow_topics=lambda flow: None,  # type: ignore[arg-type,return-value]
         heartbeat=lambda flow, stop: Idle(f"hb {flow.name}", stop, stuck),  # type: ignore[arg-type,return-value]
         checkpoints=lambda task_id, flow, task, stop: Idle(task_id, stop, None),  # type: ignore[arg-type,return-value]

@@ -22,6 +22,7 @@ from srm_common.testing import Clock, FakeDiscovery, InMemoryEventLog
 from srm_driver.control import LinkPorts
 from srm_driver.coordinated_tasks import CoordinatedTaskSource
 from srm_driver.static_tasks import StaticTaskSource
+from srm_driver.testing import NoBeats
 
 FLOW = "primary->backup"
 PARTITIONS = [("orders", 0), ("orders", 1)]
@@ -67,14 +68,6 @@ def test_standalone_plans_new_groups_on_their_interval_and_new_partitions_on_the
     topics_due = source.assignment()
     copied = sorted(tp for task in topics_due.source[FLOW] for tp in task.partitions)
     assert copied == [*PARTITIONS, ("orders", 2)]
-
-
-class NoBeats:
-    def send(self, _beat: object, timeout: float) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
 
 class NoLeader:
