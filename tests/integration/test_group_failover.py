@@ -24,12 +24,8 @@ from srm_control import cli as control_cli
 from srm_harness.clients import consume_all
 from srm_harness.compare import copied
 from srm_harness.control import write_config
-from srm_harness.group_scenario import (
-    Ledger,
-    consume,
-    group_offsets,
-    produce_numbered,
-)
+from srm_harness.group_ledger import Ledger
+from srm_harness.group_scenario import consume, group_offsets, produce_numbered
 from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
 from srm_harness.waits import wait_until
 from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches

@@ -35,10 +35,8 @@ from typing import TypeVar
 import pytest
 from srm_common.domain.records import Checkpoint
 from srm_harness.clients import admin, consume_all, end_offsets, list_topics
+from srm_harness.group_ledger import Ledger, NumberedTopic, Tally
 from srm_harness.group_scenario import (
-    Ledger,
-    NumberedTopic,
-    Tally,
     consume,
     group_offsets,
     latest_checkpoints,

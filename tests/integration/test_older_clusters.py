@@ -19,7 +19,8 @@ from srm_control import cli as control_cli
 from srm_harness.clients import admin, consume_all, produce
 from srm_harness.compare import content, copied
 from srm_harness.control import write_config
-from srm_harness.group_scenario import Ledger, consume, group_offsets, produce_numbered
+from srm_harness.group_ledger import Ledger
+from srm_harness.group_scenario import consume, group_offsets, produce_numbered
 from srm_harness.pool import OLDER_KAFKA, ZOOKEEPER_MODE
 from srm_harness.records import RECENT_MS, Record
 from srm_harness.waits import wait_until

@@ -1,9 +1,10 @@
-"""The failover ledger's arithmetic: what counts as skipped, read twice, foreign."""
+"""The failover ledger's arithmetic (srm_harness.group_ledger): what counts as skipped,
+read twice, foreign."""
 
 from __future__ import annotations
 
 import pytest
-from srm_harness.group_scenario import Ledger, NumberedTopic, Tally, record_id
+from srm_harness.group_ledger import Ledger, NumberedTopic, Tally, record_id
 
 
 def ids(partition: int, *seqs: int) -> list[bytes]:
