@@ -19,7 +19,8 @@ from pathlib import Path
 from srm_local.clusters import ClusterSpec, ClusterStartError, LocalKafkaCluster, start_clusters
 from srm_local.paths import run_dir
 from srm_local.ports import free_port_pair
-from srm_local.zookeeper import ZooKeeperKafkaCluster
+
+from srm_harness.zookeeper import ZooKeeperKafkaCluster
 
 START_ATTEMPTS = 3
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from srm_harness.zookeeper import ZooKeeperKafkaCluster
 from srm_local.clusters import ClusterSpec, _listener_port
 from srm_local.secured import ClusterSecurity, Credential
 from srm_local.tls_files import TlsFiles
-from srm_local.zookeeper import ZooKeeperKafkaCluster
 
 
 def test_broker_properties_point_at_its_zookeeper(tmp_path: Path) -> None:
