@@ -77,7 +77,7 @@ DURATIONS ?= 30
 DRIVER_TESTS := services/driver/tests
 
 test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
-	@$(VENV)/bin/python -m srm_local.spark_archive
+	@$(VENV)/bin/python -m srm_harness.spark_archive
 	@$(VENV)/bin/python -m pytest --ignore-glob='$(DRIVER_TESTS)/*' $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
@@ -90,7 +90,7 @@ test-unit: install ## unit tests only (no Kafka, no Spark)
 	@$(VENV)/bin/python -m pytest -m "not integration" $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-integration: jars ## integration tests only
-	@$(VENV)/bin/python -m srm_local.spark_archive
+	@$(VENV)/bin/python -m srm_harness.spark_archive
 	@$(VENV)/bin/python -m pytest -m integration $(if $(DURATIONS),--durations=$(DURATIONS))
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from srm_local.http_tokens import HttpTokens, write_tokens
-from srm_local.spark_archive import driver_archive_options
+
+from srm_harness.spark_archive import driver_archive_options
 
 
 class ChildProcess:
@@ -86,7 +87,7 @@ goes"). Drivers started by `make up` or an operator keep the JVM's defaults."""
 class DriverProcess(ChildProcess):
     """``srm-driver --config FILE`` (``--standalone`` unless ``args`` say otherwise), its
     Spark JVM with :data:`TEST_DRIVER_JVM_OPTIONS` and, once ``make test`` has built it,
-    the class-data archive of :mod:`srm_local.spark_archive`."""
+    the class-data archive of :mod:`srm_harness.spark_archive`."""
 
     def __init__(
         self,

@@ -6,14 +6,14 @@ holds them already parsed; measured on this 2-core machine (one ``local[1]`` ses
 one Python job, C1 only, three rounds, load 4-6): 8.2-9.1 s -> 5.6-5.8 s to the end of
 the first job, JVM CPU 6.6-7.2 -> 3.2-4.0 s (docs/testing.md, "Where the time goes").
 
-``python -m srm_local.spark_archive`` (``make test`` runs it) builds the archive once
+``python -m srm_harness.spark_archive`` (``make test`` runs it) builds the archive once
 into the cache, named after the installed PySpark: one Spark session with the same class
 path and options as a test's driver, stopped cleanly so that the JVM writes the archive
-as it exits. :func:`driver_archive_options` hands it to the test harness's
-``srm_harness.processes.DriverProcess``. The JVM checks an archive against its own build
-and class path and runs without it (a warning line in the driver's log) when they
-differ, so a stale archive
-costs the saving, never a failure. Drivers of ``make up`` and operators never use it.
+as it exits. :func:`driver_archive_options` hands it to
+:class:`~srm_harness.processes.DriverProcess`. The JVM checks an archive against its own
+build and class path and runs without it (a warning line in the driver's log) when they
+differ, so a stale archive costs the saving, never a failure. Drivers of ``make up`` and
+operators never use it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def build(timeout: float = 300) -> Path | None:
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "srm_local.spark_archive", "--dump", str(partial)],
+            [sys.executable, "-m", "srm_harness.spark_archive", "--dump", str(partial)],
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -1,11 +1,11 @@
-"""srm_local.spark_archive: the drivers tests start get the archive only once it exists."""
+"""srm_harness.spark_archive: the drivers tests start get the archive only once it exists."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from srm_local import spark_archive
+from srm_harness import spark_archive
 
 
 def test_no_archive_no_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
