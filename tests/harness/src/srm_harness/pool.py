@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,24 +53,16 @@ class ClusterPool:
             missing = [a for a in aliases if a not in self.started and not _external(a)]
             if missing:
                 started = time.monotonic()
-                for attempt in range(1, START_ATTEMPTS + 1):
-                    clusters = [
+                clusters = start_on_fresh_ports(
+                    lambda: [
                         (ZooKeeperKafkaCluster if alias in ZOOKEEPER_MODE else LocalKafkaCluster)(
                             ClusterSpec(alias, free_port_pair(), version=OLDER_KAFKA.get(alias)),
                             self.folder / "kafka" / alias,
                         )
                         for alias in missing
-                    ]
-                    try:
-                        self.timings.update(start_clusters(clusters, fresh=True))
-                        break
-                    except ClusterStartError:
-                        # Ports are probed free, then bound by the JVM seconds later:
-                        # another process may take one in between. New ports, fresh data.
-                        for cluster in clusters:
-                            cluster.stop()
-                        if attempt == START_ATTEMPTS:
-                            raise
+                    ],
+                    self.timings,
+                )
                 self.timings["+".join(missing)] = time.monotonic() - started
                 self.started.update({c.alias: c for c in clusters})
         return {a: _external(a) or self.started[a].bootstrap_servers for a in aliases}
@@ -79,6 +71,28 @@ class ClusterPool:
         for cluster in self.started.values():
             cluster.stop()
         self.started.clear()
+
+
+def start_on_fresh_ports(
+    make: Callable[[], list[LocalKafkaCluster]],
+    timings: dict[str, float],
+    attempts: int = START_ATTEMPTS,
+) -> list[LocalKafkaCluster]:
+    """Start the clusters ``make`` builds, in parallel, adding seconds to ready per alias
+    to ``timings``. When one cannot start, all are stopped and ``make`` builds them again
+    (new ports, fresh data), up to ``attempts`` times: ports are probed free, then bound
+    by the JVM seconds later, and another process may take one in between."""
+    for attempt in range(1, attempts + 1):
+        clusters = make()
+        try:
+            timings.update(start_clusters(clusters, fresh=True))
+            return clusters
+        except ClusterStartError:
+            for cluster in clusters:
+                cluster.stop()
+            if attempt == attempts:
+                raise
+    raise ValueError(f"attempts must be at least 1, not {attempts}")
 
 
 def _external(alias: str) -> str | None:

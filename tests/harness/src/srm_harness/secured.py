@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_local.clusters import ClusterSpec, ClusterStartError, LocalKafkaCluster, start_clusters
+from srm_local.clusters import ClusterSpec, LocalKafkaCluster
 from srm_local.ports import free_ports
 from srm_local.secured import (
     SCRAM_MECHANISMS,
@@ -35,6 +35,7 @@ from srm_local.secured import (
 from srm_local.tls_files import TlsFiles, write_tls_files
 
 from srm_harness.clients import create_topic
+from srm_harness.pool import start_on_fresh_ports
 
 
 class SecuredTestCluster(SecuredCluster):
@@ -192,16 +193,11 @@ class SecuredPool:
             missing = [a for a in aliases if a not in self.started]
             if missing:
                 tls = self.tls
-                for attempt in range(1, attempts + 1):
-                    clusters = [self._cluster(alias, tls) for alias in missing]
-                    try:
-                        self.timings.update(start_clusters(clusters, fresh=True))
-                        break
-                    except ClusterStartError:
-                        for cluster in clusters:
-                            cluster.stop()
-                        if attempt == attempts:
-                            raise
+                clusters = start_on_fresh_ports(
+                    lambda: [self._cluster(alias, tls) for alias in missing],
+                    self.timings,
+                    attempts,
+                )
                 self.started.update({c.alias: SecuredTestCluster(c) for c in clusters})
         return {alias: self.started[alias] for alias in aliases}
 
