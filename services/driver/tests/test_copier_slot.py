@@ -169,6 +169,7 @@ class FakeDriver:
 
     def __init__(self) -> None:
         self.reports: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.authorizations: list[str] = []
         self.answer = lambda report: (200, {})
         driver = self
@@ -177,6 +178,7 @@ class FakeDriver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 driver.reports.append(body)
+                driver.paths.append(self.path)
                 driver.authorizations.append(self.headers["Authorization"])
                 status, answer = driver.answer(body)
                 data = json.dumps(answer).encode()
@@ -384,3 +386,65 @@ def test_deltas_fold_to_the_whole_state_and_an_applied_mapping_never_changes(see
 def _entry(partition: int, plan: int) -> dict[str, Any]:
     return {"topic": "t", "partition": partition, "plan": plan, "remote": "a.t", "start": 0,
             "down": 0, "reserve": 10}  # fmt: skip
+
+
+# -- an answer slow to come: the slot keeps its leases meanwhile ----------------------------
+
+
+def _late_second_answer(keeps: list[dict[str, Any]], keep: tuple[int, dict[str, Any]]) -> Any:
+    """A driver that takes 2 s to answer report 1 (its progress waits on a busy target),
+    gives 600 ms leases, and answers each lease keep (recorded in ``keeps``) with ``keep``
+    (a 410 then answers everything after it, as a driver does)."""
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if "seq" not in report:
+            keeps.append(report)
+            return keep
+        if keeps and keep[0] == 410:
+            return keep  # the run is over for every request
+        if report["seq"] == 1:
+            time.sleep(2.0)
+        return 200, _answer(report["seq"], {"f": _unit(lease_ms=600)})
+
+    return answer
+
+
+def test_a_late_answer_does_not_let_the_leases_run_out_and_is_applied_when_it_comes(
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Report 1's answer takes 2 s, more than three leases: past KEEP_AFTER_S the slot
+    asks for its leases alone, so its unit never loses its lease (before, it stopped and
+    every partition was re-verified and restarted); the late answer is applied."""
+    monkeypatch.setattr(control, "KEEP_AFTER_S", 0.2)
+    monkeypatch.setattr(control, "KEEP_EVERY_S", 0.2)
+    keeps: list[dict[str, Any]] = []
+    keep = (200, {"protocol": 2, "units": {"f": {"lease_ms": 600}}})
+    driver.answer = _late_second_answer(keeps, keep)
+    slot = control.SlotRunner(driver.url, "job1", 0, "s", run={"id": "r1", "attempt": 0})
+    thread = _run(slot)
+    _wait(lambda: len(driver.reports) >= 2, "report 1 is sent")
+    (unit,) = FakeUnit.made
+    deadline = time.monotonic() + 1.9
+    while time.monotonic() < deadline:
+        assert unit.lease.valid(), "the lease is kept while the answer is late"
+        time.sleep(0.05)
+    _wait(lambda: any(r.get("answered") == 1 for r in driver.reports), "the late answer applied")
+    assert len(keeps) >= 3 and all(k["run"]["id"] == "r1" for k in keeps)
+    assert sum(path.endswith("/slots/0/lease") for path in driver.paths) == len(keeps)
+    driver.answer = lambda report: (410, {})
+    thread.join(10)
+
+
+def test_a_lease_keep_answered_410_ends_the_slot(
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slot was found lost while its report was recorded: its keep is told 410, and
+    it revokes its leases, stops and ends without waiting for the answer."""
+    monkeypatch.setattr(control, "KEEP_AFTER_S", 0.2)
+    keeps: list[dict[str, Any]] = []
+    driver.answer = _late_second_answer(keeps, (410, {"error": "copy slot 0 was lost"}))
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    thread.join(10)
+    assert not thread.is_alive() and keeps
+    (unit,) = FakeUnit.made
+    assert not unit.lease.valid() and unit.stop_requested

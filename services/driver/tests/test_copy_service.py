@@ -16,6 +16,7 @@ from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.testing import Clock
+from srm_driver.copying import reports
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
@@ -1574,3 +1575,107 @@ def test_a_unit_stopped_by_its_lease_says_so_in_the_log(
     assert said and said[0].levelno == logging.INFO
     assert "copy slot 0" in said[0].getMessage() and "1 partitions" in said[0].getMessage()
     assert h.service.status(FLOW)["by_status"] == {"pending": 1}
+
+
+# -- a report slow to be recorded: the slot keeps its leases meanwhile -------------------
+
+
+class BlockingStore(FakeStore):
+    """Progress writes that wait for ``release`` once ``armed`` (a busy target)."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal, {})
+        self.armed = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, updates: Iterable[tuple[tuple[str, int], Progress]]) -> None:
+        if self.armed:
+            self.entered.set()
+            self.release.wait(30)
+        super().write(updates)
+
+
+def keep(h: Harness, *, slot: int = 0, run: str = "", attempt: int = 0) -> tuple[int, dict]:  # type: ignore[type-arg]
+    """A slot's request for its leases alone (its report's answer is late)."""
+    return h.service.on_keep("job-1", slot, {"protocol": 2, "run": {"id": run, "attempt": attempt}})
+
+
+def recording(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> tuple[BlockingStore, threading.Thread, list[tuple[int, dict]]]:  # type: ignore[type-arg]
+    """A partition copies on slot 0; its next report's progress write hangs (the answer
+    waits for it: the write budget is raised), on a thread of its own. The store, that
+    thread and where its answer goes."""
+    monkeypatch.setattr(reports, "WRITE_BUDGET_S", 60.0)
+    plan = started(h)["plan"]
+    store = h.service._flow_adapters(FLOW).store
+    assert isinstance(store, BlockingStore)
+    store.armed = True
+    h.clock.now += 2  # past the commit interval: the report's progress is written
+    answered: list[tuple[int, dict]] = []  # type: ignore[type-arg]
+    thread = threading.Thread(
+        target=lambda: answered.append(h.report(part(plan, 40, 40, records=40))), daemon=True
+    )
+    thread.start()
+    assert store.entered.wait(10), "the report's progress is being written"
+    return store, thread, answered
+
+
+def test_a_slot_whose_report_is_still_being_recorded_keeps_its_leases(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording a report takes longer than a lease: the slot asks for its leases alone
+    and gets its flow's, counted into the slot's last lease (a fence waits for it), and
+    nothing of the report is taken in before its write ends; then it is answered."""
+    h = Harness(flow, store=lambda journal, _facts: BlockingStore(journal))
+    store, thread, answered = recording(h, monkeypatch)
+    try:
+        h.clock.now += 4
+        status, answer = keep(h)
+        assert status == 200 and answer == {"protocol": 2, "units": {FLOW: {"lease_ms": 5000}}}
+        assert h.service._ledger.granted[0] == h.clock.now + 5, "a fence waits for this lease"
+        assert h.service.status(FLOW)["records"] == 0, "the report is not taken in by it"
+        h.lease = 0
+        assert keep(h)[1]["units"] == {FLOW: {"lease_ms": 0}}, "no lease: none to keep"
+    finally:
+        store.release.set()
+        thread.join(10)
+    assert answered[0][0] == 200 and h.service.status(FLOW)["records"] == 40
+
+
+def test_a_slot_lost_or_run_again_keeps_no_lease(flow: FlowConfig) -> None:
+    """The fence holds for keeps as for reports: a lost run is told 410 and its last lease
+    stays where the fence counted from; another run's keep is refused, and one of a run
+    not yet taken in gets nothing until its first report is answered."""
+    h = Harness(flow)
+    started(h)
+    assert keep(h, run="newer", attempt=1)[0] == 409
+    assert keep(h, run="other", attempt=0)[0] == 410
+    granted = h.service._ledger.granted[0]
+    for _ in range(8):  # silent, its passes 2 s apart: lost after SLOT_LOST_S
+        h.clock.now += 2
+        h.service.tick()
+    assert [e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost"]
+    status, answer = keep(h)
+    assert status == 410 and "was lost" in answer["error"]
+    assert h.service._ledger.granted[0] == granted, "no lease past the fence"
+
+
+def test_a_slot_that_keeps_its_leases_is_not_lost_while_its_report_is_recorded(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report recorded for longer than the slot's silence allows (15 s): the slot's
+    keeps tell the driver it is alive, so its partitions are not fenced and moved."""
+    h = Harness(flow, store=lambda journal, _facts: BlockingStore(journal))
+    store, thread, _answered = recording(h, monkeypatch)
+    try:
+        for _ in range(int(SLOT_LOST_S)):  # 2 s apart: no pass of the driver is a gap
+            h.clock.now += 2
+            assert keep(h)[0] == 200
+            h.service.tick()
+        assert not [e for e in h.service.status(FLOW)["slot_events"] if e["event"] == "lost"]
+        assert h.service.status(FLOW)["by_status"] == {"running": 1}
+    finally:
+        store.release.set()
+        thread.join(10)

@@ -6,7 +6,8 @@ partitions copy (counters, latency, retention losses, halted partitions with the
 ``.../tasks``: the flow's task configs and owners; ``POST .../refresh``: look at the
 source now and tell the leader if the task configs must change; ``POST
 .../partitions/{topic}/{partition}/resume``: resume a halted partition from an explicit
-choice. ``POST /internal/v1/copy/{job}/slots/{slot}`` is the copy slots' control channel
+choice. ``POST /internal/v1/copy/{job}/slots/{slot}`` is the copy slots' control channel,
+and ``.../slots/{slot}/lease`` where a slot whose answer is late keeps its leases
 (:mod:`srm_driver.copying.protocol`).
 
 Every POST needs a principal (:mod:`srm_common.adapters.http_auth`), else 401 and
@@ -18,7 +19,8 @@ audit names. The copy slots' channel takes only the driver's per-run secret (pri
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -154,6 +156,19 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
 
     @app.post("/internal/v1/copy/{job}/slots/{slot}")
     async def copy_report(job: str, slot: int, request: Request) -> JSONResponse:
+        return await _slot_call(lambda copy: copy.on_report, job, slot, request)
+
+    @app.post("/internal/v1/copy/{job}/slots/{slot}/lease")
+    async def copy_lease(job: str, slot: int, request: Request) -> JSONResponse:
+        # A slot whose answer is late keeps its leases meanwhile (copying/protocol.py).
+        return await _slot_call(lambda copy: copy.on_keep, job, slot, request)
+
+    async def _slot_call(
+        handler: Callable[[Any], Callable[[str, int, Any], tuple[int, dict[str, object]]]],
+        job: str,
+        slot: int,
+        request: Request,
+    ) -> JSONResponse:
         if principal(request).name != copier_principal(driver.settings.driver_id):
             return JSONResponse(
                 {"error": "only this driver's copy slots report here (the per-run secret)"},
@@ -169,9 +184,8 @@ def create_app(driver: Driver, access: Access) -> FastAPI:
         assert driver.runtime is not None
         from starlette.concurrency import run_in_threadpool
 
-        status_code, answer = await run_in_threadpool(
-            driver.runtime.copy.on_report, job, slot, parsed
-        )
+        handle = handler(driver.runtime.copy)
+        status_code, answer = await run_in_threadpool(handle, job, slot, parsed)
         return JSONResponse(answer, status_code=status_code)
 
     return app

@@ -86,6 +86,22 @@ the slot applied last (``answered``) and which one each unit's loop applied last
 applied, not in its report and (protocol 2) never in a report taken in, never ran there
 or was seen stopped already.
 
+**Keeping the leases while an answer is late.** A slot whose answer has not come after
+``KEEP_AFTER_S`` (1 s: the driver is slow to record the report, its progress writes wait
+on a busy target) asks for its leases alone, every second until the answer comes, on a
+connection of its own: ``POST /internal/v1/copy/{job}/slots/{slot}/lease`` with
+``{"protocol": 2, "run": {...}}``, answered ``{"protocol": 2, "units": {"<flow>":
+{"lease_ms": 4000}}}`` (its flows with partitions on the slot, each its flow's lease now)
+and counted, as every lease, from when that request was sent. It is decided as an
+answer's leases are, under the same fence: a run fenced or taken over is answered 410
+(and stops, as for a report), a run whose first report was not taken in yet 409 (nothing
+granted), and the lease granted counts into the slot's last lease, from which a fence
+waits. Nothing of the report in flight is taken in by it, and it changes no plan. It also
+tells the driver the slot is alive (a slot is lost after 15 s unheard, not after 15 s
+without an answer). So a driver slower to answer than a lease no longer stops every unit
+of the slot (which re-verified and restarted all their partitions); the answer, when it
+comes, is applied as usual.
+
 ``run`` names the run of the slot (:class:`SlotRun`): Spark runs a slot's task again
 when it lost the executor it ran on, and the new run starts its ``seq`` from 0. A run
 with a higher attempt than the slot's current one takes the slot over (the old run is
@@ -233,6 +249,21 @@ def parse_report(body: Mapping[str, Any]) -> SlotReport:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed copy slot report: {exc!r}") from exc
+
+
+def parse_keep(body: Mapping[str, Any]) -> SlotRun:
+    """The run of the slot asking to keep its leases (``POST .../slots/{slot}/lease``,
+    see the module docstring); :class:`ProtocolError` when ``body`` is not one."""
+    protocol = body.get("protocol")
+    if protocol != DELTA_PROTOCOL or isinstance(protocol, bool):
+        raise ProtocolError(
+            f"a copy slot of protocol {protocol!r} asked to keep its leases; only slots of"
+            f" protocol {DELTA_PROTOCOL} do: run the driver and its slots of one version"
+        )
+    try:
+        return _run(body["run"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed lease keep of a copy slot: {exc!r}") from exc
 
 
 def _run(body: Mapping[str, Any] | None) -> SlotRun:

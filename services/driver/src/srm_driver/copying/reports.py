@@ -24,7 +24,9 @@ alone; until it ends, that flow's later parts are refused at once (two writes of
 flow never overlap, so progress never goes backwards). So the answers, and with them the
 leases of the other flows' units in the same slot, keep coming in time.
 
-One report per slot at a time; a report older than the last one taken is refused. A
+One report per slot at a time; a report older than the last one taken is refused. While
+a report is being recorded, the slot may ask for its leases alone (:meth:`ReportDesk.keep`),
+so a driver slower to answer than a lease does not stop the slot's units. A
 report of a new run of the slot (Spark ran its task again) takes the slot over, and one of
 a run taken over is answered 410 (:mod:`srm_driver.copying.runs`).
 """
@@ -53,9 +55,11 @@ from srm_driver.copying.positions import (
     with_reserve,
 )
 from srm_driver.copying.protocol import (
+    DELTA_PROTOCOL,
     Failure,
     PartitionReport,
     SlotReport,
+    SlotRun,
     UnitReport,
 )
 from srm_driver.copying.runs import admit, take_over
@@ -117,7 +121,7 @@ class ReportDesk:
         flows = {*ledger.flows, *(unit.flow for unit in report.units)}
         leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
-            over = self._over(report)
+            over = self._over(report.slot, report.run)
             if over is not None:
                 return 410, over
             verdict = admit(ledger.runs.get(report.slot), report.run)
@@ -161,7 +165,7 @@ class ReportDesk:
             progress.pop(flow, None)
         written = writing - set(refused)
         with ledger.lock:
-            over = self._over(report)
+            over = self._over(report.slot, report.run)
             if over is not None:
                 # Fenced (lost, or taken over by a newer run) while its writes ran: the
                 # fence counted from the leases granted before it; this run gets none.
@@ -182,18 +186,53 @@ class ReportDesk:
                 ledger.granted[report.slot] = max(ledger.granted.get(report.slot, until), until)
             return 200, answer
 
-    def _over(self, report: SlotReport) -> dict[str, object] | None:
-        """Why ``report``'s run may not be answered any more (410), or None."""
+    def keep(self, slot: int, run: SlotRun, now: float) -> tuple[int, dict[str, object]]:
+        """The HTTP status and answer to a slot that asks for its leases alone while the
+        answer to its report is late (copying/protocol.py): each flow with partitions on
+        the slot gets its lease, as an answer would give it, under the same fence (410 for
+        a run fenced or taken over, checked under the lock that fences); nothing else is
+        read or changed, and the slot is heard from."""
         ledger = self._ledger
-        if (report.slot, report.run.id) in ledger.fenced_runs:
+        # Asked before the ledger's lock, as for a report (a task source may take locks of
+        # its own); ``now`` was read when the request arrived, after the slot sent it.
+        leases = {flow: self.lease(flow) for flow in list(ledger.flows)}
+        with ledger.lock:
+            over = self._over(slot, run)
+            if over is not None:
+                return 410, over
+            current = ledger.runs.get(slot)
+            if current is None or current.id != run.id:
+                return 409, {
+                    "error": f"no report of this run of copy slot {slot} ({run}) was taken in"
+                    " yet: its leases come with the answer to its first"
+                }
+            units = {
+                flow: {"lease_ms": leases.get(flow, 0)}
+                for flow in self._adapters
+                if ledger.parts.count_of_slot(slot, flow)
+            }
+            longest = max((leases.get(flow, 0) for flow in units), default=0)
+            if longest > 0:
+                until = now + longest / 1000
+                ledger.granted[slot] = max(ledger.granted.get(slot, until), until)
+            if slot in ledger.live_slots:
+                # Alive and reaching this driver: a report slow to be recorded is not the
+                # slot's silence (copying/slots.py).
+                ledger.live_slots[slot] = max(ledger.live_slots[slot], now)
+            return 200, {"protocol": DELTA_PROTOCOL, "units": units}
+
+    def _over(self, slot: int, run: SlotRun) -> dict[str, object] | None:
+        """Why ``run`` of ``slot`` may not be answered any more (410), or None."""
+        ledger = self._ledger
+        if (slot, run.id) in ledger.fenced_runs:
             return {
-                "error": f"copy slot {report.slot} was lost: this run ({report.run}) is over;"
+                "error": f"copy slot {slot} was lost: this run ({run}) is over;"
                 " its partitions moved to other slots"
             }
-        if admit(ledger.runs.get(report.slot), report.run) == "superseded":
+        if admit(ledger.runs.get(slot), run) == "superseded":
             return {
-                "error": f"copy slot {report.slot} runs again"
-                f" ({ledger.runs[report.slot]}): this run ({report.run}) is over"
+                "error": f"copy slot {slot} runs again"
+                f" ({ledger.runs[slot]}): this run ({run}) is over"
             }
         return None
 

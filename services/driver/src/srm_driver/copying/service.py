@@ -29,7 +29,7 @@ from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.planner import Planner
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, CopyJob, FlowAdapters
-from srm_driver.copying.protocol import ProtocolError, parse_report
+from srm_driver.copying.protocol import ProtocolError, parse_keep, parse_report
 from srm_driver.copying.reports import ReportDesk
 from srm_driver.copying.slots import START_GRACE_S, Slots
 from srm_driver.copying.state import PartitionState, ResumeRequest
@@ -289,6 +289,20 @@ class CopyService:
             log.error("copy slot %d: %s", slot, exc)
             return 400, {"error": str(exc)}
         return self._desk.handle(report, self._clock())
+
+    def on_keep(
+        self, job: str, slot: int, body: Mapping[str, object]
+    ) -> tuple[int, dict[str, object]]:
+        """A slot keeping its leases while the answer to its report is late; the HTTP
+        status and the answer (:meth:`ReportDesk.keep`)."""
+        if job != self._job_id:
+            return 410, {"error": f"copy job {job} is over"}
+        try:
+            run = parse_keep(body)
+        except ProtocolError as exc:
+            log.error("copy slot %d: %s", slot, exc)
+            return 400, {"error": str(exc)}
+        return self._desk.keep(slot, run, self._clock())
 
     # -- adapters and the job ---------------------------------------------------------
 
