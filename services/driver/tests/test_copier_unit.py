@@ -745,3 +745,85 @@ def test_while_first_copies_wait_for_their_acknowledgements_the_slot_still_repor
         FakeProducer.poll = original  # type: ignore[method-assign]
     report = {p["partition"]: p for p in _report(unit)["partitions"]}
     assert report[0]["records"] == 3 and report[1]["records"] == 3
+
+
+def _settled(count: int) -> unit_module.FlowUnit:
+    """A unit of ``count`` idle partitions whose whole report the driver took in."""
+    unit = _unit(replace(_plan(), partitions=_partitions(count)))
+    with unit.lock:
+        for p in unit._parts.values():
+            p.source_end = 42  # as the fake consumer's fetches say: the ends were seen
+    counts: dict[Any, int] = {}
+    stopped: set[Any] = set()
+    sent: dict[Any, dict[str, Any]] = {}
+    unit.report(counts, stopped, sent, full=True)
+    unit.confirm(counts, stopped, sent)
+    unit.report({}, set(), {}, full=False)  # the partitions added are looked at once
+    return unit
+
+
+def _looked_at(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The partitions whose report entry is built from now on, in order."""
+    looked: list[tuple[str, int]] = []
+    build = unit_module.PartitionCopy.report
+
+    def counting(self: unit_module.PartitionCopy, boundary: bool) -> dict[str, Any]:
+        looked.append((self.topic, self.partition))
+        return build(self, boundary)
+
+    monkeypatch.setattr(unit_module.PartitionCopy, "report", counting)
+    return looked
+
+
+@pytest.mark.parametrize("count", [10, 10_000])
+def test_a_delta_report_looks_only_at_the_partitions_that_changed(
+    made: list[FakeProducer], monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Five reports a second: a slot of 10,000 idle partitions looks at none of them (it
+    built every entry to compare it, ~2,500 dicts a report per slot); one that copied is
+    looked at, and the same work is done whatever the count."""
+    unit = _settled(count)
+    looked = _looked_at(monkeypatch)
+    quiet, _ = unit.report({}, set(), {}, full=False)
+    assert quiet["partitions"] == [] and looked == []
+    with unit.lock:
+        unit._ends_seen_ns = 0
+        unit._see_ends()  # the same ends as before: nothing changed
+    unit.report({}, set(), {}, full=False)
+    assert looked == []
+    with unit.lock:
+        unit._parts[("t", 7)].stop()
+    stopping, _ = unit.report({}, set(), {}, full=False)
+    assert [(p["partition"], p["state"]) for p in stopping["partitions"]] == [(7, "stopped")]
+    looked.clear()
+    _copy(unit, _records(5, range(3)))
+    changed, _ = unit.report({}, set(), {}, full=False)
+    assert [p["partition"] for p in changed["partitions"]] == [7, 5], "7: not confirmed"
+    assert looked == [("t", 7), ("t", 5)]
+    whole, _ = unit.report({}, set(), {}, full=True)
+    assert len(whole["partitions"]) == count, "a full report still lists every partition"
+
+
+def test_a_partition_acknowledged_after_a_report_is_listed_by_the_next(
+    made: list[FakeProducer],
+) -> None:
+    """Acknowledgements do not mark a partition changed (they come once per copy): one
+    with copies in flight stays looked at until a report finds it settled."""
+    unit = _settled(3)
+    _copy(unit, _records(1, range(1)))  # established: the next copies need no wait
+    with unit.lock:
+        unit._copy(unit.desired, _records(1, range(1, 4)))  # in flight, not acknowledged
+    counts: dict[Any, int] = {}
+    stopped: set[Any] = set()
+    sent: dict[Any, dict[str, Any]] = {}
+    flying, _ = unit.report(counts, stopped, sent, full=False)
+    assert [(p["partition"], p["outstanding"]) for p in flying["partitions"]] == [(1, 3)]
+    unit.confirm(counts, stopped, sent)
+    same, _ = unit.report({}, set(), {}, full=False)
+    assert same["partitions"] == [], "the driver has this entry; its copies are in flight"
+    with unit.lock:
+        unit._serve()  # the acknowledgements land
+    landed, _ = unit.report({}, set(), {}, full=False)
+    assert [(p["partition"], p["outstanding"], p["records"]) for p in landed["partitions"]] == [
+        (1, 0, 4)
+    ]

@@ -13,6 +13,15 @@ partition is shared), and the last acknowledged record at every report (the rule
 
 Not thread safe: every method is called with the unit's lock held (the copy loop thread,
 where librdkafka's delivery callbacks also run, and the control thread for reports).
+
+**Changed partitions.** A unit's report lists only the partitions whose entry changed
+(copy protocol 2), and finds them without a walk over all of them: every method that
+changes what :meth:`PartitionCopy.report` says puts the partition in ``changed`` (the
+unit's, shared by its partitions), and so does the unit where it changes one inline (a
+send). An acknowledgement (:meth:`PartitionCopy.land`, once per record copied) does not:
+a partition with records in flight stays in ``changed`` until a report sees it with none
+(the unit's rule, :meth:`srm_driver.copier.unit.FlowUnit.report`), so the report after
+its last acknowledgement still looks at it.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ class PartitionCopy:
         "uncertain",
         "established",
         "codec",
+        "changed",
     )
 
     def __init__(
@@ -81,6 +91,7 @@ class PartitionCopy:
         reserve: int,
         shared: bool,
         codec: str = "",
+        changed: dict[PartitionCopy, None] | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -118,6 +129,10 @@ class PartitionCopy:
         self.established = False
         # The codec its copies are compressed with (the producer they go to).
         self.codec = codec
+        # The unit's partitions whose report entry may have changed (see the docstring);
+        # a new partition is one.
+        self.changed: dict[PartitionCopy, None] = {} if changed is None else changed
+        self.changed[self] = None
 
     def change_codec(self, codec: str) -> None:
         """Send to the producer of ``codec`` from now on: once nothing is in flight to
@@ -144,12 +159,14 @@ class PartitionCopy:
         if self.state == SENDING:
             self.state = WAITING_RESERVATION
             self.waiting_ts = timestamp
+            self.changed[self] = None
 
     def maybe_resume(self) -> bool:
         """Back to sending once the reservation moved past the next offset to send."""
         if self.state == WAITING_RESERVATION and self.reserve > self.next_send:
             self.state = SENDING
             self.waiting_ts = -1
+            self.changed[self] = None
             return True
         return False
 
@@ -157,8 +174,10 @@ class PartitionCopy:
         """Send nothing more; ``why`` is reported as this partition's error."""
         if why is not None and self.error is None:
             self.error = why
+            self.changed[self] = None
         if self.state != STOPPED:
             self.state = STOPPED if not self.inflight else STOPPING
+            self.changed[self] = None
 
     @property
     def stopped(self) -> bool:
@@ -170,11 +189,13 @@ class PartitionCopy:
         self.inflight.append((up, self.next_down, size, timestamp))
         self.next_send = up + 1
         self.next_down += 1
+        self.changed[self] = None
 
     def dropped_one(self, up: int) -> None:
         """Upstream ``up`` is not copied (the origin rule dropped it)."""
         self.dropped += 1
         self.next_send = up + 1
+        self.changed[self] = None
 
     def land(self, offset: int | None, now_ms: int) -> bool:
         """The oldest record in flight landed at downstream ``offset`` (None: the broker had
@@ -228,6 +249,7 @@ class PartitionCopy:
         if self.inflight:
             self.inflight.popleft()
         self.uncertain = True
+        self.changed[self] = None
         if self.state == STOPPING and not self.inflight:
             self.state = STOPPED
 

@@ -86,8 +86,10 @@ class FlowUnit:
         self._parts: dict[Key, PartitionCopy] = {}
         self._by_remote: dict[Key, PartitionCopy] = {}
         self._confirmed_stopped: set[PlanKey] = set()
-        # The last entry of each partition plan the driver took in (control thread).
+        # The last entry of each partition plan the driver took in (control thread), and
+        # the partitions whose entry may differ from it (copier/partition.py).
         self._taken: dict[PlanKey, dict[str, Any]] = {}
+        self._changed: dict[PartitionCopy, None] = {}
         self._failure: Failure | None = None
         self._broken_epoch = -1
         self._poll_error: str | None = None
@@ -222,6 +224,7 @@ class FlowUnit:
         consumer = self._consumer
         assert consumer is not None
         parts = self._parts
+        changed = self._changed
         lease = self.lease
         clock = time.monotonic_ns
         producers = self._producer_for(plan)
@@ -245,6 +248,7 @@ class FlowUnit:
                 p = parts.get((topic, partition))
                 if p is not None:
                     produce = producers.for_codec(p.codec).produce
+                    changed[p] = None  # its sends below are inline (PartitionCopy.sent)
             if p is None or p.state != SENDING or produce is None:
                 continue
             if not p.established and p.inflight:
@@ -662,12 +666,14 @@ class FlowUnit:
             del self._parts[key]
             self._by_remote.pop((p.remote, key[1]), None)
             self._confirmed_stopped.discard((key[0], key[1], p.plan))
+            self._taken.pop((key[0], key[1], p.plan), None)
+            self._changed.pop(p, None)
             removed.append(TopicPartition(key[0], key[1]))
         for key, w in plan.partitions.items():
             if key in self._parts:
                 continue
             p = PartitionCopy(key[0], key[1], w.plan, w.remote, w.start, w.down, w.reserve,
-                              plan.shared, w.codec)  # fmt: skip
+                              plan.shared, w.codec, self._changed)  # fmt: skip
             self._parts[key] = p
             self._by_remote[(w.remote, key[1])] = p
             added.append(p)
@@ -734,8 +740,9 @@ class FlowUnit:
                 )
             except KafkaException:
                 continue
-            if high >= 0:
+            if high >= 0 and high != p.source_end:
                 p.source_end = high
+                self._changed[p] = None
 
     # -- reports (control thread) ---------------------------------------------------------
 
@@ -751,15 +758,30 @@ class FlowUnit:
         every partition when ``full``, else (copy protocol 2) only those whose entry
         differs from the last one the driver took in, or that carry syncs. ``counts`` gets
         the number of syncs it includes per partition plan, ``stopped`` the partition
-        plans it shows stopped, ``sent`` the entries it includes, for :meth:`confirm`."""
+        plans it shows stopped, ``sent`` the entries it includes, for :meth:`confirm`.
+
+        A delta looks only at the partitions that changed (copier/partition.py), so a
+        report of thousands of idle partitions costs what changed. One stays among them
+        until a report finds the driver has its entry and nothing in flight that could
+        change it unseen (an acknowledgement does not mark it)."""
         with self.lock:
             items = []
-            present = set()
-            for p in self._parts.values():
+            parts = self._parts
+            if full:
+                visit = list(parts.values())
+            else:
+                visit = []
+                for p in list(self._changed):
+                    if parts.get((p.topic, p.partition)) is p:
+                        visit.append(p)
+                    else:
+                        del self._changed[p]  # gone from the unit
+            for p in visit:
                 item = p.report(True)
                 plan_key = (p.topic, p.partition, p.plan)
-                present.add(plan_key)
                 if not full and not item["syncs"] and self._taken.get(plan_key) == item:
+                    if not p.inflight:
+                        del self._changed[p]  # the driver has it; nothing changes it unseen
                     continue  # the driver has this already
                 counts[plan_key] = len(item["syncs"])
                 if item["state"] == STOPPED:
@@ -767,8 +789,6 @@ class FlowUnit:
                 if sent is not None:
                     sent[plan_key] = {**item, "syncs": []}
                 items.append(item)
-            for gone in self._taken.keys() - present:
-                del self._taken[gone]
             entry = {
                 "applied": self._applied_version,
                 "flow": self.flow,
@@ -792,13 +812,16 @@ class FlowUnit:
         and remember the entries it has (a later delta leaves them out while they stay
         the same)."""
         with self.lock:
-            for p in self._parts.values():
-                count = counts.get((p.topic, p.partition, p.plan))
-                if count:
+            parts = self._parts
+            for (topic, partition, plan), count in counts.items():
+                p = parts.get((topic, partition))
+                if count and p is not None and p.plan == plan:
                     p.confirm_syncs(count)
             self._confirmed_stopped |= stopped
-            if sent:
-                self._taken.update(sent)
+            for plan_key, item in (sent or {}).items():
+                p = parts.get(plan_key[:2])
+                if p is not None and p.plan == plan_key[2]:  # (not taken away meanwhile)
+                    self._taken[plan_key] = item
 
 
 def _pause_as_they_are(consumer: Consumer, parts: list[PartitionCopy]) -> None:
