@@ -11,6 +11,11 @@ answer looks at the partitions *touched* since the last one (:meth:`Parts.touche
 reports look only at the partitions *watched* (:meth:`Parts.watched`): those that may need
 something done although the slot does not list them (progress due with time alone, a
 release, a plan left out of an answer). Pure bookkeeping under the ledger's lock.
+
+Within a flow, the same signal keeps the partitions that planning must look at: those
+*unsettled* (pending or being released: :meth:`Parts.unsettled`), so a flow's planning
+pass over 10,000 running partitions visits none of them, and the running ones whose plan
+has no codec yet (:meth:`Parts.uncoded`), which are asked about every few seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ class Parts:
         # (or that came, left or moved), and those a report must look at when unlisted.
         self._touched: dict[int, set[Where]] = {}
         self._watched: dict[int, dict[Where, PartitionState]] = {}
+        # Per flow: partitions pending or being released, and running ones without a codec.
+        self._unsettled: dict[str, dict[TopicPartition, PartitionState]] = {}
+        self._uncoded: dict[str, dict[TopicPartition, PartitionState]] = {}
 
     def __len__(self) -> int:
         return len(self._all)
@@ -69,6 +77,8 @@ class Parts:
         state.watch(None)
         self._touched.setdefault(state.slot, set()).add(where)
         self._watched.get(state.slot, {}).pop(where, None)
+        self._unsettled.get(state.flow, {}).pop(state.key, None)
+        self._uncoded.get(state.flow, {}).pop(state.key, None)
 
     def move(self, state: PartitionState, slot: int) -> None:
         """Plan ``state`` on ``slot`` from now on."""
@@ -85,6 +95,15 @@ class Parts:
         self._touched.setdefault(state.slot, set()).add(where)
         if state.status == "releasing" or (state.omitted_since is not None and not state.stopped):
             self.watch(state)
+        status, plan = state.status, state.plan
+        if status == "pending" or status == "releasing":
+            self._unsettled.setdefault(state.flow, {})[state.key] = state
+        else:
+            self._unsettled.get(state.flow, {}).pop(state.key, None)
+        if status == "running" and plan is not None and not plan.codec:
+            self._uncoded.setdefault(state.flow, {})[state.key] = state
+        else:
+            self._uncoded.get(state.flow, {}).pop(state.key, None)
 
     def touched(self, slot: int) -> set[Where]:
         """The partitions of ``slot`` touched since the last call for it (and forget them)."""
@@ -108,6 +127,14 @@ class Parts:
             else:
                 del held[where]
         return found
+
+    def unsettled(self, flow: str) -> list[PartitionState]:
+        """The flow's partitions that are pending or being released (a snapshot)."""
+        return list(self._unsettled.get(flow, {}).values())
+
+    def uncoded(self, flow: str) -> list[PartitionState]:
+        """The flow's running partitions whose plan has no codec yet (a snapshot)."""
+        return list(self._uncoded.get(flow, {}).values())
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         """The flow's partitions (a snapshot: safe to change the parts meanwhile)."""

@@ -77,7 +77,8 @@ class Planner:
 
     def plan_due(self, now: float, flow: str) -> None:
         """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
-        retry is due, :data:`PLAN_BATCH` at a time."""
+        retry is due, :data:`PLAN_BATCH` at a time. Looks only at the flow's unsettled
+        partitions (pending or being released: copying/parts.py), not the running ones."""
         due: list[PartitionState] = []
         # Asked before taking the ledger's lock: a task source may take locks of its own.
         leased = self._lease_ms(flow) > 0
@@ -85,7 +86,7 @@ class Planner:
         with self._ledger.lock:
             live = self._slots.live(now)
             waiting = self._slots.waiting(now)
-            for state in parts.of_flow(flow):
+            for state in parts.unsettled(flow):  # not the running or halted ones
                 fenced = now < state.fenced_until
                 if state.status == "releasing" and state.stopped and not state.clean:
                     if not fenced:
@@ -300,9 +301,10 @@ class Planner:
         if (now < unknown_due and not refresh) or self._lease_ms(flow) <= 0:
             return
         with self._ledger.lock:
+            parts = self._ledger.parts
             keys = [
                 state.key
-                for state in self._ledger.parts.of_flow(flow)
+                for state in (parts.of_flow(flow) if refresh else parts.uncoded(flow))
                 if state.status == "running"
                 and state.plan is not None
                 and (refresh or not state.plan.codec)
