@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -259,13 +260,19 @@ def _list_offsets(
             break
         # librdkafka answers from metadata cached for minutes; partitions added since
         # look leaderless until the topics' metadata is fetched again: by name for a
-        # few topics, with one listing of the cluster for many.
+        # few topics, with one listing of the cluster for many, at most every
+        # _LIST_EVERY_S per client (a cold start's waiting partitions fail reads every
+        # 2 s, and a listing costs what the whole cluster holds, not what failed).
         topics = {topic for topic, _ in failed}
         try:
             if len(topics) <= _BY_NAME:
                 for topic in topics:
                     admin.list_topics(topic, timeout=timeout)
             else:
+                now = _clock()
+                if now - _listed.get(admin, now - _LIST_EVERY_S) < _LIST_EVERY_S:
+                    break  # listed a moment ago: those partitions wait for the next round
+                _listed[admin] = now
                 admin.list_topics(timeout=timeout)
         except KafkaException:
             pass
@@ -306,6 +313,10 @@ def wait_for_leaders(admin: AdminClient, names: Iterable[str], *, timeout: float
 
 # Up to this many topics are waited for by name; more with one listing of the cluster.
 _BY_NAME = 10
+# A failed read lists the whole cluster at most this often per client (_list_offsets).
+_LIST_EVERY_S = 5.0
+_listed: weakref.WeakKeyDictionary[AdminClient, float] = weakref.WeakKeyDictionary()
+_clock = time.monotonic
 
 
 class RecordBudget:
