@@ -1569,7 +1569,7 @@ def test_a_unit_stopped_by_its_lease_says_so_in_the_log(
     plan = started(h)
     lease = {"kind": "lease", "message": "the lease of primary->backup ran out in this slot",
              "topic": None, "partition": None, "offset": -1, "class": None}  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="srm_driver.copying.reports"):
+    with caplog.at_level(logging.INFO, logger="srm_driver.copying.intake"):
         h.report(part(plan["plan"], 5, 5), broken=lease)
     said = [r for r in caplog.records if "ran out in this slot" in r.getMessage()]
     assert said and said[0].levelno == logging.INFO

@@ -3,10 +3,10 @@
 A report is handled in three steps: decide what to write from it (offset syncs, progress
 with the next reservation, a released partition's final progress), write it (syncs
 first: progress never covers a copy whose sync is not written), and only then take the
-report in (counters, acknowledgements, plans that stopped, a unit that broke). So
-nothing the report tells is acted on unless what it needs is durable: a partition is
-never reconciled, and never released, before its syncs and progress are written; a
-report that could not be written is sent again, whole.
+report in (counters, acknowledgements, plans that stopped, a unit that broke:
+:mod:`srm_driver.copying.intake`). So nothing the report tells is acted on unless what
+it needs is durable: a partition is never reconciled, and never released, before its
+syncs and progress are written; a report that could not be written is sent again, whole.
 
 Leases are held per flow, and so is that rule: a flow whose part of a report needs a write
 (syncs, progress) that cannot be made now, because this driver holds no lease for the
@@ -45,6 +45,7 @@ from srm_common.domain.progress import Progress
 from srm_common.errors import SrmError
 
 from srm_driver.copying.answers import Answers
+from srm_driver.copying.intake import Intake, watch
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
 from srm_driver.copying.positions import (
@@ -52,18 +53,16 @@ from srm_driver.copying.positions import (
     next_progress,
     position,
     sync_records,
-    with_reserve,
 )
 from srm_driver.copying.protocol import (
     DELTA_PROTOCOL,
-    Failure,
     PartitionReport,
     SlotReport,
     SlotRun,
     UnitReport,
 )
 from srm_driver.copying.runs import admit, take_over
-from srm_driver.copying.state import Counters, PartitionState
+from srm_driver.copying.state import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +94,7 @@ class ReportDesk:
         self._writing: dict[str, Future[None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="progress-write")
         self._answers = Answers(ledger, adapters, stopping)
+        self._intake = Intake(ledger, adapters, stopping)
 
     def handle(self, report: SlotReport, now: float) -> tuple[int, dict[str, object]]:
         """The HTTP status and answer to ``report``: each flow's part is written under that
@@ -172,7 +172,7 @@ class ReportDesk:
                 return 410, over
             for flow, error in refused.items():
                 ledger.unit_errors[flow] = error
-            self._take(report, progress, now, written=written, refused=set(refused))
+            self._intake.take(report, progress, now, written=written, refused=set(refused))
             ledger.last_seq[report.slot] = report.seq
             ledger.reported(report.slot, now)
             answer = self._answers.answer(report, leases, set(refused))
@@ -293,7 +293,7 @@ class ReportDesk:
         if self._stopping():
             unlisted = parts.of_slot(report.slot, unit.flow)  # every final progress is due
         else:
-            unlisted = [s for s in parts.watched(report.slot, _watch) if s.flow == unit.flow]
+            unlisted = [s for s in parts.watched(report.slot, watch) if s.flow == unit.flow]
         for state in unlisted:
             last = state.reported
             if last is not None and last.plan == state.last_plan and state.key not in listed:
@@ -310,192 +310,6 @@ class ReportDesk:
             self._adapters[flow].syncs.write(syncs)
         if progress:
             self._adapters[flow].store.write(progress)
-
-    # -- step 3: take the report in (after the writes) ------------------------------------
-
-    def _take(
-        self,
-        report: SlotReport,
-        progress: Writes,
-        now: float,
-        *,
-        written: set[str],
-        refused: set[str],
-    ) -> None:
-        """Take in every part of ``report`` but those of the ``refused`` flows; ``written``:
-        the flows whose progress could be recorded (those with a lease, not refused)."""
-        ledger = self._ledger
-        stops: list[tuple[PartitionState, PartitionReport, UnitReport]] = []
-        units = [unit for unit in report.units if unit.flow not in refused]
-        for unit in units:
-            if unit.flow not in self._adapters:
-                continue
-            if unit.poll_error:
-                ledger.unit_errors[unit.flow] = unit.poll_error
-            else:
-                ledger.unit_errors.pop(unit.flow, None)
-            for part in unit.partitions:
-                state = ledger.parts.get(unit.flow, part.key)
-                if state is None or part.plan != state.last_plan:
-                    continue
-                counters = Counters.of(part)
-                ledger.counted(state, counters.since(state.seen))
-                state.seen = counters
-                state.source_end, state.pending_ts = part.source_end, part.pending_ts
-                state.acked = (part.acked_up, part.acked_down)
-                state.next_send = part.next_send
-                state.uncertain = part.uncertain
-                state.reported = part
-                ledger.parts.watch(state)  # kept while its progress may come due unlisted
-                if part.stopped and not state.stopped:
-                    stops.append((state, part, unit))
-        self._written(progress, now)
-        for state, part, unit in stops:
-            if ledger.parts.get(state.flow, state.key) is state:
-                self._stopped(state, part, unit, now)
-        for unit in units:
-            if unit.flow in self._adapters:
-                self._broken(report.slot, unit, now, full=report.full)
-        self._never_ran(report, refused)
-        for state in ledger.parts.watched(report.slot, _watch):
-            if (
-                state.status == "releasing"
-                and state.stopped
-                and state.flow not in refused
-                and now >= state.fenced_until
-            ):
-                # Released with nothing final recorded: the next holder reconciles (and
-                # verifies) from the last record.
-                if not state.clean or state.progress is None or state.flow not in written:
-                    ledger.parts.remove(state)
-
-    def _stopped(
-        self, state: PartitionState, part: PartitionReport, unit: UnitReport, now: float
-    ) -> None:
-        """The slot says the partition's plan stopped: nothing of it is outstanding."""
-        state.stopped = True
-        state.clean = part.error is None and unit.broken is None
-        if state.status in ("releasing", "halted"):
-            return
-        if part.error is not None:
-            self._ledger.failed(state, part.error, now)
-        elif self._stopping():
-            state.status = "releasing"
-        elif unit.broken is None and state.status == "running":
-            state.retry_later(now, "the copy loop stopped")
-        self._ledger.settle(state, now)
-
-    def _broken(self, slot: int, unit: UnitReport, now: float, *, full: bool = True) -> None:
-        """A unit that broke (or whose loop ended unasked) at the current epoch: a new
-        epoch, and every partition it ran is reconciled again (the blamed one counts a
-        failure). A plan it never applied stopped too: it never will."""
-        ledger = self._ledger
-        failure = unit.broken
-        if failure is None and not unit.exited:
-            return  # the unit runs (every report says so): nothing of it is walked
-        mine = ledger.parts.of_slot(slot, unit.flow)
-        if unit.exited and failure is None and not self._stopping() and mine:
-            failure = Failure("transient", "the copy loop of this flow ended unexpectedly")
-        epoch = ledger.epochs.get((slot, unit.flow), 0)
-        if failure is None or (unit.broken is not None and unit.broken_epoch != epoch):
-            return
-        ledger.epochs[(slot, unit.flow)] = epoch + 1
-        reported = {part.key for part in unit.partitions}
-        blamed = failure.partition_key
-        for state in mine:
-            if not full and _known(state):
-                reported.add(state.key)  # left out of a delta: unchanged, so it ran
-        for state in mine:
-            if state.status == "running":
-                if state.key == blamed:
-                    ledger.failed(state, failure, now)
-                else:
-                    state.retry_later(now, None)
-                    state.backoff = 0.0  # innocent: only the settle delay of a broken unit
-            if state.key not in reported and not state.stopped:
-                state.stopped, state.clean = True, False
-            ledger.settle(state, now)
-        if failure.kind != "lease":
-            log.warning(
-                "%s: copy slot %d stopped on %s: %s", unit.flow, slot, failure.kind, failure.message
-            )
-        else:
-            # No answer reached the slot in time (a driver slow to record reports, or one
-            # holding no lease for the flow): expected now and then, so not a warning, but
-            # every partition of the unit is reconciled again and that must show.
-            log.info(
-                "%s: copy slot %d stopped: %s; its %d partitions are reconciled again",
-                unit.flow,
-                slot,
-                failure.message,
-                len(mine),
-            )
-
-    def _never_ran(self, report: SlotReport, refused: set[str]) -> None:
-        """A plan left out of an answer the slot (or the flow's unit) has since applied,
-        and not in this report, is not running: either it never started (it was withdrawn
-        before the unit applied it) or the driver saw it stopped already."""
-        units = {unit.flow: unit for unit in report.units}
-        for state in self._ledger.parts.watched(report.slot, _watch):
-            since = state.omitted_since
-            if state.stopped or since is None:
-                continue
-            if state.flow in refused:
-                continue
-            unit = units.get(state.flow)
-            if unit is None:
-                gone = report.answered >= since
-            else:
-                listed = any(
-                    part.key == state.key and part.plan == state.last_plan
-                    for part in unit.partitions
-                )
-                if not listed and not report.full:
-                    listed = _known(state)  # left out of a delta: unchanged, so it runs
-                gone = unit.applied >= since and not listed
-            if gone:
-                state.stopped, state.clean = True, False
-
-    def _written(self, progress: Writes, now: float) -> None:
-        ledger = self._ledger
-        for flow, updates in progress.items():
-            ledger.unit_errors.pop(flow, None)
-            for key, written in updates:
-                state = ledger.parts.get(flow, key)
-                if state is None:
-                    continue
-                if written.inflight_end is None:  # a release's final progress
-                    ledger.parts.remove(state)
-                    log.info("%s: released %s-%d at %d", flow, *key, written.next_upstream)
-                    continue
-                if state.status != "running" or state.plan is None:
-                    continue  # the plan ended meanwhile: its claim decides, not this
-                state.progress, state.last_commit = written, now
-                state.reserve = max(state.reserve, written.inflight_end)
-                state.plan = with_reserve(state.plan, state.reserve)
-
-
-def _watch(state: PartitionState) -> bool:
-    """Whether a report must look at ``state`` even when its slot does not list it: it is
-    being released, its plan was left out of an answer and it is not seen stopped, or its
-    last entry taken in holds acknowledgements (or a wait at the reservation) that no
-    progress written covers yet: a commit may come due with time alone. (Only a change of
-    the state brings one of these back, and that watches it again: copying/parts.py.)"""
-    if state.status == "releasing":
-        return True
-    if state.omitted_since is not None and not state.stopped:
-        return True
-    last, progress = state.reported, state.progress
-    if state.status != "running" or progress is None or last is None:
-        return False
-    if last.plan != state.last_plan:
-        return False
-    return last.state == "waiting_reservation" or last.acked_up > progress.next_upstream
-
-
-def _known(state: PartitionState) -> bool:
-    """The slot reported the partition's last plan before (so it ran there)."""
-    return state.reported is not None and state.reported.plan == state.last_plan
 
 
 def _log_late(flow: str, write: Future[None]) -> None:
