@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
+from srm_driver.copier import assignment
 from srm_driver.copier import unit as unit_module
 from srm_driver.copier.lease import Lease
+from srm_driver.copier.partition import PartitionCopy
 from srm_driver.copier.plan import UnitPlan, Wanted, parse_plan
 
 REMOTE = "primary.t"
@@ -682,7 +684,7 @@ def test_source_ends_are_read_a_bounded_number_of_partitions_at_a_time_in_turn(
 ) -> None:
     """Reading every partition's end at every look (ten a second) cost ~38 ms at 2,500
     partitions; each look reads at most _ENDS_PER_LOOK, in turn, so every end is seen."""
-    count = unit_module._ENDS_PER_LOOK * 2 + 50
+    count = assignment._ENDS_PER_LOOK * 2 + 50
     unit = unit_module.FlowUnit(
         replace(_plan(), partitions=_partitions(count)), Lease(), lambda: None
     )
@@ -692,11 +694,11 @@ def test_source_ends_are_read_a_bounded_number_of_partitions_at_a_time_in_turn(
         unit._apply(unit.desired)
     looks = []
     for _ in range(3):
-        unit._ends_seen_ns = 0  # the look is due
+        unit._held.ends_seen_ns = 0  # the look is due
         consumer.ends_read.clear()
         unit._see_ends()
         looks.append(list(consumer.ends_read))
-    assert [len(look) for look in looks] == [unit_module._ENDS_PER_LOOK] * 3
+    assert [len(look) for look in looks] == [assignment._ENDS_PER_LOOK] * 3
     seen = {tp for look in looks for tp in look}
     assert seen == {("t", p) for p in range(count)}, "every partition's end in three looks"
     assert all(p.source_end == 42 for p in unit._parts.values())
@@ -704,7 +706,7 @@ def test_source_ends_are_read_a_bounded_number_of_partitions_at_a_time_in_turn(
     with unit.lock:
         unit._apply(added)
     for _ in range(3):
-        unit._ends_seen_ns = 0
+        unit._held.ends_seen_ns = 0
         unit._see_ends()
     assert unit._parts[("t", count)].source_end == 42, "a partition added is read in turn"
 
@@ -765,13 +767,13 @@ def _settled(count: int) -> unit_module.FlowUnit:
 def _looked_at(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """The partitions whose report entry is built from now on, in order."""
     looked: list[tuple[str, int]] = []
-    build = unit_module.PartitionCopy.report
+    build = PartitionCopy.report
 
-    def counting(self: unit_module.PartitionCopy, boundary: bool) -> dict[str, Any]:
+    def counting(self: PartitionCopy, boundary: bool) -> dict[str, Any]:
         looked.append((self.topic, self.partition))
         return build(self, boundary)
 
-    monkeypatch.setattr(unit_module.PartitionCopy, "report", counting)
+    monkeypatch.setattr(PartitionCopy, "report", counting)
     return looked
 
 
@@ -787,7 +789,7 @@ def test_a_delta_report_looks_only_at_the_partitions_that_changed(
     quiet, _ = unit.report({}, set(), {}, full=False)
     assert quiet["partitions"] == [] and looked == []
     with unit.lock:
-        unit._ends_seen_ns = 0
+        unit._held.ends_seen_ns = 0
         unit._see_ends()  # the same ends as before: nothing changed
     unit.report({}, set(), {}, full=False)
     assert looked == []
@@ -827,3 +829,39 @@ def test_a_partition_acknowledged_after_a_report_is_listed_by_the_next(
     assert [(p["partition"], p["outstanding"], p["records"]) for p in landed["partitions"]] == [
         (1, 0, 4)
     ]
+
+
+def _shared(partitions: int = 2) -> UnitPlan:
+    """A plan into a shared (identity policy) target: origin rule and copy header."""
+    return replace(_plan(), origin_header="srm-origin", copy_header="srm-copy")
+
+
+def test_a_copy_into_a_shared_target_is_stamped_and_one_from_the_target_dropped(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_shared())
+    looped = Message(topic="t", partition=0, offset=1, value=b"x", key=b"k",
+                     headers=[("srm-origin", b"backup")], timestamp=(1, 1))  # fmt: skip
+    _copy(unit, [*_records(0, range(1)), looped, *_records(0, range(2, 3))])
+    sent = made[0].sent
+    assert [m[1] for m in sent] == [b"0-0", b"0-2"], "the record from the target is dropped"
+    assert sent[0][7] == [("h", b"1"), ("srm-origin", b"primary"), ("srm-copy", b"primary/0")]
+    assert _report(unit)["partitions"][0]["dropped"] == 1
+
+
+def test_a_malformed_origin_header_or_an_offset_out_of_range_stops_that_partition_alone(
+    made: list[FakeProducer],
+) -> None:
+    unit = _unit(_shared())
+    bad = Message(topic="t", partition=0, offset=0, value=b"x", key=b"k",
+                  headers=[("srm-origin", b"")], timestamp=(1, 1))  # fmt: skip
+    _copy(unit, [bad])
+    gone = Message(topic="t", partition=1, offset=5,
+                   error=KafkaError(KafkaError.OFFSET_OUT_OF_RANGE))  # fmt: skip
+    _copy(unit, [gone])
+    parts = {p["partition"]: p for p in _report(unit)["partitions"]}
+    assert parts[0]["state"] == "stopped" and parts[0]["error"]["kind"] == "poison"
+    assert parts[0]["error"]["class"] == "MalformedOriginException"
+    assert parts[1]["state"] == "stopped" and parts[1]["error"]["kind"] == "out_of_range"
+    assert set(unit._consumer.paused) >= {("t", 0), ("t", 1)}  # type: ignore[union-attr]
+    assert _report(unit)["broken"] is None, "the unit goes on"
