@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 from srm_driver.copier import control
+from srm_driver.copier import keep as keeping
 from srm_driver.copier.failures import fatal_kind, kind_of
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import Desired, parse_plan
@@ -415,8 +416,8 @@ def test_a_late_answer_does_not_let_the_leases_run_out_and_is_applied_when_it_co
     """Report 1's answer takes 2 s, more than three leases: past KEEP_AFTER_S the slot
     asks for its leases alone, so its unit never loses its lease (before, it stopped and
     every partition was re-verified and restarted); the late answer is applied."""
-    monkeypatch.setattr(control, "KEEP_AFTER_S", 0.2)
-    monkeypatch.setattr(control, "KEEP_EVERY_S", 0.2)
+    monkeypatch.setattr(keeping, "KEEP_AFTER_S", 0.2)
+    monkeypatch.setattr(keeping, "KEEP_EVERY_S", 0.2)
     keeps: list[dict[str, Any]] = []
     keep = (200, {"protocol": 2, "units": {"f": {"lease_ms": 600}}})
     driver.answer = _late_second_answer(keeps, keep)
@@ -440,7 +441,7 @@ def test_a_lease_keep_answered_410_ends_the_slot(
 ) -> None:
     """The slot was found lost while its report was recorded: its keep is told 410, and
     it revokes its leases, stops and ends without waiting for the answer."""
-    monkeypatch.setattr(control, "KEEP_AFTER_S", 0.2)
+    monkeypatch.setattr(keeping, "KEEP_AFTER_S", 0.2)
     keeps: list[dict[str, Any]] = []
     driver.answer = _late_second_answer(keeps, (410, {"error": "copy slot 0 was lost"}))
     thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))

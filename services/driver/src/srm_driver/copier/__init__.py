@@ -7,8 +7,15 @@ of the source and an idempotent producer to the target that stops at its first f
 Records never leave the worker process that copies them. The parts:
 
 * :mod:`~srm_driver.copier.control`: the slot's exchange with the driver (reports,
-  answers, leases, starting and stopping units);
-* :mod:`~srm_driver.copier.unit`: one flow's copy loop;
+  answers, leases, starting and stopping units); :mod:`~srm_driver.copier.keep`: its
+  leases kept while an answer is late;
+* :mod:`~srm_driver.copier.unit`: one flow's copy loop (its lease, plans and failures);
+* :mod:`~srm_driver.copier.assignment`: a unit's partitions, its consumer's assignment
+  and what the driver has of them (delta reports);
+* :mod:`~srm_driver.copier.sender`: records handed to a unit's producer, and its
+  acknowledgements;
+* :mod:`~srm_driver.copier.headers`: a copy's headers into a shared target;
+* :mod:`~srm_driver.copier.producers`: one producer per codec, treated as one;
 * :mod:`~srm_driver.copier.partition`: one upstream partition under one plan (what was
   sent and acknowledged, offset syncs, counters, the latency histogram);
 * :mod:`~srm_driver.copier.plan`: a unit's plan, parsed from an answer;

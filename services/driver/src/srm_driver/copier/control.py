@@ -10,8 +10,8 @@ counted here from when the request was sent. Each unit has its own
 :class:`~srm_driver.copier.lease.Lease`: a flow whose lease runs out stops while the
 others go on. A unit the answer leaves out is stopped and given nothing; a driver that
 does not answer lets every lease run out by itself; one slow to answer is asked for the
-leases alone meanwhile (after :data:`KEEP_AFTER_S`, every :data:`KEEP_EVERY_S`, on a
-connection of its own), so a late answer does not stop the units. The answer also lists the flows
+leases alone meanwhile (:mod:`srm_driver.copier.keep`), so a late answer does not stop
+the units. The answer also lists the flows
 whose part of the report the driver did not take in (``refused``): their syncs, stops
 and exits are kept and reported again. An answer 410 means the driver no longer knows
 this job: the slot revokes every lease, stops everything and ends; so does a run of the
@@ -32,7 +32,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import select
 import ssl
 import threading
 import time
@@ -43,6 +42,7 @@ from urllib.parse import urlsplit
 
 from srm_common.adapters.http_tls import pinned_client_context
 
+from srm_driver.copier.keep import ANSWER_TIMEOUT_S, LeaseKeeper
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import Desired
 from srm_driver.copier.unit import FlowUnit, PlanKey
@@ -50,13 +50,6 @@ from srm_driver.copier.unit import FlowUnit, PlanKey
 log = logging.getLogger(__name__)
 
 _CONNECT_TIMEOUT_S = 2.0
-# How long a report's answer is waited for. Leases do not run out meanwhile: past
-# KEEP_AFTER_S the slot keeps them on a request of its own every KEEP_EVERY_S, so a
-# driver slow to record a report (a busy target) delays the answer, not the copy.
-_ANSWER_TIMEOUT_S = 20.0
-KEEP_AFTER_S = 1.0
-KEEP_EVERY_S = 1.0
-_KEEP_TIMEOUT_S = 2.0
 _UNIT_JOIN_S = 70.0
 PROTOCOL = 2
 # A report of every partition at least this often, whatever changed: a safety net.
@@ -123,6 +116,9 @@ class SlotRunner:
         self._desired = Desired()
         self._full_wanted = True
         self._last_full = 0.0
+        self._keeper = LeaseKeeper(
+            slot, f"{self._path}/lease", self._authorization, self._run, self._open
+        )
 
     def run(self) -> None:
         try:
@@ -221,7 +217,7 @@ class SlotRunner:
                 body=data,
                 headers={"Content-Type": "application/json", "Authorization": self._authorization},
             )
-            if not self._await_answer(connection, time.monotonic()):
+            if not self._keeper.await_answer(connection, time.monotonic(), self._units):
                 self._disconnect()
                 return _Answer(gone=True)  # a keep was answered 410: this run is over
             response = connection.getresponse()
@@ -262,64 +258,6 @@ class SlotRunner:
             log.error("srm copy slot %d: cannot read the driver's answer: %r", self.slot, exc)
             return None
 
-    def _await_answer(self, connection: http.client.HTTPConnection, sent: float) -> bool:
-        """Wait until the answer to the report sent at ``sent`` (monotonic) starts to
-        arrive, keeping the units' leases meanwhile once it is late (see
-        :data:`KEEP_AFTER_S`); False when a keep was answered 410 (this run is over).
-        Raises ``TimeoutError`` after :data:`_ANSWER_TIMEOUT_S`."""
-        sock = connection.sock
-        if sock is None:
-            return True
-        deadline, keep_at = sent + _ANSWER_TIMEOUT_S, sent + KEEP_AFTER_S
-        while True:
-            if isinstance(sock, ssl.SSLSocket) and sock.pending():
-                return True
-            wait = max(0.0, min(deadline, keep_at) - time.monotonic())
-            if select.select([sock], [], [], wait)[0]:
-                return True
-            now = time.monotonic()
-            if now >= deadline:
-                raise TimeoutError(f"no answer to a report within {_ANSWER_TIMEOUT_S:g} s")
-            if now >= keep_at:
-                if not self._keep():
-                    return False
-                keep_at = time.monotonic() + KEEP_EVERY_S
-
-    def _keep(self) -> bool:
-        """Ask for the leases alone and grant each unit its flow's, counted from when
-        asked (copying/protocol.py); False when answered 410. Anything else (no answer, an
-        error) grants nothing: the leases run out by themselves."""
-        body = json.dumps({"protocol": PROTOCOL, "run": self._run}, separators=(",", ":"))
-        sent_at = time.monotonic_ns()
-        connection: http.client.HTTPConnection | None = None
-        try:
-            connection = self._open(_KEEP_TIMEOUT_S)
-            connection.request(
-                "POST",
-                f"{self._path}/lease",
-                body=body.encode(),
-                headers={"Content-Type": "application/json", "Authorization": self._authorization},
-            )
-            response = connection.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException):
-            return True
-        finally:
-            if connection is not None:
-                connection.close()
-        if response.status == 410:
-            return False
-        try:
-            units = json.loads(payload)["units"] if response.status == 200 else {}
-            for flow, entry in dict(units).items():
-                unit = self._units.get(flow)
-                lease = entry.get("lease_ms") if isinstance(entry, dict) else None
-                if unit is not None and isinstance(lease, int) and not isinstance(lease, bool):
-                    unit.lease.grant(sent_at, lease)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.error("srm copy slot %d: cannot read a lease keep's answer: %r", self.slot, exc)
-        return True
-
     def _open(self, timeout: float) -> http.client.HTTPConnection:
         """A new connection to the driver, with ``timeout`` for each read."""
         connection: http.client.HTTPConnection
@@ -343,7 +281,7 @@ class SlotRunner:
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._connection is None:
-            self._connection = self._open(_ANSWER_TIMEOUT_S)
+            self._connection = self._open(ANSWER_TIMEOUT_S)
         return self._connection
 
     def _disconnect(self) -> None:
