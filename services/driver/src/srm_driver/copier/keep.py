@@ -71,11 +71,13 @@ class LeaseKeeper:
         if sock is None:
             return True
         deadline, keep_at = sent + ANSWER_TIMEOUT_S, sent + KEEP_AFTER_S
+        readable = select.poll()  # (no limit on the descriptor's number, unlike select())
+        readable.register(sock, select.POLLIN)
         while True:
             if isinstance(sock, ssl.SSLSocket) and sock.pending():
                 return True
             wait = max(0.0, min(deadline, keep_at) - time.monotonic())
-            if select.select([sock], [], [], wait)[0]:
+            if readable.poll(wait * 1000):
                 return True
             now = time.monotonic()
             if now >= deadline:
