@@ -449,3 +449,35 @@ def test_a_lease_keep_answered_410_ends_the_slot(
     assert not thread.is_alive() and keeps
     (unit,) = FakeUnit.made
     assert not unit.lease.valid() and unit.stop_requested
+
+
+def test_a_report_lost_on_its_way_is_sent_again_once_keeps_find_none_being_recorded(
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Report 1 never reaches the driver's desk (a connection that went dead): the keeps
+    say no report of the slot is being recorded, so after five of them the slot reports
+    again instead of waiting out the answer's whole timeout (20 s)."""
+    monkeypatch.setattr(keeping, "KEEP_AFTER_S", 0.2)
+    monkeypatch.setattr(keeping, "KEEP_EVERY_S", 0.2)
+    keeps: list[dict[str, Any]] = []
+    idle = (200, {"protocol": 2, "units": {"f": {"lease_ms": 4000}}, "recording": False})
+    lost = threading.Event()
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if "seq" not in report:
+            keeps.append(report)
+            return idle
+        if report["seq"] == 1:
+            lost.wait(30)  # never answered while the test runs
+        return 200, _answer(report["seq"], {"f": _unit()})
+
+    driver.answer = answer
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    started = time.monotonic()
+    _wait(lambda: any(r.get("seq") == 2 for r in driver.reports), "report 2 is sent")
+    assert time.monotonic() - started < 5 and len(keeps) >= 5
+    (unit,) = FakeUnit.made
+    assert unit.lease.valid(), "the keeps kept the lease meanwhile"
+    lost.set()
+    driver.answer = lambda report: (410, {})
+    thread.join(10)

@@ -1633,7 +1633,8 @@ def test_a_slot_whose_report_is_still_being_recorded_keeps_its_leases(
     try:
         h.clock.now += 4
         status, answer = keep(h)
-        assert status == 200 and answer == {"protocol": 2, "units": {FLOW: {"lease_ms": 5000}}}
+        assert status == 200 and answer["units"] == {FLOW: {"lease_ms": 5000}}
+        assert answer["recording"] is True, "the slot's report is being recorded"
         assert h.service._ledger.granted[0] == h.clock.now + 5, "a fence waits for this lease"
         assert h.service.status(FLOW)["records"] == 0, "the report is not taken in by it"
         h.lease = 0
@@ -1642,6 +1643,7 @@ def test_a_slot_whose_report_is_still_being_recorded_keeps_its_leases(
         store.release.set()
         thread.join(10)
     assert answered[0][0] == 200 and h.service.status(FLOW)["records"] == 40
+    assert keep(h)[1]["recording"] is False, "answered: the slot waits for nothing more"
 
 
 def test_a_slot_lost_or_run_again_keeps_no_lease(flow: FlowConfig) -> None:

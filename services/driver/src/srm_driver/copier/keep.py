@@ -9,7 +9,9 @@ for its leases alone, every :data:`KEEP_EVERY_S`, on a connection of its own (``
 flow's lease counted from when that request was sent, as for an answer. The driver
 decides a keep under the same fence as an answer: a run that is over is told 410, and
 the slot then stops as for a 410 answer. The answer itself is waited for up to
-:data:`ANSWER_TIMEOUT_S`, and applied as usual when it comes.
+:data:`ANSWER_TIMEOUT_S`, and applied as usual when it comes; but when five keeps in a row
+hear that no report of the slot is being recorded (``"recording": false``: the report or
+its answer was lost on a connection that went dead), the slot reports again.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ ANSWER_TIMEOUT_S = 20.0
 KEEP_AFTER_S = 1.0
 KEEP_EVERY_S = 1.0
 _KEEP_TIMEOUT_S = 2.0
+# Keeps in a row that found no report of the slot being recorded, after which the report
+# is taken for lost (a connection dropped on its way) and sent again. Not fewer: a report
+# still queued in the driver's HTTP server (parsed, or waiting for a thread) is not being
+# recorded yet either, and one given up is answered to no one.
+_IDLE_KEEPS = 5
 PROTOCOL = 2
 
 
@@ -71,6 +78,7 @@ class LeaseKeeper:
         if sock is None:
             return True
         deadline, keep_at = sent + ANSWER_TIMEOUT_S, sent + KEEP_AFTER_S
+        idle = 0  # keeps in a row that found no report of this slot being recorded
         readable = select.poll()  # (no limit on the descriptor's number, unlike select())
         readable.register(sock, select.POLLIN)
         while True:
@@ -80,17 +88,21 @@ class LeaseKeeper:
             if readable.poll(wait * 1000):
                 return True
             now = time.monotonic()
-            if now >= deadline:
-                raise TimeoutError(f"no answer to a report within {ANSWER_TIMEOUT_S:g} s")
+            if now >= deadline or idle >= _IDLE_KEEPS:
+                raise TimeoutError(f"no answer to a report after {now - sent:.1f} s")
             if now >= keep_at:
-                if not self.keep(units):
+                kept = self.keep(units)
+                if kept is None:
                     return False
+                idle = 0 if kept else idle + 1
                 keep_at = time.monotonic() + KEEP_EVERY_S
 
-    def keep(self, units: Mapping[str, Leased]) -> bool:
+    def keep(self, units: Mapping[str, Leased]) -> bool | None:
         """Ask for the leases alone and grant each unit its flow's, counted from when
-        asked; False when answered 410. Anything else (no answer, an error) grants
-        nothing: the leases run out by themselves."""
+        asked; None when answered 410. Anything else (no answer, an error) grants
+        nothing: the leases run out by themselves. False when the driver said no report
+        of this slot is being recorded (the one waited for was lost on its way, or its
+        answer is)."""
         sent_at = time.monotonic_ns()
         connection: http.client.HTTPConnection | None = None
         try:
@@ -109,14 +121,15 @@ class LeaseKeeper:
             if connection is not None:
                 connection.close()
         if response.status == 410:
-            return False
+            return None
         try:
-            granted: Any = json.loads(payload)["units"] if response.status == 200 else {}
-            for flow, entry in dict(granted).items():
+            body: Any = json.loads(payload) if response.status == 200 else {}
+            for flow, entry in dict(body.get("units", {})).items():
                 unit = units.get(flow)
                 lease = entry.get("lease_ms") if isinstance(entry, dict) else None
                 if unit is not None and isinstance(lease, int) and not isinstance(lease, bool):
                     unit.lease.grant(sent_at, lease)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("srm copy slot %d: cannot read a lease keep's answer: %r", self._slot, exc)
-        return True
+            return True
+        return body.get("recording") is not False

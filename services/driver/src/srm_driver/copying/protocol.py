@@ -91,8 +91,11 @@ or was seen stopped already.
 on a busy target) asks for its leases alone, every second until the answer comes, on a
 connection of its own: ``POST /internal/v1/copy/{job}/slots/{slot}/lease`` with
 ``{"protocol": 2, "run": {...}}``, answered ``{"protocol": 2, "units": {"<flow>":
-{"lease_ms": 4000}}}`` (its flows with partitions on the slot, each its flow's lease now)
-and counted, as every lease, from when that request was sent. It is decided as an
+{"lease_ms": 4000}}, "recording": true}`` (its flows with partitions on the slot, each its
+flow's lease now; whether a report of the slot is being recorded) and counted, as every
+lease, from when that request was sent. Five keeps in a row that find no report being
+recorded make the slot give up the answer and report again (the report, or its answer,
+was lost on a connection that went dead). It is decided as an
 answer's leases are, under the same fence: a run fenced or taken over is answered 410
 (and stops, as for a report), a run whose first report was not taken in yet 409 (nothing
 granted), and the lease granted counts into the slot's last lease, from which a fence

@@ -191,7 +191,8 @@ class ReportDesk:
         answer to its report is late (copying/protocol.py): each flow with partitions on
         the slot gets its lease, as an answer would give it, under the same fence (410 for
         a run fenced or taken over, checked under the lock that fences); nothing else is
-        read or changed, and the slot is heard from."""
+        read or changed, and the slot is heard from. ``recording``: whether a report of
+        the slot is being recorded now."""
         ledger = self._ledger
         # Asked before the ledger's lock, as for a report (a task source may take locks of
         # its own); ``now`` was read when the request arrived, after the slot sent it.
@@ -219,7 +220,10 @@ class ReportDesk:
                 # Alive and reaching this driver: a report slow to be recorded is not the
                 # slot's silence (copying/slots.py).
                 ledger.live_slots[slot] = max(ledger.live_slots[slot], now)
-            return 200, {"protocol": DELTA_PROTOCOL, "units": units}
+        # Whether a report of the slot is being recorded now: when none is, the one the
+        # slot waits for was answered or never arrived, and it reports again.
+        recording = (lock := self._slot_locks.get(slot)) is not None and lock.locked()
+        return 200, {"protocol": DELTA_PROTOCOL, "units": units, "recording": recording}
 
     def _over(self, slot: int, run: SlotRun) -> dict[str, object] | None:
         """Why ``run`` of ``slot`` may not be answered any more (410), or None."""
