@@ -393,8 +393,8 @@ def _entry(partition: int, plan: int) -> dict[str, Any]:
 
 
 def _late_second_answer(keeps: list[dict[str, Any]], keep: tuple[int, dict[str, Any]]) -> Any:
-    """A driver that takes 2 s to answer report 1 (its progress waits on a busy target),
-    gives 600 ms leases, and answers each lease keep (recorded in ``keeps``) with ``keep``
+    """A driver that takes 4 s to answer report 1 (its progress waits on a busy target),
+    gives 1.5 s leases, and answers each lease keep (recorded in ``keeps``) with ``keep``
     (a 410 then answers everything after it, as a driver does)."""
 
     def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -404,8 +404,8 @@ def _late_second_answer(keeps: list[dict[str, Any]], keep: tuple[int, dict[str, 
         if keeps and keep[0] == 410:
             return keep  # the run is over for every request
         if report["seq"] == 1:
-            time.sleep(2.0)
-        return 200, _answer(report["seq"], {"f": _unit(lease_ms=600)})
+            time.sleep(4.0)
+        return 200, _answer(report["seq"], {"f": _unit(lease_ms=1500)})
 
     return answer
 
@@ -413,19 +413,19 @@ def _late_second_answer(keeps: list[dict[str, Any]], keep: tuple[int, dict[str, 
 def test_a_late_answer_does_not_let_the_leases_run_out_and_is_applied_when_it_comes(
     driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Report 1's answer takes 2 s, more than three leases: past KEEP_AFTER_S the slot
+    """Report 1's answer takes 4 s, more than two leases: past KEEP_AFTER_S the slot
     asks for its leases alone, so its unit never loses its lease (before, it stopped and
     every partition was re-verified and restarted); the late answer is applied."""
     monkeypatch.setattr(keeping, "KEEP_AFTER_S", 0.2)
     monkeypatch.setattr(keeping, "KEEP_EVERY_S", 0.2)
     keeps: list[dict[str, Any]] = []
-    keep = (200, {"protocol": 2, "units": {"f": {"lease_ms": 600}}})
+    keep = (200, {"protocol": 2, "units": {"f": {"lease_ms": 1500}}, "recording": True})
     driver.answer = _late_second_answer(keeps, keep)
     slot = control.SlotRunner(driver.url, "job1", 0, "s", run={"id": "r1", "attempt": 0})
     thread = _run(slot)
     _wait(lambda: len(driver.reports) >= 2, "report 1 is sent")
     (unit,) = FakeUnit.made
-    deadline = time.monotonic() + 1.9
+    deadline = time.monotonic() + 3.8
     while time.monotonic() < deadline:
         assert unit.lease.valid(), "the lease is kept while the answer is late"
         time.sleep(0.05)
