@@ -21,6 +21,7 @@ from srm_common.metrics.raw import (
     decode,
 )
 from srm_harness.clients import consume_all, end_offsets, produce
+from srm_harness.compare import copied
 from srm_harness.control import write_config
 from srm_harness.records import Record
 from srm_harness.waits import wait_until
@@ -75,14 +76,14 @@ def test_the_samples_of_a_copy_add_up_to_exactly_what_was_copied(
     assert groups and not any(isinstance(s, PartitionSample) for s in mine), "grouped"
     parts = [m for g in groups for m in g.partitions if m.topic == topic]
     n = len(first) + len(second)
-    copied = sum(s.records for s in parts)
+    sampled = sum(s.records for s in parts)
     latencies = sum(s.latency.total for s in parts)
     print(
         f"\nraw metrics: N={n} records produced; sum of records over {len(parts)} partition"
-        f" samples (in {len(groups)} grouped records) = {copied}; latency histogram total ="
+        f" samples (in {len(groups)} grouped records) = {sampled}; latency histogram total ="
         f" {latencies}; {len(mine)} records of this driver in all"
     )
-    assert copied == n
+    assert sampled == n
     assert latencies == n
     assert sum(s.bytes for s in parts) == sum(len(r.value or b"") for r in first + second)
     assert {s.partition for s in parts} == {0, 1, 2}

@@ -115,7 +115,8 @@ def test_aiokafka_reads_with_the_translated_settings(
     kafka_secured, unique_name, tmp_path: Path
 ) -> None:
     from aiokafka import AIOKafkaConsumer
-    from srm_harness import Record, produce
+    from srm_harness.clients import produce
+    from srm_harness.records import Record
 
     cluster = kafka_secured["primary"]
     topic = kafka_secured.create_topic("primary", unique_name("aio"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from srm_harness.clients import consume_all, produce
-from srm_harness.compare import content
+from srm_harness.compare import content, copied
 from srm_harness.control import write_config
 from srm_harness.processes import DriverProcess
 from srm_harness.records import RECENT_MS, Record
@@ -80,5 +80,5 @@ def test_the_copy_slots_run_on_the_workers_and_report_over_http(
     assert started == {"0", "1"}, "both slots ran in the workers' executors"
     assert "copy slot 0 of job" not in driver.log_text(), "no slot ran in the driver's process"
     assert "standalone driver at http://127.0.0.1:" in driver.log_text()
-    copied = len(records) + len(late)
-    print(f"\nstandalone cluster: {copied} records copied, slots {started}")
+    total = len(records) + len(late)
+    print(f"\nstandalone cluster: {total} records copied, slots {started}")
