@@ -117,7 +117,7 @@ class SlotRunner:
         self._full_wanted = True
         self._last_full = 0.0
         self._keeper = LeaseKeeper(
-            slot, f"{self._path}/lease", self._authorization, self._run, self._open
+            slot, f"{self._path}/lease", self._authorization, self._run, self._open, PROTOCOL
         )
 
     def run(self) -> None:

@@ -39,7 +39,6 @@ _KEEP_TIMEOUT_S = 2.0
 # still queued in the driver's HTTP server (parsed, or waiting for a thread) is not being
 # recorded yet either, and one given up is answered to no one.
 _IDLE_KEEPS = 5
-PROTOCOL = 2
 
 
 class Leased(Protocol):
@@ -58,13 +57,14 @@ class LeaseKeeper:
         authorization: str,
         run: Mapping[str, object],
         connect: Callable[[float], http.client.HTTPConnection],
+        protocol: int,
     ) -> None:
         """``path``: the keep's URL path; ``connect``: a new connection to the driver with
-        the given read timeout."""
+        the given read timeout; ``protocol``: the slot's copy protocol (its control loop's)."""
         self._slot = slot
         self._path = path
         self._authorization = authorization
-        self._body = json.dumps({"protocol": PROTOCOL, "run": dict(run)}, separators=(",", ":"))
+        self._body = json.dumps({"protocol": protocol, "run": dict(run)}, separators=(",", ":"))
         self._connect = connect
 
     def await_answer(
