@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from srm_local.ports import free_ports
 
 from srm_bench.catchup import ReplicatorFailedError, RunningReplicator
+from srm_bench.host_limits import broker_heap, prepare
 from srm_bench.machine import ForeignCpu, describe_machine, describe_versions
 from srm_bench.options import BenchOptions
 from srm_bench.progress import say
@@ -48,11 +49,6 @@ from srm_bench.scale_report import plot, table
 from srm_bench.stack import TARGET, BenchStack, delete_consumer_groups, delete_topics_except
 
 COORDINATED = "srm_coordinated"
-# A broker's heap by the data set's partitions: the test clusters' 768 MB ran out on the
-# source at 10,000 partitions after three replicators had fetched them all (OutOfMemoryError,
-# the broker unresponsive, the run lost); kafka-server-start.sh's own default is 1 GB.
-BROKER_HEAP_LARGE = "2g"
-BROKER_HEAP_FROM_PARTITIONS = 2000
 EVENTS_TOPIC = "srm-control.log.internal"  # the target cluster's log (flows into it)
 
 
@@ -91,6 +87,11 @@ def datasets(options: BenchOptions) -> list[ScaleDataset]:
 
 
 def run_scale(options: BenchOptions, folder: Path, started_at: datetime) -> int:
+    largest = max(dataset.total_partitions for dataset in datasets(options))
+    blocked = prepare(largest)
+    if blocked:
+        say("this host cannot hold the largest point's partitions:\n  " + "\n  ".join(blocked))
+        return 2
     points: list[ScalePoint] = []
     interrupted = False
     try:
@@ -129,8 +130,7 @@ def _run_point(options: BenchOptions, folder: Path, point: ScalePoint) -> None:
     dataset = point.dataset
     where = folder / f"p{dataset.total_partitions}"
     where.mkdir(parents=True, exist_ok=True)
-    large = dataset.total_partitions >= BROKER_HEAP_FROM_PARTITIONS
-    stack = BenchStack(where, heap=BROKER_HEAP_LARGE if large else None)
+    stack = BenchStack(where, heap=broker_heap(dataset.total_partitions))
     say(f"scale: {dataset.total_partitions:,} partitions; starting fresh clusters in {where}")
     stack.start()
     try:
