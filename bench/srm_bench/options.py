@@ -51,6 +51,8 @@ class BenchOptions:
     skip_mm2: bool = False
     skip_mm2_tuned: bool = False
     skip_raw: bool = False
+    # --batch-copy: the batch pass-through prototype beside the raw limit (batch_loop.py).
+    batch_copy: bool = False
     skip_latency: bool = False
     spark_master: str | None = None
     # --spark standalone:N: SRM again on a standalone cluster of N workers (spark_run.py).
@@ -114,6 +116,12 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     add("--skip-mm2-tuned", action="store_true", help="do not run MirrorMaker 2 tuned")
     add("--skip-raw", action="store_true", help="do not run Kafka's perf tools")
     add("--skip-latency", action="store_true", help="catch-up only, no latency phase")
+    add(
+        "--batch-copy",
+        action="store_true",
+        help="also run the batch pass-through prototype (record batches copied as they are,"
+        " never decoded; srm_bench.batch_loop) beside the raw limit, reported apart from it",
+    )
     add("--spark-master", help="passed to srm-driver as --spark-master (e.g. local[2])")
     add(
         "--spark",
@@ -232,6 +240,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         skip_mm2=args.skip_mm2,
         skip_mm2_tuned=args.skip_mm2_tuned,
         skip_raw=args.skip_raw,
+        batch_copy=args.batch_copy,
         skip_latency=args.skip_latency or bool(args.wan),
         spark_master=args.spark_master,
         spark_workers=args.spark,

@@ -12,6 +12,11 @@ Candidates, one after the other, each on a freshly wiped target:
 
 ``raw limit = the candidate with the highest copy rate``; the table's raw column shows its
 figures and the notes every candidate's. A candidate that fails is left out (and named).
+
+With ``--batch-copy`` the batch pass-through prototype (:mod:`srm_bench.batch_loop`:
+record batches copied without decoding, through a Kafka client of its own) runs after
+them, measured the same way and reported apart: it is not the copy slot's client, so it
+is not a limit of the slot; it says what passing batches through would buy.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class RawLimit:
     candidates: tuple[RawCandidate, ...]
     perf_tools: RawResult | None = None
     errors: dict[str, str] = field(default_factory=dict)
+    batch_copy: RawCandidate | None = None  # the prototype, never the limit
 
     @property
     def best(self) -> RawCandidate:
@@ -91,6 +97,7 @@ class RawLimit:
             "cpu_s_per_gib": None if self.cpu_s_per_gib is None else round(self.cpu_s_per_gib, 2),
             "candidates": [candidate.describe() for candidate in self.candidates],
             "perf_tools": self.perf_tools.describe() if self.perf_tools else None,
+            "batch_copy_prototype": self.batch_copy.describe() if self.batch_copy else None,
             "errors": self.errors,
         }
 
@@ -107,6 +114,12 @@ class RawLimit:
                 f"  ({PERF_TOOLS}: consumer {tools.consumer.mb_s:.1f} MB/s in"
                 f" {tools.consumer.seconds:.1f} s, producer {tools.producer.mb_s:.1f} MB/s in"
                 f" {tools.producer.seconds:.1f} s)"
+            )
+        if self.batch_copy:
+            c = self.batch_copy
+            lines.append(
+                f"  ({c.name}, not the copy slot and not in the limit: {c.mb_s:.1f} MB/s,"
+                f" {c.cpu_s_per_gib or 0:.1f} CPU s per GiB, peak RSS {c.peak_rss_mb or 0:,.0f} MB)"
             )
         lines += [
             f"  {name} FAILED: {error.splitlines()[0]}" for name, error in self.errors.items()
@@ -140,6 +153,21 @@ def loop_replicator(
     if dataset.codec:  # as the copy slot does on a compressed topic: the source's codec
         command += ["--set", f"producer.compression.type={dataset.codec}"]
     return Replicator(setting.name, command, folder / f"{stem}.args", folder / f"{stem}.log")
+
+
+BATCH_COPY = "batch pass-through prototype"
+
+
+def batch_copy_replicator(source: str, target: str, dataset: Dataset, folder: Path) -> Replicator:
+    import sys
+
+    command = [
+        sys.executable, "-m", "srm_bench.batch_loop",
+        "--source", source, "--target", target,
+        "--topic", dataset.topic, "--remote", remote_topic(dataset.topic),
+        "--partitions", str(dataset.partitions), "--records", str(dataset.records),
+    ]  # fmt: skip
+    return Replicator(BATCH_COPY, command, folder / "batch-copy.args", folder / "batch-copy.log")
 
 
 def measure_raw_limit(
@@ -184,4 +212,23 @@ def measure_raw_limit(
         say(f"  raw: {PERF_TOOLS} FAILED: {exc}")
     if not candidates:
         raise RuntimeError("; ".join(f"{name}: {error}" for name, error in errors.items()))
-    return RawLimit(tuple(candidates), tools, errors)
+    batch_copy = None
+    if options.batch_copy:
+        say(f"  raw: {BATCH_COPY} (wiping backup: {stack.reset_target():.1f} s)")
+        create_topic(stack.target_admin(), remote_topic(dataset.topic), dataset.partitions)
+        replicator = batch_copy_replicator(source, target, dataset, folder)
+        try:
+            with RunningReplicator(replicator) as running:
+                catchup = measure_catchup(
+                    running, stack.target_admin(), dataset, options.catchup_deadline()
+                )
+            batch_copy = RawCandidate(
+                BATCH_COPY, catchup.mb_s, catchup.records_s, catchup.cpu_s_per_gib,
+                catchup.peak_rss_mb,
+            )  # fmt: skip
+            say(f"  raw: {BATCH_COPY}: {catchup.mb_s:.1f} MB/s,"
+                f" {catchup.cpu_s_per_gib or 0:.1f} CPU s per GiB")  # fmt: skip
+        except (RuntimeError, TimeoutError) as exc:
+            errors[BATCH_COPY] = str(exc)
+            say(f"  raw: {BATCH_COPY} FAILED: {exc}")
+    return RawLimit(tuple(candidates), tools, errors, batch_copy)
