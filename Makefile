@@ -96,7 +96,7 @@ test-integration: jars ## integration tests only
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench $(BENCH_ARGS)
 
-bench-scale: jars ## thousands of topics cold-started: SRM vs MirrorMaker 2 (BENCH_ARGS="--topics 200", "--scale-points 1000,5000,10000,30000")
+bench-scale: jars ## thousands of topics cold-started: SRM vs MirrorMaker 2 (BENCH_ARGS="--topics 200", "--scale-points 1000,5000,10000,16000")
 	@PYTHONPATH=bench $(VENV)/bin/python -m srm_bench --scale $(BENCH_ARGS)
 
 bench-wan: jars ## the source a round trip away (Toxiproxy, built by go install if absent): RTT_MS=0,50,150 BENCH_ARGS="--size-mb 200"
