@@ -18,7 +18,7 @@ import os
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from srm_bench.replicators import (
 )
 from srm_bench.scale_catchup import ScaleResult, measure
 from srm_bench.scale_data import ScaleDataset, setup, topic_pattern
+from srm_bench.scale_latency import measure_spread_latency
 from srm_bench.scale_report import plot, table
 from srm_bench.stack import TARGET, BenchStack, delete_consumer_groups, delete_topics_except
 
@@ -225,6 +226,17 @@ def _run_one(
             stall=options.stall_seconds,
             new_topic_deadline=new_topic,
         )
+        if result.never is None and not options.skip_latency:
+            latency = measure_spread_latency(
+                replicator.label,
+                stack.source.bootstrap_servers,
+                stack.target.bootstrap_servers,
+                dataset,
+                rate=options.latency_rate,
+                seconds=options.latency_seconds,
+                warmup=options.latency_warmup,
+            )
+            result = replace(result, steady_latency=latency.describe())
         running.stop()
     return result
 

@@ -45,6 +45,8 @@ class ScaleResult:
     peak_rss_mb: float
     cpu_seconds: float
     cpu_by_process: dict[str, float]
+    # After the new topic: srm_bench.scale_latency's figures (None: not measured).
+    steady_latency: dict[str, object] | None = None
 
     def describe(self) -> dict[str, object]:
         return {k: round(v, 2) if isinstance(v, float) else v for k, v in asdict(self).items()}

@@ -23,7 +23,18 @@ ROWS = (
     ("a new topic copied after, s", "new_topic_seconds"),
     ("peak RSS (process tree), MB", "peak_rss_mb"),
     ("CPU seconds to catch up", "cpu_seconds"),
+    ("steady latency p50, ms", "steady_latency.p50_ms"),
+    ("steady latency p99, ms", "steady_latency.p99_ms"),
 )
+
+
+def _value(result: dict | None, key: str) -> object:  # type: ignore[type-arg]
+    """``key`` of a replicator's figures; ``a.b`` reads ``b`` of the mapping at ``a``."""
+    for part in key.split("."):
+        if not isinstance(result, dict):
+            return None
+        result = result.get(part)
+    return result
 
 
 def table(document: dict) -> str:  # type: ignore[type-arg]
@@ -55,9 +66,9 @@ def table(document: dict) -> str:  # type: ignore[type-arg]
                     notes.append(f"{LABELS[column]} never caught up: {result['never']}")
                     cells.append(f"{'never (' + str(len(notes)) + ')':>15}")
                 else:
-                    cells.append(f"{_cell(result.get(key)):>15}")
-            srm = (systems.get(SRM) or {}).get(key)
-            ratios = [_ratio(srm, (systems.get(c) or {}).get(key)) for c in (MM2, MM2_TUNED)]
+                    cells.append(f"{_cell(_value(result, key)):>15}")
+            srm = _value(systems.get(SRM), key)
+            ratios = [_ratio(srm, _value(systems.get(c), key)) for c in (MM2, MM2_TUNED)]
             lines.append(f"{label:34}" + "".join(cells) + f"{ratios[0]:>10}{ratios[1]:>11}")
         coordinated = point.get("coordinated")
         if coordinated:

@@ -84,3 +84,18 @@ def test_runs_are_merged_by_partition_count() -> None:
     assert [p["dataset"]["total_partitions"] for p in document["points"]] == [1000, 5000, 10_000]
     assert document["runs"] == ["a", "b"]
     assert "never (1)" in table(document)
+
+
+def test_steady_latency_rows_read_the_nested_figures_and_older_results_show_a_dash() -> None:
+    document = {
+        "options": DOCUMENT["options"],
+        "points": [point(1000, 40.0)],
+    }
+    systems = document["points"][0]["systems"]  # type: ignore[index]
+    systems["srm"] = {**systems["srm"], "steady_latency": {"p50_ms": 3.0, "p99_ms": 12.5}}
+    systems["mirrormaker2"] = {**systems["mirrormaker2"], "steady_latency": {"p99_ms": 25.0}}
+    lines = table(document).splitlines()
+    p99 = next(line for line in lines if line.startswith("steady latency p99, ms"))
+    assert "12.5" in p99 and "25.0" in p99 and "0.50" in p99  # SRM/MM2
+    p50 = next(line for line in lines if line.startswith("steady latency p50, ms"))
+    assert p50.split()[-5:] == ["3.0", "-", "-", "-", "-"]

@@ -1,0 +1,150 @@
+"""Steady latency at scale: a slow stream spread over every partition of the data set.
+
+After a replicator of ``make bench-scale`` has caught up (and copied the new topic), records
+are produced at ``rate`` records/s for ``seconds``, record ``n`` to partition ``n mod P`` of
+the data set's P partitions (at 500 records/s over 10,000 partitions, one record a partition
+every 20 s): every partition stays alive and none is busy, which is what a replicator's
+per-partition work costs most under. Each record carries its sequence number and send
+time (the same value layout as :mod:`srm_bench.latency`); a consumer on the target, assigned
+every remote partition at the end offsets read just before, takes ``receive time - send
+time``. Records sent during ``warmup`` are left out of the percentiles; the 5 s windows keep
+the whole phase.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from srm_bench.latency import DRAIN_SECONDS, LatencyResult, percentile, windows
+from srm_bench.progress import say
+from srm_bench.replicators import remote_topic
+from srm_bench.scale_data import ScaleDataset, end_offsets
+from srm_bench.stack import admin_client
+
+_VALUE = struct.Struct(">QQ")  # sequence number, send time in µs (as srm_bench.latency)
+
+
+def spread(dataset: ScaleDataset) -> Callable[[int], tuple[str, int]]:
+    """Where record ``n`` goes: partition ``n mod P`` of the data set, topic by topic."""
+    topics = dataset.topic_names()
+    per_topic = dataset.partitions
+
+    def destination(n: int) -> tuple[str, int]:
+        index = n % (len(topics) * per_topic)
+        return topics[index // per_topic], index % per_topic
+
+    return destination
+
+
+class _Receiver(threading.Thread):
+    def __init__(self, bootstrap: str, assignment: list[TopicPartition]) -> None:
+        super().__init__(name="scale-latency-receiver", daemon=True)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "srm-bench-scale-latency",  # never joined: assigned partitions
+                "enable.auto.commit": False,
+                "log_level": 2,
+            }
+        )
+        self.assignment = assignment
+        self.latency_ms: dict[int, float] = {}
+        self.duplicates = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        self.consumer.assign(self.assignment)
+        try:
+            while not self.stopping.is_set():
+                first = self.consumer.poll(0.1)
+                received_ms = time.time() * 1000
+                if first is None:
+                    continue
+                for message in [first, *self.consumer.consume(500, timeout=0)]:
+                    value = message.value() if message.error() is None else None
+                    if value is None or len(value) < _VALUE.size:
+                        continue
+                    sequence, sent_us = _VALUE.unpack_from(value)
+                    if sequence in self.latency_ms:
+                        self.duplicates += 1
+                    else:
+                        self.latency_ms[sequence] = received_ms - sent_us / 1000
+        finally:
+            self.consumer.close()
+
+
+def measure_spread_latency(
+    label: str,
+    source: str,
+    target: str,
+    dataset: ScaleDataset,
+    *,
+    rate: int,
+    seconds: float,
+    warmup: float,
+) -> LatencyResult:
+    destination = spread(dataset)
+    partitions = [(remote_topic(t), p) for t, p in dataset.source_partitions()]
+    ends = end_offsets(admin_client(target), partitions)
+    receiver = _Receiver(target, [TopicPartition(t, p, ends[(t, p)]) for t, p in partitions])
+    receiver.start()
+    say(
+        f"  {label}: steady latency: {rate} records/s over {len(partitions):,} partitions"
+        f" for {seconds:.0f} s ({warmup:.0f} s warm-up)"
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": source,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            "log_level": 2,
+        }  # fmt: skip
+    )
+    padding = bytes(max(0, dataset.record_size - _VALUE.size))
+    started = time.monotonic()
+    sent = 0
+    while (elapsed := time.monotonic() - started) < seconds:
+        while sent < int(elapsed * rate):
+            topic, partition = destination(sent)
+            now_us = time.time_ns() // 1000
+            producer.produce(topic, _VALUE.pack(sent, now_us) + padding, partition=partition,
+                             timestamp=now_us // 1000)  # fmt: skip
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.002)
+    send_seconds = time.monotonic() - started
+    if producer.flush(30):
+        raise RuntimeError("steady latency: records unacknowledged by the source after 30 s")
+    expected = set(range(min(sent, int(warmup * rate)), sent))
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < deadline and not all(s in receiver.latency_ms for s in expected):
+        time.sleep(0.2)
+    receiver.stopping.set()
+    receiver.join()
+    values = sorted(receiver.latency_ms[s] for s in expected if s in receiver.latency_ms)
+    result = LatencyResult(
+        p50_ms=percentile(values, 50),
+        p99_ms=percentile(values, 99),
+        mean_ms=sum(values) / len(values) if values else math.nan,
+        max_ms=values[-1] if values else math.nan,
+        measured=len(values),
+        expected=len(expected),
+        lost=len(expected) - len(values),
+        duplicates=receiver.duplicates,
+        timestamps_changed=0,
+        sent=sent,
+        send_rate=sent / send_seconds,
+        windows=windows(receiver.latency_ms, sent, rate),
+    )
+    say(
+        f"  {label}: steady latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms"
+        f" ({result.measured:,} records, {result.lost} missing)"
+    )
+    return result

@@ -1,0 +1,13 @@
+"""Where the steady-latency phase of bench-scale sends each record."""
+
+from srm_bench.scale_data import ScaleDataset
+from srm_bench.scale_latency import spread
+
+
+def test_every_partition_gets_one_record_per_cycle_in_topic_order():
+    dataset = ScaleDataset(topics=3, partitions=4, records=20, record_size=1024)
+    destination = spread(dataset)
+    cycle = [destination(n) for n in range(12)]
+    assert sorted(cycle) == sorted(dataset.source_partitions())
+    assert cycle[:5] == [(t, p) for t, p in dataset.source_partitions()][:5]
+    assert destination(12) == destination(0) and destination(25) == destination(1)
