@@ -227,16 +227,20 @@ def _run_one(
             new_topic_deadline=new_topic,
         )
         if result.never is None and not options.skip_latency:
-            latency = measure_spread_latency(
-                replicator.label,
-                stack.source.bootstrap_servers,
-                stack.target.bootstrap_servers,
-                dataset,
-                rate=options.latency_rate,
-                seconds=options.latency_seconds,
-                warmup=options.latency_warmup,
-            )
-            result = replace(result, steady_latency=latency.describe())
+            try:
+                steady = measure_spread_latency(
+                    replicator.label,
+                    stack.source.bootstrap_servers,
+                    stack.target.bootstrap_servers,
+                    dataset,
+                    rate=options.latency_rate,
+                    seconds=options.latency_seconds,
+                    warmup=options.latency_warmup,
+                ).describe()
+            except (RuntimeError, KafkaException) as exc:  # the catch-up figures still count
+                steady = {"error": str(exc)}
+                say(f"  {replicator.label}: steady latency FAILED: {exc}")
+            result = replace(result, steady_latency=steady)
         running.stop()
     return result
 

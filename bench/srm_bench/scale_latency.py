@@ -18,6 +18,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -28,6 +29,7 @@ from srm_bench.scale_data import ScaleDataset, end_offsets
 from srm_bench.stack import admin_client
 
 _VALUE = struct.Struct(">QQ")  # sequence number, send time in µs (as srm_bench.latency)
+ACK_SECONDS = 120.0
 
 
 def spread(dataset: ScaleDataset) -> Callable[[int], tuple[str, int]]:
@@ -79,6 +81,23 @@ class _Receiver(threading.Thread):
             self.consumer.close()
 
 
+@dataclass(frozen=True)
+class SpreadLatency:
+    """The end-to-end figures, and how long the source took to acknowledge the records
+    (a part of every end-to-end latency that no replicator controls)."""
+
+    copy: LatencyResult
+    source_ack_p50_ms: float
+    source_ack_p99_ms: float
+
+    def describe(self) -> dict[str, object]:
+        acks = {
+            "source_ack_p50_ms": self.source_ack_p50_ms,
+            "source_ack_p99_ms": self.source_ack_p99_ms,
+        }
+        return {**self.copy.describe(), **{k: round(v, 2) for k, v in acks.items()}}
+
+
 def measure_spread_latency(
     label: str,
     source: str,
@@ -88,7 +107,7 @@ def measure_spread_latency(
     rate: int,
     seconds: float,
     warmup: float,
-) -> LatencyResult:
+) -> SpreadLatency:
     destination = spread(dataset)
     partitions = [(remote_topic(t), p) for t, p in dataset.source_partitions()]
     ends = end_offsets(admin_client(target), partitions)
@@ -98,6 +117,13 @@ def measure_spread_latency(
         f"  {label}: steady latency: {rate} records/s over {len(partitions):,} partitions"
         f" for {seconds:.0f} s ({warmup:.0f} s warm-up)"
     )
+    acked_ms: list[float] = []
+
+    def acknowledged(error: object, message: object) -> None:
+        if error is None:
+            sent_us = _VALUE.unpack_from(message.value())[1]  # type: ignore[attr-defined]
+            acked_ms.append(time.time() * 1000 - sent_us / 1000)
+
     producer = Producer(
         {
             "bootstrap.servers": source,
@@ -115,13 +141,15 @@ def measure_spread_latency(
             topic, partition = destination(sent)
             now_us = time.time_ns() // 1000
             producer.produce(topic, _VALUE.pack(sent, now_us) + padding, partition=partition,
-                             timestamp=now_us // 1000)  # fmt: skip
+                             timestamp=now_us // 1000, on_delivery=acknowledged)  # fmt: skip
             sent += 1
         producer.poll(0)
         time.sleep(0.002)
     send_seconds = time.monotonic() - started
-    if producer.flush(30):
-        raise RuntimeError("steady latency: records unacknowledged by the source after 30 s")
+    if producer.flush(ACK_SECONDS):
+        raise RuntimeError(
+            f"steady latency: records unacknowledged by the source after {ACK_SECONDS:.0f} s"
+        )
     expected = set(range(min(sent, int(warmup * rate)), sent))
     deadline = time.monotonic() + DRAIN_SECONDS
     while time.monotonic() < deadline and not all(s in receiver.latency_ms for s in expected):
@@ -143,8 +171,10 @@ def measure_spread_latency(
         send_rate=sent / send_seconds,
         windows=windows(receiver.latency_ms, sent, rate),
     )
+    acks = sorted(acked_ms)
     say(
         f"  {label}: steady latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms"
-        f" ({result.measured:,} records, {result.lost} missing)"
+        f" ({result.measured:,} records, {result.lost} missing; the source acknowledged"
+        f" p99 {percentile(acks, 99):.1f} ms)"
     )
-    return result
+    return SpreadLatency(result, percentile(acks, 50), percentile(acks, 99))

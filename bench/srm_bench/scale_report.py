@@ -25,6 +25,7 @@ ROWS = (
     ("CPU seconds to catch up", "cpu_seconds"),
     ("steady latency p50, ms", "steady_latency.p50_ms"),
     ("steady latency p99, ms", "steady_latency.p99_ms"),
+    ("  (the source's acks p99, ms)", "steady_latency.source_ack_p99_ms"),
 )
 
 
@@ -81,6 +82,10 @@ def table(document: dict) -> str:  # type: ignore[type-arg]
                 f" rounds; largest event {coordinated.get('largest_event_bytes', 0):,} bytes"
                 f" of {coordinated.get('events', 0)}"
             )
+        for column in COLUMNS:
+            failed = _value(systems.get(column), "steady_latency.error")
+            if failed:
+                notes.append(f"{LABELS[column]} steady latency not measured: {failed}")
         for index, note in enumerate(notes, start=1):
             lines.append(f"  ({index}) {note}")
         for name, error in point.get("errors", {}).items():

@@ -99,3 +99,11 @@ def test_steady_latency_rows_read_the_nested_figures_and_older_results_show_a_da
     assert "12.5" in p99 and "25.0" in p99 and "0.50" in p99  # SRM/MM2
     p50 = next(line for line in lines if line.startswith("steady latency p50, ms"))
     assert p50.split()[-5:] == ["3.0", "-", "-", "-", "-"]
+
+
+def test_a_steady_latency_that_failed_is_a_note_not_a_figure() -> None:
+    document = {"options": DOCUMENT["options"], "points": [point(1000, 40.0)]}
+    systems = document["points"][0]["systems"]  # type: ignore[index]
+    systems["mirrormaker2"] = {**systems["mirrormaker2"], "steady_latency": {"error": "slow"}}
+    text = table(document)
+    assert "MirrorMaker 2 steady latency not measured: slow" in text
