@@ -7,7 +7,7 @@ each different from the others, so that the bytes compress as much as JSON does 
 as much as repetition would. Each replicator's copy is judged by what it costs (the
 catch-up's steady CPU seconds per GiB, as without ``--codec``) and what it leaves: the
 bytes of the remote topic's log segments against the source's, and the codec of the
-remote batches (read from the log with a raw Fetch, :mod:`srm_local.log_batches`).
+remote batches (read from the log with a raw Fetch, :mod:`srm_harness.log_batches`).
 
 MirrorMaker 2 with defaults writes with its producer's default (none). MirrorMaker 2
 tuned gets the data set's codec as ``backup.producer.compression.type``, which is what a
@@ -98,7 +98,7 @@ def measure_codec(
     remote: str,
 ) -> CodecResult:
     """The copy's bytes and codec on the target (once it caught up)."""
-    from srm_local.log_batches import data_codecs, log_batches
+    from srm_harness.log_batches import data_codecs, log_batches
 
     source, target = log_bytes(source_folder, topic), log_bytes(target_folder, remote)
     codecs = data_codecs(log_batches(target_bootstrap, remote, first=20))

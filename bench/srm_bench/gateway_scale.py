@@ -116,7 +116,7 @@ def measure(args: argparse.Namespace) -> None:
     if chromium is None:
         print("dashboard: no chromium installed (apt-get install chromium)")
     else:
-        from srm_local.browser import Browser
+        from srm_harness.browser import Browser
 
         loaded = "document.body.dataset.loaded === 'true'"
         for _ in range(args.repeat):

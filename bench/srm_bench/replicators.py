@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from srm_local.mirrormaker import log4j2_properties, with_logging
+from srm_harness.mirrormaker import log4j2_properties, with_logging
 from srm_local.tools import tool_command
 
 from srm_bench.stack import SOURCE, TARGET

@@ -2,7 +2,7 @@
 
 After the replicators of the run (SRM on ``local[*]`` among them, on the same data), a
 Spark standalone master and ``N`` workers of ``--spark-worker-cores`` cores start from
-the PySpark install (:class:`srm_local.spark_standalone.SparkStandalone`, the harness of
+the PySpark install (:class:`srm_harness.spark_standalone.SparkStandalone`, the harness of
 ``tests/integration/test_spark_workers.py``), and SRM's driver runs again, on a wiped
 target, with ``--spark-master`` pointing at it: same catch-up and latency phases.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from srm_local.spark_standalone import SparkStandalone
+from srm_harness.spark_standalone import SparkStandalone
 
 from srm_bench.options import MIB
 from srm_bench.process_tree import TreeMonitor, sample_tree

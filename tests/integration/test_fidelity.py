@@ -30,15 +30,15 @@ from srm_driver.topic_sync import TopicSync
 from srm_harness.clients import admin, consume_all, end_offsets, produce
 from srm_harness.compare import content, copied
 from srm_harness.control import write_config
-from srm_harness.records import RECENT_MS, Record
-from srm_harness.waits import wait_until
-from srm_local.log_batches import (
+from srm_harness.log_batches import (
     WORTH_COMPRESSING,
     codec_share,
     data_codecs,
     log_batches,
     log_bytes,
 )
+from srm_harness.records import RECENT_MS, Record
+from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -378,7 +378,7 @@ def test_zstd_and_lz4_topics_keep_their_codec_and_every_record(
         target_log = log_batches(kafka["backup"], remote)
         assert data_codecs(source_log, WORTH_COMPRESSING) == {codec}
         # (A batch of a few records stays uncompressed when compressing would not shrink
-        # it: srm_local.log_batches.WORTH_COMPRESSING.)
+        # it: srm_harness.log_batches.WORTH_COMPRESSING.)
         codecs = data_codecs(target_log, WORTH_COMPRESSING)
         assert codecs == {codec}, f"{remote} batches: {codecs}"
         assert codec_share(target_log, codec) > 0.9

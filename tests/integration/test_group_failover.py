@@ -26,9 +26,9 @@ from srm_harness.compare import copied
 from srm_harness.control import write_config
 from srm_harness.group_ledger import Ledger
 from srm_harness.group_scenario import consume, group_offsets, produce_numbered
+from srm_harness.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 from srm_harness.processes import CoordinatorProcess, DriverProcess, log_tails
 from srm_harness.waits import wait_until
-from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 from srm_local.tools import run_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

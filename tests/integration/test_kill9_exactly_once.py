@@ -20,9 +20,9 @@ import pytest
 from srm_harness.clients import SteadyProducer, consume_all, end_offsets
 from srm_harness.compare import content, count_copy
 from srm_harness.control import get_json, write_config
+from srm_harness.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 from srm_harness.processes import DriverProcess
 from srm_harness.waits import wait_caught_up, wait_until
-from srm_local.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, TopicPartition
 from srm_common.adapters.mirror_client import ClusterUnavailableError, MirrorClient
 from srm_common.domain.records import Checkpoint
 from srm_harness.clients import create_topic, list_topics, produce
+from srm_harness.mirrormaker import MirrorMaker2
 from srm_harness.records import Record
-from srm_local.mirrormaker import MirrorMaker2
 
 pytestmark = pytest.mark.integration
 

@@ -44,9 +44,9 @@ from srm_harness.group_scenario import (
     set_group_offsets,
     wait_group_empty,
 )
+from srm_harness.mirrormaker import MirrorMaker2
 from srm_harness.waits import wait_until
 from srm_local.jars import kafka_version
-from srm_local.mirrormaker import MirrorMaker2
 
 pytestmark = pytest.mark.integration
 

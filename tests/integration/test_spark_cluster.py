@@ -19,8 +19,8 @@ from srm_harness.compare import content, copied
 from srm_harness.control import write_config
 from srm_harness.processes import DriverProcess
 from srm_harness.records import RECENT_MS, Record
+from srm_harness.spark_standalone import SparkStandalone
 from srm_harness.waits import wait_until
-from srm_local.spark_standalone import SparkStandalone
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -36,8 +36,8 @@ from srm_harness.clients import SteadyProducer, consume_all, end_offsets
 from srm_harness.compare import content, count_copy
 from srm_harness.control import write_config
 from srm_harness.processes import DriverProcess
+from srm_harness.spark_standalone import SparkStandalone
 from srm_harness.waits import wait_caught_up, wait_until
-from srm_local.spark_standalone import SparkStandalone
 from srm_local.tls_files import TlsFiles, write_tls_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

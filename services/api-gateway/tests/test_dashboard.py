@@ -17,7 +17,7 @@ from srm_api_gateway.testing import FLOW, big_history, get, served
 from srm_common.config.model import SrmConfig
 from srm_common.metrics.aggregate import Aggregate, Figures
 from srm_common.metrics.raw import Histogram
-from srm_local.browser import Browser
+from srm_harness.browser import Browser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[3] / ".run" / "artifacts"

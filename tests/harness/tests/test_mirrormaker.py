@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from srm_local import mirrormaker
-from srm_local.mirrormaker import MirrorMaker2, log4j2_properties, properties_text
+from srm_harness import mirrormaker
+from srm_harness.mirrormaker import MirrorMaker2, log4j2_properties, properties_text
 
 # Values that a plain "key = value" line would change on the way into MirrorMaker 2.
 AWKWARD = {

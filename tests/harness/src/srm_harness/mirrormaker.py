@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from srm_common.config.properties_file import format_properties
-
 from srm_local.tools import tool_command
 
 _LOG4J2 = """\

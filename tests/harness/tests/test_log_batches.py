@@ -1,11 +1,11 @@
-"""Reading record batch headers as the log stores them (srm_local.log_batches), on batches
+"""Reading record batch headers as the log stores them (srm_harness.log_batches), on batches
 aiokafka builds: no broker needed for the parsing."""
 
 from __future__ import annotations
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from srm_local.log_batches import _parse
+from srm_harness.log_batches import _parse
 
 
 def _batch(codec: int, offsets: list[int]) -> bytes:
