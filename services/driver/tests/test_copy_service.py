@@ -488,7 +488,7 @@ def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
     h = Harness(flow)
     plan = started(h)["plan"]
     store = FailingStore(h.journal, {})
-    h.service._flow_adapters("primary->backup").store = store  # type: ignore[misc]
+    h.service._adapters.get("primary->backup").store = store  # type: ignore[misc]
     store.fail = True
     h.clock.now += 2
     status, answer = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
@@ -828,7 +828,7 @@ def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_answer_for_the_others(
     h = Harness(flow, others=[other])
     plans = both_started(h)
     hanging = HangingStore(h.journals[OTHER])
-    h.service._flow_adapters(OTHER).store = hanging  # type: ignore[misc]
+    h.service._adapters.get(OTHER).store = hanging  # type: ignore[misc]
     h.clock.now += 2
     parts = (
         unit(FLOW, part(plans[FLOW], 40, 40, records=40)),
@@ -931,14 +931,14 @@ def test_partitions_waiting_for_their_offsets_are_asked_only_that_in_one_round(
     are reconciled, facts and all, only once theirs can be read."""
     h = Harness(flow)
     loads = 0
-    load = h.service._flow_adapters(FLOW).store.load
+    load = h.service._adapters.get(FLOW).store.load
 
     def counted() -> dict[tuple[str, int], Progress]:
         nonlocal loads
         loads += 1
         return load()
 
-    h.service._flow_adapters(FLOW).store.load = counted  # type: ignore[method-assign]
+    h.service._adapters.get(FLOW).store.load = counted  # type: ignore[method-assign]
     first = {("orders", p) for p in range(10)}
     h.facts.unreadable = {tp: "Broker: Not leader for partition" for tp in first if tp[1] >= 3}
     h.service.set_owned(FLOW, dict.fromkeys(first, REMOTE))
@@ -1013,7 +1013,7 @@ def test_a_flow_whose_cluster_hangs_does_not_hold_up_the_plans_of_the_others(
             release.wait(10)
             return super().gather(routes)
 
-    h.service._flow_adapters(OTHER).facts = HangingFacts()  # type: ignore[misc]
+    h.service._adapters.get(OTHER).facts = HangingFacts()  # type: ignore[misc]
     h.report()
     h.service.set_owned(OTHER, {TP: f"{OTHER.split('->')[0]}.orders"})
     h.service.set_owned(FLOW, {TP: REMOTE})
@@ -1609,7 +1609,7 @@ def recording(
     thread and where its answer goes."""
     monkeypatch.setattr(reports, "WRITE_BUDGET_S", 60.0)
     plan = started(h)["plan"]
-    store = h.service._flow_adapters(FLOW).store
+    store = h.service._adapters.get(FLOW).store
     assert isinstance(store, BlockingStore)
     store.armed = True
     h.clock.now += 2  # past the commit interval: the report's progress is written
@@ -1716,7 +1716,7 @@ def test_a_planning_pass_reads_no_state_of_a_running_partition(
     h.clock.now += 6  # codecs of running plans without one are due
     planner = h.service._planner
     planner.plan_due(h.clock.now, FLOW)
-    planner.check_codecs(h.clock.now, FLOW)
+    h.service._checks.check_codecs(h.clock.now, FLOW)
     assert reads[0] == 0, f"{reads[0]} reads of partition states"
     monkeypatch.setattr(PartitionState, "__getattribute__", read)
     with h.service._ledger.lock:  # one partition sent back: the pass looks at it alone

@@ -1,6 +1,6 @@
 """Plans (each flow on its own thread): pending partitions reconciled from Kafka and
-given a plan, or halted; running partitions whose topics were deleted or recreated sent
-back.
+given a plan, or halted. (Running partitions are checked by
+:class:`~srm_driver.copying.running_checks.RunningChecks`.)
 
 Work follows the batch, not the partition: the facts of up to :data:`PLAN_BATCH`
 partitions are read in a few requests (one ListOffsets per cluster and side, a partition
@@ -8,14 +8,14 @@ that cannot be read waits alone), and their claims (progress with the reservatio
 the syncs of verified records) are written in one write before their plans are handed
 out. Reads happen outside the ledger's lock.
 
-Leases are held per flow: a flow this driver holds no lease for now is neither reconciled
-nor checked; its pending partitions wait (saying why) while other flows go on."""
+Leases are held per flow: a flow this driver holds no lease for now is not reconciled;
+its pending partitions wait (saying why) while other flows go on."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
@@ -25,20 +25,14 @@ from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import position, sync_records
 from srm_driver.copying.protocol import PartitionPlan
-from srm_driver.copying.restart import decide_restart, identity_changed
+from srm_driver.copying.restart import decide_restart
+from srm_driver.copying.running_checks import TopicCodecs
 from srm_driver.copying.slots import Slots
 from srm_driver.copying.state import PartitionState
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-# How often the topics of running partitions are checked for deletion or recreation (by
-# topic id); the copy loops' clients do not tell.
-IDENTITY_CHECK_S = 2.0
-# How often running partitions of topics whose codec is not known yet (empty when
-# planned) are looked at again, and how often every running topic's codec is.
-CODEC_UNKNOWN_S = 5.0
-CODEC_REFRESH_S = 600.0
 # Partitions reconciled from one reading of their facts and claimed in one write: the
 # first plans of a cold start go out after one batch, not after all 10,000 partitions.
 PLAN_BATCH = 2000
@@ -63,16 +57,14 @@ class Planner:
         lease_ms: Callable[[str], int],
         clock: Callable[[], float],
         slots: Slots,
+        codecs: TopicCodecs,
     ) -> None:
         self._ledger = ledger
         self._slots = slots
         self._adapters = adapters
         self._lease_ms = lease_ms
         self._clock = clock
-        self._identity_due: dict[str, float] = {}
-        # Per flow: the codec of each source topic found so far, and when to look again.
-        self._codecs: dict[str, dict[str, str]] = {}
-        self._codec_due: dict[str, tuple[float, float]] = {}
+        self._codecs = codecs
         self._awaiting = Awaiting(ledger, adapters)
 
     def plan_due(self, now: float, flow: str) -> None:
@@ -181,26 +173,9 @@ class Planner:
             if claim is not None:
                 claims.append(claim)
         if claims:
-            self._find_codecs(adapters, flow, [c.state.key for c in claims], known=True)
+            self._codecs.find(adapters, flow, [c.state.key for c in claims], known=True)
             self._claim(adapters, flow, claims)
         return recorded
-
-    def _find_codecs(
-        self, adapters: FlowAdapters, flow: str, keys: list[TopicPartition], *, known: bool
-    ) -> dict[str, str]:
-        """The codecs of the topics of ``keys``, asked of the source (``known``: only for
-        topics whose codec is not known yet); one that cannot be found stays unknown."""
-        codecs = self._codecs.setdefault(flow, {})
-        wanted: dict[str, list[int]] = {}
-        for topic, partition in keys:
-            if not known or topic not in codecs:
-                wanted.setdefault(topic, []).append(partition)
-        if wanted:
-            try:
-                codecs.update(adapters.facts.codecs(wanted))
-            except SrmError as exc:
-                log.warning("%s: cannot find the codecs of %d topics: %s", flow, len(wanted), exc)
-        return codecs
 
     def _decide(
         self,
@@ -286,81 +261,11 @@ class Planner:
             resume.start,
             resume.downstream,
             claim.progress.inflight_end or resume.start,
-            self._codecs.get(state.flow, {}).get(state.key[0], ""),
+            self._codecs.of(state.flow, state.key[0]),
         )
         state.resume = None
         state.running(plan, claim.progress)
         state.last_commit = now
-
-    def check_codecs(self, now: float, flow: str) -> None:
-        """Give ``flow``'s running plans the codec of their source topic when it was not
-        known (every :data:`CODEC_UNKNOWN_S`) or changed (every :data:`CODEC_REFRESH_S`):
-        the next answer carries the plan with its new codec."""
-        unknown_due, refresh_due = self._codec_due.get(flow, (0.0, now + CODEC_REFRESH_S))
-        refresh = now >= refresh_due
-        if (now < unknown_due and not refresh) or self._lease_ms(flow) <= 0:
-            return
-        with self._ledger.lock:
-            parts = self._ledger.parts
-            keys = [
-                state.key
-                for state in (parts.of_flow(flow) if refresh else parts.uncoded(flow))
-                if state.status == "running"
-                and state.plan is not None
-                and (refresh or not state.plan.codec)
-            ]
-        self._codec_due[flow] = (
-            now + CODEC_UNKNOWN_S,
-            now + CODEC_REFRESH_S if refresh else refresh_due,
-        )
-        if not keys:
-            return
-        try:
-            adapters = self._adapters(flow)
-        except SrmError as exc:
-            log.warning("%s: cannot find the codecs of its topics: %s", flow, exc)
-            return
-        codecs = self._find_codecs(adapters, flow, keys, known=False)
-        with self._ledger.lock:
-            for key in keys:
-                state = self._ledger.parts.get(flow, key)
-                codec = codecs.get(key[0], "")
-                if state is None or state.status != "running" or state.plan is None:
-                    continue
-                if codec and codec != state.plan.codec:
-                    log.info("%s: copies compressed with %s from now on", state.where, codec)
-                    state.plan = replace(state.plan, codec=codec)
-
-    def check_identities(self, now: float, flow: str) -> None:
-        """Send back ``flow``'s running partitions whose source or remote topic was
-        deleted or recreated: the reconcile that follows halts them with the reason."""
-        if now < self._identity_due.get(flow, 0.0) or self._lease_ms(flow) <= 0:
-            return
-        with self._ledger.lock:
-            states = {
-                state.key: state
-                for state in self._ledger.parts.of_flow(flow)
-                if state.status == "running" and state.progress is not None
-            }
-        if not states:
-            return
-        self._identity_due[flow] = now + IDENTITY_CHECK_S
-        try:
-            found = self._adapters(flow).facts.identities(
-                {key: state.remote for key, state in states.items()}
-            )
-        except SrmError as exc:
-            log.warning("%s: cannot check the topics of its partitions: %s", flow, exc)
-            return
-        with self._ledger.lock:
-            for key, state in states.items():
-                progress = state.progress
-                if state.status != "running" or progress is None or key not in found:
-                    continue
-                if identity_changed(progress, *found[key]):
-                    log.error("%s: a topic was deleted or recreated; stopping it", state.where)
-                    state.retry_later(now, "a topic was deleted or recreated")
-                    state.backoff = 0.0
 
 
 @dataclass(frozen=True)
