@@ -32,16 +32,13 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import ssl
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
-from srm_common.adapters.http_tls import pinned_client_context
-
+from srm_driver.copier.driver_link import PROTOCOL, Answer, DriverLine, read_answer
 from srm_driver.copier.keep import ANSWER_TIMEOUT_S, LeaseKeeper
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import Desired
@@ -49,9 +46,7 @@ from srm_driver.copier.unit import FlowUnit, PlanKey
 
 log = logging.getLogger(__name__)
 
-_CONNECT_TIMEOUT_S = 2.0
 _UNIT_JOIN_S = 70.0
-PROTOCOL = 2
 # A report of every partition at least this often, whatever changed: a safety net.
 FULL_EVERY_S = 30.0
 
@@ -64,20 +59,6 @@ class _Snapshot:
     exited: list[str] = field(default_factory=list)
     full: bool = True
     sent: dict[str, dict[PlanKey, dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class _Answer:
-    gone: bool = False
-    version: int = -1
-    lease_ms: int = 0
-    report_ms: int = 200
-    stop: bool = False
-    units: dict[str, Any] = field(default_factory=dict)
-    refused: set[str] = field(default_factory=set)
-    base: int | None = None
-    full: bool = False
-    incompatible: str | None = None
 
 
 class SlotRunner:
@@ -97,27 +78,23 @@ class SlotRunner:
         # executor): in every report, so that the driver fences the run a newer one took
         # over (srm_driver.copying.runs).
         self._run = run or {"id": uuid.uuid4().hex, "attempt": 0, "executor": ""}
-        url = urlsplit(control_url)
-        self._https = url.scheme == "https"
-        # The driver's listener certificate (PEM), handed over with the job: the one
-        # server these reports go to (srm_common.adapters.http_tls.pinned_client_context).
-        self._server_certificate = server_certificate
-        self._host, self._port = url.hostname or "127.0.0.1", url.port
-        self._path = f"{url.path.rstrip('/')}/internal/v1/copy/{job_id}/slots/{slot}"
+        # server_certificate: the driver's listener certificate (PEM), handed over with
+        # the job: the one server these reports go to.
+        self._line = DriverLine(control_url, server_certificate, ANSWER_TIMEOUT_S)
+        self._path = f"{self._line.base_path}/internal/v1/copy/{job_id}/slots/{slot}"
         self._authorization = f"Bearer {secret}"
         self._job_id = job_id
         self.slot = slot
         self._units: dict[str, FlowUnit] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._signal = threading.Event()
-        self._connection: http.client.HTTPConnection | None = None
         self._seq = 0
         self._answered = -1
         self._desired = Desired()
         self._full_wanted = True
         self._last_full = 0.0
         self._keeper = LeaseKeeper(
-            slot, f"{self._path}/lease", self._authorization, self._run, self._open, PROTOCOL
+            slot, f"{self._path}/lease", self._authorization, self._run, self._line.open, PROTOCOL
         )
 
     def run(self) -> None:
@@ -129,8 +106,7 @@ class SlotRunner:
             self._stop_units()
             for thread in self._threads.values():
                 thread.join(_UNIT_JOIN_S)
-            if self._connection is not None:
-                self._connection.close()
+            self._line.disconnect()
 
     def nudge(self) -> None:
         self._signal.set()
@@ -205,12 +181,12 @@ class SlotRunner:
         self._seq += 1
         return snapshot
 
-    def _exchange(self, snapshot: _Snapshot) -> _Answer | None:
+    def _exchange(self, snapshot: _Snapshot) -> Answer | None:
         """POST the report; the answer, or None when there is none to act on (the driver
         is unreachable or refused it: the leases run out by themselves)."""
         data = json.dumps(snapshot.body, separators=(",", ":")).encode()
         try:
-            connection = self._connect()
+            connection = self._line.connect()
             connection.request(
                 "POST",
                 self._path,
@@ -218,78 +194,16 @@ class SlotRunner:
                 headers={"Content-Type": "application/json", "Authorization": self._authorization},
             )
             if not self._keeper.await_answer(connection, time.monotonic(), self._units):
-                self._disconnect()
-                return _Answer(gone=True)  # a keep was answered 410: this run is over
+                self._line.disconnect()
+                return Answer(gone=True)  # a keep was answered 410: this run is over
             response = connection.getresponse()
             payload = response.read()
         except (OSError, http.client.HTTPException):
-            self._disconnect()
+            self._line.disconnect()
             return None
-        if response.status == 410:
-            return _Answer(gone=True)
-        if response.status != 200:
-            log.warning(
-                "srm copy slot %d: the driver answered %d: %s",
-                self.slot,
-                response.status,
-                payload[:500].decode("utf-8", "replace"),
-            )
-            return None
-        try:
-            body = json.loads(payload)
-            protocol = body.get("protocol", 1)
-            if protocol != PROTOCOL or isinstance(protocol, bool):
-                return _Answer(
-                    incompatible=f"the driver speaks copy protocol {protocol} and this slot"
-                    f" {PROTOCOL}: the driver and its copy slots come from different versions"
-                )
-            base = body.get("base")
-            return _Answer(
-                base=base if isinstance(base, int) and not isinstance(base, bool) else None,
-                full=body.get("full") is True,
-                version=int(body["version"]),
-                lease_ms=int(body["lease_ms"]),
-                report_ms=int(body["report_ms"]),
-                stop=body.get("stop") is True,
-                units=dict(body["units"]),
-                refused={str(flow) for flow in body.get("refused") or ()},
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            log.error("srm copy slot %d: cannot read the driver's answer: %r", self.slot, exc)
-            return None
+        return read_answer(self.slot, response.status, payload)
 
-    def _open(self, timeout: float) -> http.client.HTTPConnection:
-        """A new connection to the driver, with ``timeout`` for each read."""
-        connection: http.client.HTTPConnection
-        if self._https:
-            connection = http.client.HTTPSConnection(
-                self._host,
-                self._port,
-                timeout=_CONNECT_TIMEOUT_S,
-                context=pinned_client_context(self._server_certificate)
-                if self._server_certificate
-                else ssl.create_default_context(),
-            )
-        else:
-            connection = http.client.HTTPConnection(
-                self._host, self._port, timeout=_CONNECT_TIMEOUT_S
-            )
-        connection.connect()
-        if connection.sock is not None:
-            connection.sock.settimeout(timeout)
-        return connection
-
-    def _connect(self) -> http.client.HTTPConnection:
-        if self._connection is None:
-            self._connection = self._open(ANSWER_TIMEOUT_S)
-        return self._connection
-
-    def _disconnect(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    def _grant(self, answer: _Answer, sent_at: int) -> None:
+    def _grant(self, answer: Answer, sent_at: int) -> None:
         """Give each unit the lease its entry in the answer carries (the slot-level one if
         the entry has none), counted from ``sent_at``; a unit the answer leaves out gets
         nothing (it is being stopped; its lease runs out by itself)."""
@@ -312,7 +226,7 @@ class SlotRunner:
             if thread is not None:
                 thread.join(1)
 
-    def _apply(self, answer: _Answer, sent_at: int) -> bool:
+    def _apply(self, answer: Answer, sent_at: int) -> bool:
         """Bring the units to the answer's desired state; False (nothing applied) when it
         is a delta onto a version this slot does not hold, or malformed: the driver then
         answers the next report, which names the version held, with the whole state."""
