@@ -25,13 +25,8 @@ from srm_common.metrics.raw import (
 )
 from srm_driver.copying.meter import PartitionMetrics
 from srm_driver.copying.state import Counters
-from srm_driver.raw_metrics import (
-    QUEUED_BATCHES,
-    FlowView,
-    GroupMetrics,
-    MetricsSampler,
-    TargetWriter,
-)
+from srm_driver.raw_metrics import FlowView, GroupMetrics, MetricsSampler
+from srm_driver.raw_metrics_writer import QUEUED_BATCHES, TargetWriter
 
 CONFIG = """\
 clusters:

@@ -51,8 +51,9 @@ from srm_driver.heartbeats import HeartbeatEmitter, HeartbeatTask
 from srm_driver.internal_writer import InternalWriter, producer_config
 from srm_driver.kafka_admin import admin_client, create_topic, ensure_compacted_topic
 from srm_driver.progress_store import ProgressStore
-from srm_driver.raw_metrics import RAW_TOPIC_PARTITIONS, RawMetrics, TargetWriter
-from srm_driver.raw_metrics import producer_config as metrics_producer_config
+from srm_driver.raw_metrics import RawMetrics
+from srm_driver.raw_metrics_writer import RAW_TOPIC_PARTITIONS, TargetWriter
+from srm_driver.raw_metrics_writer import producer_config as metrics_producer_config
 from srm_driver.rest import copier_principal, create_app
 from srm_driver.runtime import DriverRuntime
 from srm_driver.settings import DriverSettings
