@@ -23,6 +23,7 @@ from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
 from srm_driver.copying.slots import SLOT_LOST_S
 from srm_driver.copying.state import PartitionState, ResumeRequest
 from srm_driver.spark import SparkSetupError
+from srm_driver.testing import FakeCopyJob
 
 FLOW = "primary->backup"
 OTHER = "primary->dr"  # a second flow, into another target cluster
@@ -114,49 +115,6 @@ class FakeFacts:
         return None
 
 
-class FakeJob:
-    slots = 2
-    local = True
-
-    def __init__(self) -> None:
-        self.job_id: str | None = None
-        self.error: str | None = None
-        self.more: list[int] = []
-        # The executors Spark lists (None: local mode, or Spark could not be asked).
-        self.listed: frozenset[str] | None = None
-        # Spark: up, still starting (False), or failed to start (a SparkSetupError).
-        self.up: bool | SparkSetupError = True
-
-    def ready(self) -> bool:
-        if isinstance(self.up, SparkSetupError):
-            raise self.up
-        return self.up
-
-    def start(self) -> str:
-        self.job_id = "job-1"
-        return self.job_id
-
-    def grow(self) -> list[int]:
-        """Slots Spark can run beyond those asked for: none unless a test adds some."""
-        added, self.more = self.more, []
-        return added
-
-    def executors(self) -> frozenset[str] | None:
-        return self.listed
-
-    def running(self) -> bool:
-        return self.job_id is not None
-
-    def cancel(self) -> None:
-        self.job_id = None
-
-    def join(self, timeout: float) -> bool:
-        return True
-
-    def active_slots(self) -> int:
-        return 0
-
-
 @pytest.fixture
 def flow(tmp_path: Path) -> FlowConfig:
     path = tmp_path / "srm.yaml"
@@ -194,7 +152,7 @@ class Harness:
         self.lease = 5000
         self.leases: dict[str, int] = {}  # per flow, where it differs from ``lease``
         self.events: list[CopyEvent] = []
-        self.job = FakeJob()
+        self.job = FakeCopyJob()
         self.job.local = local
         self.job.up = spark
         adapters = {

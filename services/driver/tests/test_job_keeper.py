@@ -7,59 +7,25 @@ from srm_driver.copying.job_keeper import JobKeeper
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.slots import Slots
 from srm_driver.spark import SparkSetupError
+from srm_driver.testing import FakeCopyJob
 
 WRITE_TIMEOUT_MS = 10_000
 
 
-class Job:
+def _cluster_job() -> FakeCopyJob:
     """A copy job on a cluster (not local): its slots may outlive it on executors."""
-
-    slots = 2
-    local = False
-
-    def __init__(self) -> None:
-        self.job_id: str | None = None
-        self.error: str | None = None
-        self.started = 0
-        self.up: bool | SparkSetupError = True
-        self.active = 1
-
-    def ready(self) -> bool:
-        if isinstance(self.up, SparkSetupError):
-            raise self.up
-        return self.up
-
-    def start(self) -> str:
-        self.started += 1
-        self.job_id = f"job-{self.started}"
-        return self.job_id
-
-    def grow(self) -> list[int]:
-        return []
-
-    def executors(self) -> frozenset[str] | None:
-        return None
-
-    def running(self) -> bool:
-        return self.job_id is not None
-
-    def cancel(self) -> None:
-        self.job_id = None
-
-    def join(self, timeout: float) -> bool:
-        return True
-
-    def active_slots(self) -> int:
-        return self.active
+    job = FakeCopyJob()
+    job.local, job.active = False, 1
+    return job
 
 
-def _keeper(job: Job) -> tuple[JobKeeper, Ledger]:
+def _keeper(job: FakeCopyJob) -> tuple[JobKeeper, Ledger]:
     ledger = Ledger({}, lambda event: None, settle_s=6.0, wait_out_s=12.0)
     return JobKeeper(job, ledger, Slots(ledger, 0.0), WRITE_TIMEOUT_MS), ledger
 
 
 def test_a_job_that_ended_starts_again_after_its_last_lease_and_the_write_timeout() -> None:
-    job = Job()
+    job = _cluster_job()
     keeper, ledger = _keeper(job)
     keeper.tick(100.0)
     assert (keeper.id, job.started) == ("job-1", 1)
@@ -77,7 +43,7 @@ def test_a_job_that_ended_starts_again_after_its_last_lease_and_the_write_timeou
 
 
 def test_a_local_job_whose_slots_all_ended_starts_again_at_once() -> None:
-    job = Job()
+    job = _cluster_job()
     job.local = True
     keeper, ledger = _keeper(job)
     keeper.tick(100.0)
@@ -88,7 +54,7 @@ def test_a_local_job_whose_slots_all_ended_starts_again_at_once() -> None:
 
 
 def test_spark_that_cannot_start_is_fatal_and_no_job_starts() -> None:
-    job = Job()
+    job = _cluster_job()
     job.up = SparkSetupError("no Java 17")
     keeper, _ledger = _keeper(job)
     keeper.tick(100.0)
@@ -97,7 +63,7 @@ def test_spark_that_cannot_start_is_fatal_and_no_job_starts() -> None:
 
 
 def test_a_stop_is_proven_finished_only_for_a_local_job_with_no_slot_left() -> None:
-    job = Job()
+    job = _cluster_job()
     keeper, _ledger = _keeper(job)
     keeper.tick(100.0)
     assert keeper.stop(1.0) is False  # on a cluster: slots may still run elsewhere
