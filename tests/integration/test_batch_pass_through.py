@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import Producer
 from srm_harness.clients import consume_all
 from srm_harness.compare import content
+from srm_harness.log_batches import log_batches
 from srm_harness.records import RECENT_MS
 from srm_harness.waits import wait_until
-from srm_local.log_batches import log_batches
 from srm_local.paths import project_root
 
 pytestmark = [pytest.mark.integration]
