@@ -7,8 +7,8 @@ the remote topic and takes ``receive time - record timestamp`` for each record (
 replicators keep the source's CreateTime; a record whose timestamp differs from the send
 time in its value is counted as ``timestamps_changed``, and its latency is taken from
 the value instead). Records sent during the first ``warmup`` seconds are left out of the
-percentiles; ``windows`` keeps p50/p99/max of every 5 s of the whole phase, warm-up
-included, so a transient stays visible.
+percentiles; ``windows`` keeps p50/p99/max of every 5 s (``window_seconds``) of the
+whole phase, warm-up included, so a transient stays visible.
 
 Why 15 s of warm-up: on a 2-core machine, right after a replicator's catch-up both
 brokers (and the replicator's JVM) recompile for the new, small-request workload; their
@@ -48,14 +48,15 @@ class LatencyResult:
     timestamps_changed: int
     sent: int
     send_rate: float
-    # p50, p99 and max (ms) of each WINDOW_SECONDS of the phase, warm-up included.
+    # p50, p99 and max (ms) of each window_seconds of the phase, warm-up included.
     windows: tuple[tuple[float, float, float], ...] = ()
+    window_seconds: int = WINDOW_SECONDS
 
     def describe(self) -> dict[str, object]:
         values = asdict(self)
         values["windows"] = [
             {
-                "start_s": i * WINDOW_SECONDS,
+                "start_s": i * self.window_seconds,
                 **{
                     k: None if math.isnan(v) else round(v, 2)
                     for k, v in zip(_WINDOW_KEYS, w, strict=True)
@@ -67,11 +68,11 @@ class LatencyResult:
 
 
 def windows(
-    latency_ms: dict[int, float], sent: int, rate: int
+    latency_ms: dict[int, float], sent: int, rate: int, seconds: int = WINDOW_SECONDS
 ) -> tuple[tuple[float, float, float], ...]:
-    """(p50, p99, max) of the records sent in each WINDOW_SECONDS (by sequence number:
+    """(p50, p99, max) of the records sent in each ``seconds`` (by sequence number:
     record ``n`` was sent at ``n / rate`` s); a window with nothing received is NaN."""
-    per_window = rate * WINDOW_SECONDS
+    per_window = rate * seconds
     result = []
     for first in range(0, sent, per_window):
         values = sorted(
@@ -157,6 +158,7 @@ def measure_latency(
     rate: int,
     seconds: float,
     warmup: float,
+    window_seconds: int = WINDOW_SECONDS,
 ) -> LatencyResult:
     """Produce at ``rate`` for ``seconds`` and measure; see the module docstring."""
     if not wait_for_topic(admin_client(target), remote, partitions, 60):
@@ -185,7 +187,8 @@ def measure_latency(
         timestamps_changed=receiver.timestamps_changed,
         sent=sent,
         send_rate=sent / send_seconds,
-        windows=windows(receiver.latency_ms, sent, rate),
+        windows=windows(receiver.latency_ms, sent, rate, window_seconds),
+        window_seconds=window_seconds,
     )
     say(
         f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "

@@ -102,9 +102,16 @@ def wait_until_led(admin: AdminClient, names: list[str], partitions: int, timeou
         time.sleep(0.5)
 
 
-def load(bootstrap: str, dataset: ScaleDataset, names: Iterable[str] | None = None) -> float:
+def load(
+    bootstrap: str,
+    dataset: ScaleDataset,
+    names: Iterable[str] | None = None,
+    *,
+    timeout: float = 300.0,
+) -> float:
     """Write ``dataset.records`` records into every partition of ``names`` (default: the
-    data set's topics); seconds. Raises when a record is not acknowledged."""
+    data set's topics); seconds. Raises when a record is not acknowledged within
+    ``timeout`` seconds (librdkafka retries it meanwhile, as leaders come up)."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -112,6 +119,7 @@ def load(bootstrap: str, dataset: ScaleDataset, names: Iterable[str] | None = No
             "enable.idempotence": True,
             "linger.ms": 50,
             "queue.buffering.max.kbytes": 262_144,
+            "message.timeout.ms": int(timeout * 1000),
             "log_level": 2,
         }
     )
@@ -136,7 +144,7 @@ def load(bootstrap: str, dataset: ScaleDataset, names: Iterable[str] | None = No
                 sent += 1
             if sent % 20_000 < dataset.records:
                 producer.poll(0)
-    left = producer.flush(300)
+    left = producer.flush(timeout + 30)
     if left or errors:
         raise RuntimeError(f"loading the scale data set: {left} unacknowledged, {errors[:3]}")
     return time.monotonic() - started

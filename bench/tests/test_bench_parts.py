@@ -276,6 +276,10 @@ def test_latency_windows_cover_the_whole_phase_by_sequence_number() -> None:
     assert result.describe()["windows"] == [
         {"start_s": 0, "p50_ms": 1.0, "p99_ms": None, "max_ms": 3.0}
     ]
+    (whole,) = windows(latency, 120, rate, seconds=12)  # one window of 120 records
+    assert whole == (20.0, 49.0, 49.0)
+    by_minute = LatencyResult(1.0, 2.0, 1.5, 3.0, 1, 1, 0, 0, 0, 1, 10.0, (result.windows * 2), 60)
+    assert [w["start_s"] for w in by_minute.describe()["windows"]] == [0, 60]
 
 
 def test_codec_values_are_distinct_json_of_the_record_size_that_compress_as_json() -> None:
