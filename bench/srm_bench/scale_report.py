@@ -147,13 +147,25 @@ def _ratio(srm: object, other: object) -> str:
 
 
 def merged(documents: list[dict]) -> dict:  # type: ignore[type-arg]
-    """One document of several runs' points, by partition count (a later run's point
-    replaces an earlier one's of the same count); the options are the first run's, and
-    every run's start is kept in ``runs``."""
+    """One document of several runs' points, by partition count: a later run's figures of
+    a replicator replace an earlier run's of the same count (a run of SRM alone updates
+    SRM's figures and keeps MirrorMaker 2's); the options are the first run's, and every
+    run's start is kept in ``runs``."""
     points: dict[int, dict] = {}  # type: ignore[type-arg]
     for document in documents:
         for point in document["points"]:
-            points[point["dataset"]["total_partitions"]] = point
+            count = point["dataset"]["total_partitions"]
+            earlier = points.get(count)
+            if earlier is None:
+                points[count] = point
+                continue
+            points[count] = {
+                **earlier,
+                **point,
+                "systems": {**earlier.get("systems", {}), **point.get("systems", {})},
+                "errors": {**earlier.get("errors", {}), **point.get("errors", {})},
+                "coordinated": point.get("coordinated") or earlier.get("coordinated"),
+            }
     return {
         **documents[0],
         "runs": [d.get("started_at") for d in documents],

@@ -86,6 +86,18 @@ def test_runs_are_merged_by_partition_count() -> None:
     assert "never (1)" in table(document)
 
 
+def test_a_later_run_of_srm_alone_keeps_the_earlier_mirrormaker_figures() -> None:
+    first = {**DOCUMENT, "started_at": "a", "points": [point(5000, 40.0)]}
+    alone = point(5000, 40.0)
+    alone["systems"] = {"srm": result(25.0)}
+    alone["coordinated"] = None
+    second = {**DOCUMENT, "started_at": "b", "points": [alone]}
+    (merged_point,) = merged([first, second])["points"]
+    assert merged_point["systems"]["srm"]["catchup_seconds"] == 25.0
+    assert merged_point["systems"]["mirrormaker2"]["catchup_seconds"] == 40.0
+    assert merged_point["coordinated"]["largest_event_bytes"] == 41257
+
+
 def test_steady_latency_rows_read_the_nested_figures_and_older_results_show_a_dash() -> None:
     document = {
         "options": DOCUMENT["options"],
