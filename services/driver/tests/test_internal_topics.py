@@ -112,7 +112,6 @@ def test_topic_configs_are_synced_every_interval_unless_switched_off(
 ) -> None:
     now = [100.0]
     monkeypatch.setattr(flow_topics.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(flow_topics, "topic_partitions", lambda _admin: {})
     flow = flow_with(
         **{
             "sync.topic.configs.enabled": str(enabled).lower(),

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import ConfigEntry, ConfigResource, NewPartitions, NewTopic
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import ConfigEntry, ConfigResource, NewTopic
 from srm_common.config import parse_yaml_text
+from srm_driver.testing import FakeController, done_future, failed_future
 from srm_driver.topic_sync import TopicSync
 
 # Kafka 4.1.1's two refusals (POLICY_VIOLATION): too many records, too many partitions.
@@ -26,98 +26,6 @@ def flow(extra: str = ""):  # noqa: ANN201 - a FlowConfig
         f"flows:\n  primary->backup: {{enabled: true, topics: 'scale.*'{extra}}}\n"
     )
     return config.flow("primary", "backup")
-
-
-@dataclass
-class _Partition:
-    leader: int = 1
-    error: object = None
-
-
-@dataclass
-class _Topic:
-    partitions: dict[int, _Partition]
-    error: object = None
-
-
-@dataclass
-class _Metadata:
-    topics: dict[str, _Topic]
-
-
-@dataclass
-class FakeController:
-    """A cluster whose controller refuses, whole, any request generating more than
-    ``cap`` metadata records (one per topic, partition and config, as KRaft counts)."""
-
-    cap: int = 10_000
-    refusal: str = TOO_MANY_RECORDS
-    topics: dict[str, int] = field(default_factory=dict)
-    configs: dict[str, dict[str, str]] = field(default_factory=dict)
-    requests: list[tuple[str, int, int]] = field(default_factory=list)  # (what, items, records)
-
-    def list_topics(self, topic: str | None = None, timeout: float = 0) -> _Metadata:
-        names = [topic] if topic is not None else list(self.topics)
-        return _Metadata(
-            {
-                name: _Topic({p: _Partition() for p in range(self.topics[name])})
-                for name in names
-                if name in self.topics
-            }
-        )
-
-    def describe_configs(
-        self, resources: list[ConfigResource], request_timeout: float = 0
-    ) -> dict[ConfigResource, Future[dict[str, object]]]:
-        return {resource: _done({}) for resource in resources}
-
-    def create_topics(
-        self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float = 0
-    ) -> dict[str, Future[None]]:
-        records = sum(1 + t.num_partitions + len(t.config) for t in new_topics)
-        if self._refused("create", len(new_topics), records):
-            return {t.topic: _refused(self.refusal) for t in new_topics}
-        for topic in new_topics:
-            self.topics[topic.topic] = topic.num_partitions
-            self.configs[topic.topic] = dict(topic.config)
-        return {t.topic: _done(None) for t in new_topics}
-
-    def create_partitions(
-        self,
-        requests: list[NewPartitions],
-        operation_timeout: float = 0,
-        request_timeout: float = 0,
-    ) -> dict[str, Future[None]]:
-        records = sum(r.new_total_count - self.topics[r.topic] for r in requests)
-        if self._refused("grow", len(requests), records):
-            return {r.topic: _refused(self.refusal) for r in requests}
-        for request in requests:
-            self.topics[request.topic] = request.new_total_count
-        return {r.topic: _done(None) for r in requests}
-
-    def incremental_alter_configs(
-        self, resources: list[ConfigResource], request_timeout: float = 0
-    ) -> dict[ConfigResource, Future[None]]:
-        records = sum(len(r.incremental_configs) for r in resources)
-        if self._refused("alter", len(resources), records):
-            return {r: _refused(self.refusal) for r in resources}
-        return {r: _done(None) for r in resources}
-
-    def _refused(self, what: str, items: int, records: int) -> bool:
-        self.requests.append((what, items, records))
-        return records > self.cap
-
-
-def _done(value: object) -> Future[object]:
-    future: Future[object] = Future()
-    future.set_result(value)
-    return future
-
-
-def _refused(message: str) -> Future[object]:
-    future: Future[object] = Future()
-    future.set_exception(KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, message)))
-    return future
 
 
 def source_with(topics: int, partitions: int) -> FakeController:
@@ -217,7 +125,8 @@ def test_a_topic_policy_refusing_one_topic_is_not_split_but_reported() -> None:
     def create_topics(new_topics: list[NewTopic], **kwargs: float) -> dict[str, Future[None]]:
         kept = [t for t in new_topics if t.topic != "primary.scale.t0007"]
         futures = original(kept, **kwargs)
-        futures["primary.scale.t0007"] = _refused("Topic name is not allowed by policy")  # type: ignore[assignment]
+        refusal = failed_future(KafkaError.POLICY_VIOLATION, "Topic name is not allowed by policy")
+        futures["primary.scale.t0007"] = refusal  # type: ignore[assignment]
         return futures
 
     target.create_topics = create_topics  # type: ignore[method-assign]
@@ -242,7 +151,7 @@ class LimitsController(FakeController):
     ) -> dict[ConfigResource, Future[dict[str, object]]]:
         self.described.append([r.name for r in resources])
         return {
-            r: _done(
+            r: done_future(
                 {"max.message.bytes": ConfigEntry("max.message.bytes", str(self.limits[r.name]))}
             )
             for r in resources

@@ -4,6 +4,17 @@ first copy, grown with their source, configs synced (MM2's rules, :mod:`topic_sy
 Only partitions whose remote topic is ready are handed to copying; the others are tried
 again with a backoff, so one topic the target refuses (a policy, a quota) holds up only
 itself.
+
+Work follows what changed, not what exists. Every ``refresh.topics.interval.seconds``
+every owned topic is looked at on both clusters (a remote topic deleted, a source topic
+grown). In between, a pass costs nothing unless some owned partition's remote topic is
+not ready: then only those topics are looked at, by name (:mod:`topic_listing`), at
+most every :data:`LOOK_EVERY_S`. A remote topic the target has but does not list yet
+(created a moment ago, by this driver or another: a broker loading thousands of new
+partitions shows later topics minutes after their creation), or lists with a transient
+error, is taken to exist for :data:`TRUST_PRESENT_S`: it is looked at, not created or
+grown again (each attempt was answered "already exists", every few seconds, with
+three listings of the whole cluster each time).
 """
 
 from __future__ import annotations
@@ -17,13 +28,20 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from srm_common.config.model import FlowConfig
 
-from srm_driver.kafka_admin import KafkaAdminError, topic_partitions
+from srm_driver.kafka_admin import KafkaAdminError
+from srm_driver.topic_listing import TopicListing, list_topics_of
 from srm_driver.topic_sync import TopicSync, TopicSyncError
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 RETRY_SECONDS = 5.0
+# Remote topics not ready for the owned partitions are looked at again this often (and
+# this soon after this driver created or grew some).
+LOOK_EVERY_S = 2.0
+LOOK_AFTER_CHANGE_S = 0.5
+# A remote topic the target has but does not list (yet) is not sent again for this long.
+TRUST_PRESENT_S = 60.0
 ROUND_TRIP_EVERY_S = 60.0
 ROUND_TRIP_SAMPLES = 5
 
@@ -39,13 +57,20 @@ class FlowTopics:
         self._target_admin = target_admin
         self._sync = TopicSync(flow, source_admin, target_admin)
         self._ready: dict[str, int] = {}  # source topic -> partitions its remote topic has
+        # Source topic -> until when its remote topic, not listed (yet) as the owned
+        # partitions need it, is taken to exist (see the module docstring).
+        self._present: dict[str, float] = {}
         self._retry_at = 0.0
+        self._look_at = 0.0
         self._next_config_sync = time.monotonic() + flow.sync_topic_configs_interval_seconds
         self._next_refresh = 0.0
+        # The owned set last given, the partitions it needs per topic (highest + 1), and
+        # its topics whose remote topic is not ready for it.
+        self._owned: frozenset[TopicPartition] = frozenset()
+        self._needed: dict[str, int] = {}
+        self._missing: set[str] = set()
         # The last answer of :meth:`ready`, for which owned set; stale once the remote
         # topics' counts changed.
-        self._owned: frozenset[TopicPartition] = frozenset()
-        self._missing = False
         self._result: Mapping[TopicPartition, str] = {}
         self._result_for: frozenset[TopicPartition] | None = None
         self._stale = True
@@ -58,21 +83,29 @@ class FlowTopics:
     def ready(self, owned: frozenset[TopicPartition]) -> Mapping[TopicPartition, str]:
         """The owned partitions whose remote partition exists, upstream -> remote topic.
 
-        Creates or grows remote topics for owned partitions that have none yet, at most
-        every few seconds while that fails. The same mapping object is returned as long
-        as ``owned`` (the same object) and the remote topics did not change, so a caller
-        can tell a change by identity, and a pass over 10,000 partitions that changed
-        nothing costs nothing."""
+        Creates or grows remote topics for owned partitions that have none yet, looking
+        at only those (see the module docstring). The same mapping object is returned as
+        long as ``owned`` (the same object) and the remote topics did not change, so a
+        caller can tell a change by identity, and a pass over 10,000 partitions that
+        changed nothing costs nothing."""
         now = time.monotonic()
-        if owned is not self._owned or self._stale:
+        if owned is not self._owned:
             self._owned = owned
-            self._missing = any(self._ready.get(topic, 0) <= p for topic, p in owned)
-        refresh = now >= self._next_refresh
-        if (self._missing or refresh) and now >= self._retry_at:
-            self._ensure({topic for topic, _ in owned})
+            needed: dict[str, int] = {}
+            for topic, partition in owned:
+                if needed.get(topic, 0) <= partition:
+                    needed[topic] = partition + 1
+            self._needed = needed
+            missing = self._missing_now()
+            if missing - self._missing:
+                self._look_at = 0.0  # topics not looked at for these partitions yet
+            self._missing = missing
+        if now >= self._next_refresh and now >= self._retry_at:
+            self._ensure(set(self._needed), now, everything=True)
             interval = self.flow.refresh_topics_interval_seconds
             self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
-            self._missing = any(self._ready.get(topic, 0) <= p for topic, p in owned)
+        elif self._missing and now >= max(self._look_at, self._retry_at):
+            self._ensure(self._missing, now, everything=False)
         self._maybe_sync_configs(now)
         if self._stale or self._result_for is not owned:
             self._result = {
@@ -82,11 +115,52 @@ class FlowTopics:
             self._stale = False
         return self._result
 
-    def _ensure(self, topics: set[str]) -> None:
+    def _missing_now(self) -> set[str]:
+        return {topic for topic, n in self._needed.items() if self._ready.get(topic, 0) < n}
+
+    def _ensure(self, topics: set[str], now: float, *, everything: bool) -> None:
+        """Look at the remote topics of ``topics`` (``everything``: all owned ones, to
+        follow the source; else those not ready), then create or grow what needs it."""
+        self._look_at = now + LOOK_EVERY_S
+        remote_of = {topic: self.remote_topic(topic) for topic in topics}
         try:
-            counts = topic_partitions(self._source_admin)
+            remote = list_topics_of(self._target_admin, remote_of.values())
+        except KafkaAdminError as exc:
+            log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
+            self._retry_at = now + RETRY_SECONDS
+            return
+        listed = {t: remote.counts[r] for t, r in remote_of.items() if r in remote.counts}
+        for topic, name in remote_of.items():
+            if name in remote.unsettled:
+                self._present[topic] = now + TRUST_PRESENT_S
+        ready = dict(self._ready) if not everything else {}
+        ready.update((topic, listed.get(topic, 0)) for topic in topics)
+        ready = {topic: count for topic, count in ready.items() if count}
+        if ready != self._ready:
+            self._ready = ready
+            self._stale = True
+        self._present = {t: until for t, until in self._present.items() if until > now}
+        candidates = {
+            topic
+            for topic in topics
+            if (everything or listed.get(topic, 0) < self._needed.get(topic, 0))
+            and topic not in self._present
+        }
+        if candidates:
+            self._create_or_grow(candidates, remote, now)
+        self._missing = self._missing_now()
+
+    def _create_or_grow(self, topics: set[str], remote: TopicListing, now: float) -> None:
+        topic_of = {self.remote_topic(topic): topic for topic in topics}
+        try:
+            counts = list_topics_of(self._source_admin, topics).counts
             wanted = {topic: counts[topic] for topic in topics if topic in counts}
-            for change in self._sync.ensure_remote_topics(wanted):
+            try:
+                changes = self._sync.ensure_remote_topics(wanted, remote)
+            finally:
+                for name in self._sync.present:
+                    self._present[topic_of.get(name, name)] = now + TRUST_PRESENT_S
+            for change in changes:
                 log.info("%s: %s", self.flow.name, change)
             # Topics whose remote topic existed already (a restart) were not described.
             self._sync.learn_record_limits(wanted)
@@ -94,20 +168,13 @@ class FlowTopics:
             for change in exc.changes:
                 log.info("%s: %s", self.flow.name, change)
             log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
-            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._retry_at = now + RETRY_SECONDS
         except KafkaAdminError as exc:
             log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
-            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._retry_at = now + RETRY_SECONDS
             return
-        try:
-            remote = topic_partitions(self._target_admin)
-        except KafkaAdminError as exc:
-            log.error("%s: %s", self.flow.name, exc)
-            return
-        ready = {topic: remote.get(self.remote_topic(topic), 0) for topic in topics}
-        if ready != self._ready:
-            self._ready = ready
-            self._stale = True
+        if self._sync.present:
+            self._look_at = min(self._look_at, now + LOOK_AFTER_CHANGE_S)
 
     def _maybe_sync_configs(self, now: float) -> None:
         if not self.flow.sync_topic_configs_enabled or now < self._next_config_sync:

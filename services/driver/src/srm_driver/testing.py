@@ -6,6 +6,12 @@ talks to Kafka or starts a thread.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
 
 
 class NoBeats:
@@ -90,3 +96,140 @@ class FakeCopyJob:
 
     def active_slots(self) -> int:
         return self.active
+
+
+@dataclass
+class _Partition:
+    leader: int = 1
+    error: object = None
+
+
+@dataclass
+class _Topic:
+    partitions: dict[int, _Partition]
+    error: object = None
+
+
+@dataclass
+class _Metadata:
+    topics: dict[str, _Topic]
+
+
+@dataclass
+class FakeController:
+    """A cluster's admin API as topic sync uses it: the controller's topics (``topics``,
+    partition counts) and the metadata its broker answers with. The controller refuses,
+    whole, any request generating more than ``cap`` metadata records (one per topic,
+    partition and config, as KRaft counts), and answers "already exists" for a topic it
+    has. The metadata leaves out ``hidden`` topics (a broker that has not loaded them
+    yet; ``hide_created``: every topic created from now on) and shows ``unsettled`` ones
+    with ``LEADER_NOT_AVAILABLE``. ``listings`` counts whole-cluster metadata requests,
+    ``described_topics`` the names of each request by name, ``entries`` the partition entries
+    answered in all, ``requests`` each change request (what, items, records)."""
+
+    cap: int = 10_000
+    refusal: str = "Unable to perform excessively large batch operation."
+    topics: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    requests: list[tuple[str, int, int]] = field(default_factory=list)
+    hidden: set[str] = field(default_factory=set)
+    unsettled: set[str] = field(default_factory=set)
+    hide_created: bool = False
+    listings: int = 0
+    described_topics: list[list[str]] = field(default_factory=list)
+    entries: int = 0
+
+    def _shown(self, name: str) -> _Topic | None:
+        if name not in self.topics or name in self.hidden:
+            return None
+        if name in self.unsettled:
+            return _Topic({}, KafkaError(KafkaError.LEADER_NOT_AVAILABLE))
+        self.entries += self.topics[name]
+        return _Topic({p: _Partition() for p in range(self.topics[name])})
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> _Metadata:
+        if topic is None:
+            self.listings += 1
+        names = [topic] if topic is not None else list(self.topics)
+        shown = {name: self._shown(name) for name in names}
+        return _Metadata({name: t for name, t in shown.items() if t is not None})
+
+    def describe_topics(
+        self, topics: TopicCollection, request_timeout: float = 0
+    ) -> dict[str, Future[object]]:
+        self.described_topics.append(list(topics.topic_names))
+        futures: dict[str, Future[object]] = {}
+        for name in topics.topic_names:
+            shown = self._shown(name)
+            if shown is None:
+                futures[name] = failed_future(KafkaError.UNKNOWN_TOPIC_OR_PART)
+            elif shown.error is not None:
+                futures[name] = failed_future(KafkaError.LEADER_NOT_AVAILABLE)
+            else:
+                futures[name] = done_future(SimpleNamespace(partitions=list(shown.partitions)))
+        return futures
+
+    def describe_configs(
+        self, resources: list[ConfigResource], request_timeout: float = 0
+    ) -> dict[ConfigResource, Future[object]]:
+        return {resource: done_future({}) for resource in resources}
+
+    def create_topics(
+        self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float = 0
+    ) -> dict[str, Future[object]]:
+        records = sum(1 + t.num_partitions + len(t.config) for t in new_topics)
+        if self._refused("create", len(new_topics), records):
+            return {t.topic: self._refusal() for t in new_topics}
+        futures: dict[str, Future[object]] = {}
+        for topic in new_topics:
+            if topic.topic in self.topics:
+                futures[topic.topic] = failed_future(KafkaError.TOPIC_ALREADY_EXISTS)
+                continue
+            self.topics[topic.topic] = topic.num_partitions
+            self.configs[topic.topic] = dict(topic.config)
+            if self.hide_created:
+                self.hidden.add(topic.topic)
+            futures[topic.topic] = done_future(None)
+        return futures
+
+    def create_partitions(
+        self,
+        requests: list[NewPartitions],
+        operation_timeout: float = 0,
+        request_timeout: float = 0,
+    ) -> dict[str, Future[object]]:
+        records = sum(r.new_total_count - self.topics[r.topic] for r in requests)
+        if self._refused("grow", len(requests), records):
+            return {r.topic: self._refusal() for r in requests}
+        for request in requests:
+            self.topics[request.topic] = request.new_total_count
+        return {r.topic: done_future(None) for r in requests}
+
+    def incremental_alter_configs(
+        self, resources: list[ConfigResource], request_timeout: float = 0
+    ) -> dict[ConfigResource, Future[object]]:
+        records = sum(len(r.incremental_configs) for r in resources)
+        if self._refused("alter", len(resources), records):
+            return {r: self._refusal() for r in resources}
+        return {r: done_future(None) for r in resources}
+
+    def _refused(self, what: str, items: int, records: int) -> bool:
+        self.requests.append((what, items, records))
+        return records > self.cap
+
+    def _refusal(self) -> Future[object]:
+        return failed_future(KafkaError.POLICY_VIOLATION, self.refusal)
+
+
+def done_future(value: object) -> Future[object]:
+    future: Future[object] = Future()
+    future.set_result(value)
+    return future
+
+
+def failed_future(code: int, message: str | None = None) -> Future[object]:
+    """A future failed as librdkafka fails one: a KafkaException of ``code``."""
+    future: Future[object] = Future()
+    error = KafkaError(code, message) if message is not None else KafkaError(code)
+    future.set_exception(KafkaException(error))
+    return future

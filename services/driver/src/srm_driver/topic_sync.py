@@ -28,15 +28,10 @@ from srm_common.domain.metadata_batches import (
 from srm_common.domain.topic_configs import plan_config_changes, select_configs_to_copy
 from srm_common.replication_plan import reason_not_replicated
 
-from srm_driver.kafka_admin import (
-    TIMEOUT_S,
-    KafkaAdminError,
-    RecordBudget,
-    topic_partitions,
-    wait_for_leaders,
-)
+from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, RecordBudget
 from srm_driver.topic_config_admin import Described, alter_configs, describe_configs
-from srm_driver.topic_requests import FAILED, NOTHING, TopicRequests
+from srm_driver.topic_listing import TopicListing, list_topics_of
+from srm_driver.topic_requests import FAILED, SKIPPED, TopicRequests
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +67,10 @@ class TopicSync:
         self._source_admin = source_admin
         self._target_admin = target_admin
         self._timeout = timeout
-        self._touched: list[str] = []
+        # Remote topics the target has after the last :meth:`ensure_remote_topics`
+        # although its listing did not show them: created then, or answered "already
+        # exists" (created by another driver, or not in the broker's metadata yet).
+        self.present: set[str] = set()
         # The broker gets ``timeout`` to finish an operation; the request a little longer,
         # so a slow broker's answer arrives instead of a client-side timeout.
         self._request_timeout = timeout + 5
@@ -93,28 +91,38 @@ class TopicSync:
         Same rule as the replication plan: allowed by ``topics``/``topics.exclude`` (or a
         heartbeats topic), not internal, not a copy of a target topic.
         """
-        partitions = self._listed(self._flow.source, self._source_admin)
+        partitions = self._listed(self._flow.source, self._source_admin).counts
         return {
             topic: count
             for topic, count in sorted(partitions.items())
             if reason_not_replicated(self._flow, self._policy, topic) is None
         }
 
-    def ensure_remote_topics(self, topics: Mapping[str, int]) -> list[str]:
+    def ensure_remote_topics(
+        self, topics: Mapping[str, int], existing: TopicListing | None = None
+    ) -> list[str]:
         """Create missing remote topics and grow those with fewer partitions than the source.
 
         ``topics`` maps source topic -> partition count (as :meth:`replicated_topics`
-        gives). New topics get the source partition count, ``replication.factor`` (-1:
-        the target broker's default) and the copyable source configs. A topic never
-        shrinks; a source topic deleted meanwhile, or a remote topic another driver
-        created or grew first, is no change. Returns one line per change.
+        gives); ``existing``, the target's listing of their remote topics if the caller
+        took one (else the whole target is listed). New topics get the source partition
+        count, ``replication.factor`` (-1: the target broker's default) and the copyable
+        source configs. A topic never shrinks; a source topic deleted meanwhile, a
+        remote topic another driver created or grew first, or one listed with a
+        transient error (it exists, being created or loaded) is no change. Nothing waits
+        for the new partitions' leaders: whoever reads them next waits for what it needs.
+        Returns one line per change; :attr:`present` names the remote topics the target
+        has that the listing did not show.
         """
-        existing = self._listed(self._flow.target, self._target_admin)
-        missing = {t: n for t, n in topics.items() if self.remote_topic(t) not in existing}
+        if existing is None:
+            existing = self._listed(self._flow.target, self._target_admin)
+        self.present = set()
+        counts = existing.counts
+        missing = {t: n for t, n in topics.items() if not existing.has(self.remote_topic(t))}
         smaller = {
-            self.remote_topic(t): (existing[self.remote_topic(t)], n)
+            self.remote_topic(t): (counts[self.remote_topic(t)], n)
             for t, n in topics.items()
-            if self.remote_topic(t) in existing and existing[self.remote_topic(t)] < n
+            if counts.get(self.remote_topic(t), n) < n
         }
         changes: list[str] = []
         failures: list[str] = []
@@ -129,11 +137,6 @@ class TopicSync:
             smaller.update(self._create(to_create, configs, changes, failures))
         if smaller:
             self._grow(smaller, changes, failures)
-        if self._touched:
-            # New partitions refuse reads and writes until they have a leader; only the
-            # topics created or grown just now are waited for.
-            touched, self._touched = self._touched, []
-            wait_for_leaders(self._target_admin, touched, timeout=self._timeout)
         self._raise_if_failed("update remote topics", changes, failures)
         return changes
 
@@ -176,9 +179,9 @@ class TopicSync:
         if unknown:
             self._describe(self._flow.source, self._source_admin, unknown)
 
-    def _listed(self, alias: str, admin: AdminClient) -> dict[str, int]:
+    def _listed(self, alias: str, admin: AdminClient) -> TopicListing:
         try:
-            return topic_partitions(admin, timeout=self._timeout)
+            return list_topics_of(admin, timeout=self._timeout)
         except KafkaAdminError as exc:
             raise KafkaAdminError(
                 f"flow {self._flow.name}: cannot list the topics of cluster {alias!r}: {exc}"
@@ -227,13 +230,17 @@ class TopicSync:
         )
         to_grow: dict[str, tuple[int, int]] = {}
         created = len(changes)
+        existed = 0
         for remote, future in futures.items():
             topic = by_remote[remote]
             outcome = self._requests.result(self._flow.target, remote, "create", future, failures)
-            if outcome in NOTHING:
+            if outcome is FAILED:
+                continue
+            self.present.add(remote)
+            if outcome is SKIPPED:  # it exists: not in the listing yet, or made by another
+                existed += 1
                 continue
             count = len(configs[topic])
-            self._touched.append(remote)
             changes.append(
                 f"created {self._flow.target}:{remote} ({at_creation[topic]} partitions,"
                 f" {count} config{'s' if count != 1 else ''})"
@@ -241,12 +248,15 @@ class TopicSync:
             if at_creation[topic] < topics[topic]:
                 to_grow[remote] = (at_creation[topic], topics[topic])
         log.info(
-            "flow %s: created %d of %d remote topics on %r in %d requests",
+            "flow %s: created %d of %d remote topics on %r in %d requests%s",
             self._flow.name,
             len(changes) - created,
             len(topics),
             self._flow.target,
             self.budget.requests - sent,
+            f" ({existed} existed already: made by another driver, or not listed yet)"
+            if existed
+            else "",
         )
         return to_grow
 
@@ -284,7 +294,6 @@ class TopicSync:
                     del steps[remote]
         for remote, (old, _wanted) in topics.items():
             if reached[remote] > old:
-                self._touched.append(remote)
                 changes.append(
                     f"grew {self._flow.target}:{remote} from {old} to {reached[remote]} partitions"
                 )

@@ -1,0 +1,99 @@
+"""Which of some topics a cluster has, with their partition counts, at a cost that follows
+the topics asked, not the cluster.
+
+A driver keeping 1,000 remote topics in step looked at the whole cluster's metadata
+(10,000 partition entries, built into Python objects) several times a pass while a few of
+its topics were still missing. :func:`list_topics_of` asks up to :data:`BY_NAME_AT_MOST`
+topics by name in one request, and lists the whole cluster only for more.
+
+A topic the metadata shows with a transient error (``LEADER_NOT_AVAILABLE`` right after
+its creation, a broker still loading it) exists: it is *unsettled*, neither missing (to
+be created again, which the controller answers "already exists") nor counted (its
+partitions are not known yet). Any other error is taken as the topic being absent, so
+that creating it reports what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError
+
+# Up to this many topics are asked for by name (one request); more with one listing.
+BY_NAME_AT_MOST = 200
+
+# Errors of a topic that exists but is not ready to be counted yet.
+_TRANSIENT = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+    }
+)
+
+
+@dataclass(frozen=True)
+class TopicListing:
+    """Topics as a cluster's metadata shows them: ``counts`` (partitions) of those listed
+    cleanly; ``unsettled``, those listed with a transient error (they exist)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    unsettled: frozenset[str] = frozenset()
+
+    def has(self, name: str) -> bool:
+        return name in self.counts or name in self.unsettled
+
+
+def list_topics_of(
+    admin: AdminClient, names: Collection[str] | None = None, *, timeout: float = TIMEOUT_S
+) -> TopicListing:
+    """``names`` as the cluster has them (None: every topic of the cluster); a name the
+    cluster does not have is in neither part of the answer."""
+    if names is not None and len(names) <= BY_NAME_AT_MOST:
+        return _described(admin, names, timeout)
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot list topics: {exc}; is the cluster reachable?") from exc
+    wanted = None if names is None else set(names)
+    counts: dict[str, int] = {}
+    unsettled: set[str] = set()
+    for name, topic in metadata.topics.items():
+        if wanted is not None and name not in wanted:
+            continue
+        code = topic.error.code() if topic.error is not None else KafkaError.NO_ERROR
+        if code == KafkaError.NO_ERROR:
+            counts[name] = len(topic.partitions)
+        elif code in _TRANSIENT:
+            unsettled.add(name)
+    return TopicListing(counts, frozenset(unsettled))
+
+
+def _described(admin: AdminClient, names: Collection[str], timeout: float) -> TopicListing:
+    """``names`` asked by name: one metadata request for all of them."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return TopicListing()
+    try:
+        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
+    counts: dict[str, int] = {}
+    unsettled: set[str] = set()
+    for name, future in futures.items():
+        try:
+            counts[name] = len(future.result(timeout).partitions)
+        except FutureTimeoutError as exc:
+            raise KafkaAdminError(f"no answer about topic {name!r} within {timeout:g} s") from exc
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code in _TRANSIENT:
+                unsettled.add(name)
+    return TopicListing(counts, frozenset(unsettled))

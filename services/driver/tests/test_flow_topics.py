@@ -1,0 +1,134 @@
+"""A flow's remote topics kept in step at a cost that follows what changed: a pass looks at
+the remote topics not ready yet, by name, every few seconds; a remote topic the target
+has but does not list yet (a broker still loading thousands of new partitions) or lists
+with a transient error is not created again. Counted in requests and partition entries
+read from a fake controller (:class:`srm_driver.testing.FakeController`), never timed."""
+
+from __future__ import annotations
+
+import pytest
+from srm_common.config import parse_yaml_text
+from srm_driver import flow_topics
+from srm_driver.flow_topics import FlowTopics
+from srm_driver.testing import FakeController
+
+PASS_S = 0.2
+
+
+def flow():  # noqa: ANN201 - a FlowConfig
+    config = parse_yaml_text(
+        "clusters:\n  primary: {bootstrap.servers: 'p:9'}\n  backup: {bootstrap.servers: 'b:9'}\n"
+        "flows:\n  primary->backup: {enabled: true, topics: 'scale.*'}\n"
+    )
+    return config.flow("primary", "backup")
+
+
+@pytest.fixture
+def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    clock = [1000.0]
+    monkeypatch.setattr(flow_topics.time, "monotonic", lambda: clock[0])
+    return clock
+
+
+def source_with(topics: int, partitions: int) -> FakeController:
+    source = FakeController()
+    source.topics = {f"scale.t{i:04d}": partitions for i in range(topics)}
+    return source
+
+
+def owned_of(source: FakeController) -> frozenset[tuple[str, int]]:
+    return frozenset((t, p) for t, n in source.topics.items() for p in range(n))
+
+
+def creates(target: FakeController) -> int:
+    return sum(items for what, items, _records in target.requests if what == "create")
+
+
+def passes(topics: FlowTopics, owned: frozenset, now: list[float], seconds: float) -> int:
+    """Run the worker's passes for ``seconds``; the partitions ready after the last."""
+    ready = {}
+    for _ in range(round(seconds / PASS_S)):
+        now[0] += PASS_S
+        ready = topics.ready(owned)
+    return len(ready)
+
+
+def test_remote_topics_the_target_has_but_does_not_list_yet_are_looked_at_not_created_again(
+    now: list[float],
+) -> None:
+    """1,000 topics created in two requests; the broker lists the 909 of the first at once
+    and the 91 of the second only minutes later (it loads the first's 9,090 partitions
+    meanwhile). Passes five times a second: the 91 are looked at by name every 2 s, never
+    created again, and the source is not read again."""
+    source, target = source_with(1000, 10), FakeController(hide_created=True)
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+
+    assert len(topics.ready(owned)) == 0
+    assert creates(target) == 1000 and len(target.requests) == 2
+    later = {f"primary.scale.t{i:04d}" for i in range(909, 1000)}
+    target.hidden &= later
+    listings, looks = target.listings, len(target.described_topics)
+    read, source_reads = target.entries, source.entries
+
+    assert passes(topics, owned, now, 30.0) == 9090
+    assert creates(target) == 1000, "no topic the target said it has is sent again"
+    assert target.listings <= listings + 1, "at most one listing of the whole cluster"
+    looked = target.described_topics[looks:]
+    assert 10 <= len(looked) <= 30 / flow_topics.LOOK_EVERY_S + 1, "a look every 2 s"
+    assert all(set(names) <= later for names in looked[1:]), "only the missing, by name"
+    assert target.entries - read <= 9090 + 15 * 910, "what is read follows what is missing"
+    assert source.entries == source_reads, "the source is not read for topics it created"
+
+    target.hidden.clear()
+    assert passes(topics, owned, now, 2.2) == 10_000
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_a_pass_while_every_remote_topic_is_ready_asks_the_clusters_nothing(
+    now: list[float], count: int
+) -> None:
+    source, target = source_with(count, 10), FakeController()
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+    assert passes(topics, owned, now, 1.0) == count * 10
+    asked = (target.listings, len(target.described_topics), target.entries, source.entries)
+
+    assert passes(topics, owned, now, 60.0) == count * 10
+    assert (target.listings, len(target.described_topics), target.entries, source.entries) == asked
+
+
+def test_a_remote_topic_listed_with_a_transient_error_exists_and_is_not_created(
+    now: list[float],
+) -> None:
+    """LEADER_NOT_AVAILABLE in its metadata (just created, by another driver): it is
+    there; its partitions are handed over once it is listed cleanly."""
+    source, target = source_with(3, 2), FakeController()
+    target.topics = {f"primary.{t}": 2 for t in source.topics}
+    target.unsettled = {"primary.scale.t0001"}
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+
+    assert passes(topics, owned, now, 10.0) == 4
+    assert creates(target) == 0 and target.requests == []
+    target.unsettled.clear()
+    assert passes(topics, owned, now, 2.2) == 6
+
+
+def test_a_remote_topic_not_listed_a_minute_after_the_target_said_it_has_it_is_sent_again(
+    now: list[float],
+) -> None:
+    """Deleted right after its creation was answered: after TRUST_PRESENT_S unlisted it is
+    created again, once."""
+    source, target = source_with(1, 4), FakeController(hide_created=True)
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+    assert passes(topics, owned, now, 1.0) == 0 and creates(target) == 1
+    del target.topics["primary.scale.t0000"]  # deleted meanwhile
+    target.hidden.clear()
+    target.hide_created = False
+
+    assert passes(topics, owned, now, flow_topics.TRUST_PRESENT_S - 2) == 0
+    assert creates(target) == 1, "within the minute it is only looked at"
+    assert passes(topics, owned, now, 4.0) == 4
+    assert creates(target) == 2
