@@ -1682,3 +1682,34 @@ def test_a_planning_pass_reads_no_state_of_a_running_partition(
     monkeypatch.setattr(PartitionState, "__getattribute__", counting)
     planner.plan_due(h.clock.now, FLOW)
     assert 0 < reads[0] < 50
+
+
+@pytest.mark.parametrize("count", [10, 3000])
+def test_the_partitions_held_are_worked_out_again_only_when_they_change(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """The heartbeat reports the tasks of the partitions held every second, per log
+    served: asking for them walked every partition of the flow under the ledger's lock.
+    Now the same set comes back, no state read, until a partition halts or comes back."""
+    h = _idle_flow(flow, count)
+    held = h.service.held(FLOW)
+    assert len(held) == count
+    reads = [0]
+    read = PartitionState.__getattribute__
+
+    def counting(self: PartitionState, name: str) -> object:
+        reads[0] += 1
+        return read(self, name)
+
+    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
+    assert h.service.held(FLOW) is held and h.service.held(FLOW) is held
+    assert reads[0] == 0, f"{reads[0]} reads of partition states"
+    monkeypatch.setattr(PartitionState, "__getattribute__", read)
+    state = h.service._ledger.parts.get(FLOW, ("orders", 1))
+    assert state is not None
+    with h.service._ledger.lock:
+        state.status = "halted"
+    assert h.service.held(FLOW) == held - {("orders", 1)}
+    with h.service._ledger.lock:
+        state.status = "pending"  # resumed
+    assert h.service.held(FLOW) == held

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 PASS_SECONDS = 0.2
 STATUS_SECONDS = 10.0
+_NO_TASKS: Mapping[TopicPartition, str] = {}
 
 
 class DriverRuntime:
@@ -74,6 +75,11 @@ class DriverRuntime:
         self._emitters: dict[str, HeartbeatEmitter] = {}
         self._halted: list[TaskThread] = []  # taken away, maybe still in a slow call
         self._task_of: dict[str, dict[TopicPartition, str]] = {}
+        # Per flow: the tasks with a partition held here, and the held set and task map
+        # they were worked out from (see report()).
+        self._running_of: dict[
+            str, tuple[frozenset[TopicPartition], Mapping[TopicPartition, str], frozenset[str]]
+        ] = {}
         self._checkpoint = checkpoints
         self.checkpoint_runners: dict[str, tuple[CheckpointTask, CheckpointRunner]] = {}
         self.held_since: dict[str, float] = {}
@@ -94,11 +100,15 @@ class DriverRuntime:
         running |= set(self.checkpoint_runners)
         task_of = dict(self._task_of)
         for name in self.flows:
-            tasks = task_of.get(name, {})
-            for key in self.copy.held(name):
-                task = tasks.get(key)
-                if task is not None:
-                    running.add(task)
+            tasks = task_of.get(name, _NO_TASKS)
+            held = self.copy.held(name)
+            known = self._running_of.get(name)
+            if known is None or known[0] is not held or known[1] is not tasks:
+                # Worked out again only when the partitions held or their tasks changed
+                # (both are replaced, never changed in place): not at every beat.
+                found = frozenset(task for key in held if (task := tasks.get(key)) is not None)
+                known = self._running_of[name] = (held, tasks, found)
+            running |= known[2]
         return generation, frozenset(running)
 
     # -- the loop -----------------------------------------------------------------------

@@ -14,8 +14,10 @@ release, a plan left out of an answer). Pure bookkeeping under the ledger's lock
 
 Within a flow, the same signal keeps the partitions that planning must look at: those
 *unsettled* (pending or being released: :meth:`Parts.unsettled`), so a flow's planning
-pass over 10,000 running partitions visits none of them, and the running ones whose plan
-has no codec yet (:meth:`Parts.uncoded`), which are asked about every few seconds.
+pass over 10,000 running partitions visits none of them, the running ones whose plan
+has no codec yet (:meth:`Parts.uncoded`), which are asked about every few seconds, and
+the partitions *held* (not halted: :meth:`Parts.held`), which the driver's heartbeat
+reports by task every second.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ class Parts:
         # Per flow: partitions pending or being released, and running ones without a codec.
         self._unsettled: dict[str, dict[TopicPartition, PartitionState]] = {}
         self._uncoded: dict[str, dict[TopicPartition, PartitionState]] = {}
+        # Per flow: the partitions held (not halted), and the frozen set last handed out
+        # by :meth:`held` (dropped when the set changes).
+        self._held: dict[str, set[TopicPartition]] = {}
+        self._held_frozen: dict[str, frozenset[TopicPartition]] = {}
 
     def __len__(self) -> int:
         return len(self._all)
@@ -79,6 +85,10 @@ class Parts:
         self._watched.get(state.slot, {}).pop(where, None)
         self._unsettled.get(state.flow, {}).pop(state.key, None)
         self._uncoded.get(state.flow, {}).pop(state.key, None)
+        held = self._held.get(state.flow)
+        if held is not None and state.key in held:
+            held.discard(state.key)
+            self._held_frozen.pop(state.flow, None)
 
     def move(self, state: PartitionState, slot: int) -> None:
         """Plan ``state`` on ``slot`` from now on."""
@@ -104,6 +114,13 @@ class Parts:
             self._uncoded.setdefault(state.flow, {})[state.key] = state
         else:
             self._uncoded.get(state.flow, {}).pop(state.key, None)
+        held = self._held.setdefault(state.flow, set())
+        if (status != "halted") != (state.key in held):
+            if status == "halted":
+                held.discard(state.key)
+            else:
+                held.add(state.key)
+            self._held_frozen.pop(state.flow, None)
 
     def touched(self, slot: int) -> set[Where]:
         """The partitions of ``slot`` touched since the last call for it (and forget them)."""
@@ -135,6 +152,15 @@ class Parts:
     def uncoded(self, flow: str) -> list[PartitionState]:
         """The flow's running partitions whose plan has no codec yet (a snapshot)."""
         return list(self._uncoded.get(flow, {}).values())
+
+    def held(self, flow: str) -> frozenset[TopicPartition]:
+        """The flow's partitions not halted: the same object as long as that set is the
+        same (a caller can keep what it worked out from it), built again only after a
+        partition came, left, halted or was resumed."""
+        frozen = self._held_frozen.get(flow)
+        if frozen is None:
+            frozen = self._held_frozen[flow] = frozenset(self._held.get(flow, ()))
+        return frozen
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         """The flow's partitions (a snapshot: safe to change the parts meanwhile)."""

@@ -170,13 +170,14 @@ class CopyService:
         self._checks.check_codecs(now, flow)
 
     def held(self, flow: str) -> frozenset[TopicPartition]:
-        """Partitions of ``flow`` this driver still holds (a plan may run): not halted.
-        None once the copy job ended cleanly at shutdown: every slot finished what it
-        sent, so the driver's goodbye lets its tasks move without a wait-out."""
+        """Partitions of ``flow`` this driver still holds (a plan may run): not halted; the
+        same object while that set is the same. None once the copy job ended cleanly at
+        shutdown: every slot finished what it sent, so the driver's goodbye lets its
+        tasks move without a wait-out."""
         with self._ledger.lock:
             if self._finished:
                 return frozenset()
-            return frozenset(s.key for s in self._ledger.of_flow(flow) if s.status != "halted")
+            return self._ledger.parts.held(flow)
 
     def request_resume(self, flow: str, key: TopicPartition, request: ResumeRequest) -> bool:
         """Resume a halted partition as the operator chose; False if it is not halted here."""
