@@ -88,6 +88,7 @@ class FakeFacts:
         # The partitions of each gather (all facts) and each remote_unready (one question).
         self.gathered: list[set[tuple[str, int]]] = []
         self.asked: list[set[tuple[str, int]]] = []
+        self.described: list[int] = []  # topics of each identity check
 
     def gather(
         self, routes: Mapping[tuple[str, int], str]
@@ -100,10 +101,11 @@ class FakeFacts:
         self.asked.append(set(routes))
         return {tp: why for tp, why in self.unreadable.items() if tp in routes}
 
-    def identities(
-        self, routes: Mapping[tuple[str, int], str]
-    ) -> dict[tuple[str, int], tuple[str | None, str | None]]:
-        return dict.fromkeys(routes, (self.facts.source_topic_id, self.facts.target_topic_id))
+    def topic_identities(
+        self, topics: Mapping[str, str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        self.described.append(len(topics))
+        return dict.fromkeys(topics, (self.facts.source_topic_id, self.facts.target_topic_id))
 
     def compare(self, *_args: object) -> tuple[Surplus, list[tuple[int, int]]]:
         return self.surplus, self.pairs
@@ -1713,3 +1715,36 @@ def test_the_partitions_held_are_worked_out_again_only_when_they_change(
     with h.service._ledger.lock:
         state.status = "pending"  # resumed
     assert h.service.held(FLOW) == held
+
+
+@pytest.mark.parametrize("count", [10, 3000])
+def test_an_identity_check_reads_only_partitions_started_since_or_of_a_changed_topic(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Every 2 s the running partitions' topics are asked for their ids: each check walked
+    every running partition under the ledger's lock. Now the topics are asked (one per
+    topic, not per partition) and partitions are read only when they started since the
+    last check or their topic's ids changed; a recreated topic still stops them all."""
+    h = _idle_flow(flow, count)
+    check = h.service._checks.check_identities
+    h.clock.now += 3
+    check(h.clock.now, FLOW)  # the first check compares every partition that started
+    reads = [0]
+    read = PartitionState.__getattribute__
+
+    def counting(self: PartitionState, name: str) -> object:
+        reads[0] += 1
+        return read(self, name)
+
+    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
+    for _ in range(3):
+        h.clock.now += 3
+        check(h.clock.now, FLOW)
+    assert reads[0] == 0, f"{reads[0]} reads of partition states"
+    assert h.facts.described[-3:] == [1, 1, 1], "one topic asked, not one per partition"
+    monkeypatch.setattr(PartitionState, "__getattribute__", read)
+
+    h.facts.facts = PartitionFacts("S2", 0, 10, "T1", 0)  # the source topic was recreated
+    h.clock.now += 3
+    check(h.clock.now, FLOW)
+    assert h.service.status(FLOW)["by_status"] == {"pending": count}, "every one stopped"

@@ -84,14 +84,16 @@ class FlowFacts:
             if w in failed
         }
 
-    def identities(
-        self, routes: Mapping[TopicPartition, str]
-    ) -> dict[TopicPartition, tuple[str | None, str | None]]:
-        """(source topic id, remote topic id) of each partition's topics; None: missing."""
-        source_ids = topic_ids(self._source_admin, {topic for topic, _ in routes})
-        target_ids = topic_ids(self._target_admin, set(routes.values()))
+    def topic_identities(
+        self, topics: Mapping[str, str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """(source topic id, remote topic id) of each source topic of ``topics`` (source
+        topic -> remote topic); None: missing. One describe per cluster."""
+        source_ids = topic_ids(self._source_admin, topics)
+        target_ids = topic_ids(self._target_admin, set(topics.values()))
         return {
-            tp: (source_ids.get(tp[0]), target_ids.get(remote)) for tp, remote in routes.items()
+            topic: (source_ids.get(topic), target_ids.get(remote))
+            for topic, remote in topics.items()
         }
 
     def compare(

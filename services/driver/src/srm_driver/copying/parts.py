@@ -49,6 +49,11 @@ class Parts:
         # by :meth:`held` (dropped when the set changes).
         self._held: dict[str, set[TopicPartition]] = {}
         self._held_frozen: dict[str, frozenset[TopicPartition]] = {}
+        # Per flow: the partitions running, their topics (-> how many run, remote topic),
+        # and those that started running since the last :meth:`take_started`.
+        self._running: dict[str, set[TopicPartition]] = {}
+        self._running_topics: dict[str, dict[str, list]] = {}
+        self._started: dict[str, dict[TopicPartition, PartitionState]] = {}
 
     def __len__(self) -> int:
         return len(self._all)
@@ -89,6 +94,7 @@ class Parts:
         if held is not None and state.key in held:
             held.discard(state.key)
             self._held_frozen.pop(state.flow, None)
+        self._run(state, running=False)
 
     def move(self, state: PartitionState, slot: int) -> None:
         """Plan ``state`` on ``slot`` from now on."""
@@ -121,6 +127,25 @@ class Parts:
             else:
                 held.add(state.key)
             self._held_frozen.pop(state.flow, None)
+        self._run(state, running=status == "running")
+
+    def _run(self, state: PartitionState, *, running: bool) -> None:
+        """Keep the flow's running partitions and their topics (see :meth:`take_started`)."""
+        flow, key = state.flow, state.key
+        keys = self._running.setdefault(flow, set())
+        if running == (key in keys):
+            return
+        topics = self._running_topics.setdefault(flow, {})
+        if running:
+            keys.add(key)
+            topics.setdefault(key[0], [0, state.remote])[0] += 1
+            self._started.setdefault(flow, {})[key] = state
+            return
+        keys.discard(key)
+        self._started.get(flow, {}).pop(key, None)
+        topics[key[0]][0] -= 1
+        if not topics[key[0]][0]:
+            del topics[key[0]]
 
     def touched(self, slot: int) -> set[Where]:
         """The partitions of ``slot`` touched since the last call for it (and forget them)."""
@@ -161,6 +186,16 @@ class Parts:
         if frozen is None:
             frozen = self._held_frozen[flow] = frozenset(self._held.get(flow, ()))
         return frozen
+
+    def running_topics(self, flow: str) -> dict[str, str]:
+        """The topics of the flow's running partitions -> their remote topic."""
+        return {topic: remote for topic, (_n, remote) in self._running_topics.get(flow, {}).items()}
+
+    def take_started(self, flow: str) -> list[PartitionState]:
+        """The flow's partitions that started running since the last call (and forget
+        them): with :meth:`running_topics`, what a check of the running partitions'
+        topics must look at partition by partition."""
+        return list(self._started.pop(flow, {}).values())
 
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         """The flow's partitions (a snapshot: safe to change the parts meanwhile)."""

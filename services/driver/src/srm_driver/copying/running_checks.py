@@ -5,7 +5,8 @@ reason), and a running plan gets its source topic's codec when it was not known 
 topic was empty when planned) or changed.
 
 The copy loops' clients tell neither, so both are asked of the source and target on a
-timer: identities every :data:`IDENTITY_CHECK_S`, unknown codecs every
+timer: identities every :data:`IDENTITY_CHECK_S` (per topic; partitions are looked at one
+by one only when they started since or their topic changed), unknown codecs every
 :data:`CODEC_UNKNOWN_S`, every running topic's codec every :data:`CODEC_REFRESH_S`. A
 flow this driver holds no lease for is not checked. :class:`TopicCodecs` is the codecs
 found so far, which the planner reads too (a new plan carries its topic's codec)."""
@@ -21,6 +22,7 @@ from srm_common.errors import SrmError
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.restart import identity_changed
+from srm_driver.copying.state import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,11 @@ class RunningChecks:
         self._lease_ms = lease_ms
         self._codecs = codecs
         self._identity_due: dict[str, float] = {}
+        # Per flow: the topic ids (source, remote; None: missing) the last identity check
+        # found, and partitions that started running and were not checked yet (the
+        # check that took them failed).
+        self._ids_seen: dict[str, dict[str, tuple[str | None, str | None]]] = {}
+        self._unchecked: dict[str, list[PartitionState]] = {}
         # Per flow: when unknown codecs, and when every codec, are looked for next.
         self._codec_due: dict[str, tuple[float, float]] = {}
 
@@ -121,31 +128,44 @@ class RunningChecks:
 
     def check_identities(self, now: float, flow: str) -> None:
         """Send back ``flow``'s running partitions whose source or remote topic was
-        deleted or recreated: the reconcile that follows halts them with the reason."""
+        deleted or recreated: the reconcile that follows halts them with the reason.
+
+        Every :data:`IDENTITY_CHECK_S` the ids of the running partitions' topics are
+        asked, one describe per cluster (what a 2 s bound on noticing needs); a partition
+        is compared with them when it started running since the last check, or when its
+        topic's ids differ from those the last check found. A topic's ids change only
+        when it is recreated, so every running partition is compared once, and again
+        whenever its topic changes: the same halts as comparing every partition every
+        time, without walking 10,000 of them under the ledger's lock every 2 s."""
         if now < self._identity_due.get(flow, 0.0) or self._lease_ms(flow) <= 0:
             return
+        parts = self._ledger.parts
         with self._ledger.lock:
-            states = {
-                state.key: state
-                for state in self._ledger.parts.of_flow(flow)
-                if state.status == "running" and state.progress is not None
-            }
-        if not states:
+            topics = parts.running_topics(flow)
+            started = parts.take_started(flow)
+        if not topics:
             return
         self._identity_due[flow] = now + IDENTITY_CHECK_S
         try:
-            found = self._adapters(flow).facts.identities(
-                {key: state.remote for key, state in states.items()}
-            )
+            found = self._adapters(flow).facts.topic_identities(topics)
         except SrmError as exc:
             log.warning("%s: cannot check the topics of its partitions: %s", flow, exc)
+            self._unchecked.setdefault(flow, []).extend(started)
             return
+        started += self._unchecked.pop(flow, [])
+        seen = self._ids_seen.get(flow, {})
+        changed = {topic for topic, ids in found.items() if seen.get(topic) != ids}
+        self._ids_seen[flow] = found
         with self._ledger.lock:
-            for key, state in states.items():
+            states = started
+            if changed:
+                states = started + [s for s in parts.of_flow(flow) if s.key[0] in changed]
+            for state in states:
                 progress = state.progress
-                if state.status != "running" or progress is None or key not in found:
+                ids = found.get(state.key[0])
+                if state.status != "running" or progress is None or ids is None:
                     continue
-                if identity_changed(progress, *found[key]):
+                if identity_changed(progress, *ids):
                     log.error("%s: a topic was deleted or recreated; stopping it", state.where)
                     state.retry_later(now, "a topic was deleted or recreated")
                     state.backoff = 0.0
