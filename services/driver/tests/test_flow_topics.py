@@ -132,3 +132,20 @@ def test_a_remote_topic_not_listed_a_minute_after_the_target_said_it_has_it_is_s
     assert creates(target) == 1, "within the minute it is only looked at"
     assert passes(topics, owned, now, 4.0) == 4
     assert creates(target) == 2
+
+
+def test_a_ready_remote_topic_listed_with_a_transient_error_keeps_its_partitions(
+    now: list[float],
+) -> None:
+    """At a refresh the target lists a remote topic whose partitions copy with
+    LEADER_NOT_AVAILABLE (a broker restarting): they are not let go for it."""
+    source, target = source_with(2, 3), FakeController()
+    target.topics = {f"primary.{t}": 3 for t in source.topics}
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+    assert passes(topics, owned, now, 1.0) == 6
+    target.unsettled = {"primary.scale.t0000"}
+    refresh = flow().refresh_topics_interval_seconds
+    assert passes(topics, owned, now, refresh + 1) == 6
+    assert target.listings + len(target.described_topics) >= 2, "the refresh looked"
+    assert target.requests == []

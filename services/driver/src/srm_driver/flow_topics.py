@@ -134,7 +134,11 @@ class FlowTopics:
             if name in remote.unsettled:
                 self._present[topic] = now + TRUST_PRESENT_S
         ready = dict(self._ready) if not everything else {}
-        ready.update((topic, listed.get(topic, 0)) for topic in topics)
+        for topic, name in remote_of.items():
+            # Listed with a transient error: it stays as it was last listed (its
+            # partitions copying are not let go for a moment's metadata).
+            unsettled = name in remote.unsettled
+            ready[topic] = self._ready.get(topic, 0) if unsettled else listed.get(topic, 0)
         ready = {topic: count for topic, count in ready.items() if count}
         if ready != self._ready:
             self._ready = ready
