@@ -149,3 +149,14 @@ def test_a_ready_remote_topic_listed_with_a_transient_error_keeps_its_partitions
     assert passes(topics, owned, now, refresh + 1) == 6
     assert target.listings + len(target.described_topics) >= 2, "the refresh looked"
     assert target.requests == []
+
+
+def test_a_new_topic_whose_source_grew_at_once_is_grown_at_the_next_look(
+    now: list[float],
+) -> None:
+    source, target = source_with(1, 4), FakeController()
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    assert passes(topics, owned_of(source), now, 1.0) == 4
+    source.topics["scale.t0000"] = 6  # and the task source hands over the new partitions
+    assert passes(topics, owned_of(source), now, 1.0) == 6
+    assert [what for what, _items, _records in target.requests] == ["create", "grow"]

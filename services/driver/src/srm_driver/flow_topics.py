@@ -144,18 +144,26 @@ class FlowTopics:
             self._ready = ready
             self._stale = True
         self._present = {t: until for t, until in self._present.items() if until > now}
+        # Not listed but known to exist: only looked at (a listed one that is smaller
+        # than the owned partitions need is grown, however new).
         candidates = {
             topic
             for topic in topics
             if (everything or listed.get(topic, 0) < self._needed.get(topic, 0))
-            and topic not in self._present
+            and (topic in listed or topic not in self._present)
         }
         if candidates:
             self._create_or_grow(candidates, remote, now)
         self._missing = self._missing_now()
 
     def _create_or_grow(self, topics: set[str], remote: TopicListing, now: float) -> None:
+        """Create the remote topics of ``topics`` the target does not have and grow those
+        smaller than their source (:meth:`TopicSync.ensure_remote_topics`, with the
+        target's listing ``remote``); remember those the target has from now on, and
+        look at what changed again soon."""
         topic_of = {self.remote_topic(topic): topic for topic in topics}
+        changes: list[str] = []
+        failed: KafkaAdminError | None = None
         try:
             counts = list_topics_of(self._source_admin, topics).counts
             wanted = {topic: counts[topic] for topic in topics if topic in counts}
@@ -164,20 +172,18 @@ class FlowTopics:
             finally:
                 for name in self._sync.present:
                     self._present[topic_of.get(name, name)] = now + TRUST_PRESENT_S
-            for change in changes:
-                log.info("%s: %s", self.flow.name, change)
             # Topics whose remote topic existed already (a restart) were not described.
             self._sync.learn_record_limits(wanted)
         except TopicSyncError as exc:
-            for change in exc.changes:
-                log.info("%s: %s", self.flow.name, change)
-            log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
-            self._retry_at = now + RETRY_SECONDS
+            changes, failed = exc.changes, exc
         except KafkaAdminError as exc:
-            log.error("%s: %s (retrying in %.0f s)", self.flow.name, exc, RETRY_SECONDS)
+            failed = exc
+        for change in changes:
+            log.info("%s: %s", self.flow.name, change)
+        if failed is not None:
+            log.error("%s: %s (retrying in %.0f s)", self.flow.name, failed, RETRY_SECONDS)
             self._retry_at = now + RETRY_SECONDS
-            return
-        if self._sync.present:
+        if changes:
             self._look_at = min(self._look_at, now + LOOK_AFTER_CHANGE_S)
 
     def _maybe_sync_configs(self, now: float) -> None:

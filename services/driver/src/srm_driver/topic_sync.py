@@ -294,7 +294,6 @@ class TopicSync:
                     del steps[remote]
         for remote, (old, _wanted) in topics.items():
             if reached[remote] > old:
-                self.present.add(remote)
                 changes.append(
                     f"grew {self._flow.target}:{remote} from {old} to {reached[remote]} partitions"
                 )
