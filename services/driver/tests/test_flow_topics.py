@@ -98,21 +98,23 @@ def test_a_pass_while_every_remote_topic_is_ready_asks_the_clusters_nothing(
     assert (target.listings, len(target.described_topics), target.entries, source.entries) == asked
 
 
+@pytest.mark.parametrize("count", [3, 300])  # asked by name; with a whole listing
 def test_a_remote_topic_listed_with_a_transient_error_exists_and_is_not_created(
-    now: list[float],
+    now: list[float], count: int
 ) -> None:
     """LEADER_NOT_AVAILABLE in its metadata (just created, by another driver): it is
     there; its partitions are handed over once it is listed cleanly."""
-    source, target = source_with(3, 2), FakeController()
+    source, target = source_with(count, 2), FakeController()
     target.topics = {f"primary.{t}": 2 for t in source.topics}
     target.unsettled = {"primary.scale.t0001"}
     topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
     owned = owned_of(source)
 
-    assert passes(topics, owned, now, 10.0) == 4
+    assert passes(topics, owned, now, 10.0) == 2 * count - 2
     assert creates(target) == 0 and target.requests == []
+    assert target.listings == (count > 200)
     target.unsettled.clear()
-    assert passes(topics, owned, now, 2.2) == 6
+    assert passes(topics, owned, now, 2.2) == 2 * count
 
 
 def test_a_remote_topic_not_listed_a_minute_after_the_target_said_it_has_it_is_sent_again(
