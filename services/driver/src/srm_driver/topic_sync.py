@@ -67,9 +67,7 @@ class TopicSync:
         self._source_admin = source_admin
         self._target_admin = target_admin
         self._timeout = timeout
-        # Remote topics the target has after the last :meth:`ensure_remote_topics`
-        # although its listing did not show them: created then, or answered "already
-        # exists" (created by another driver, or not in the broker's metadata yet).
+        # Remote topics the last ensure_remote_topics created or was told "already exist".
         self.present: set[str] = set()
         # The broker gets ``timeout`` to finish an operation; the request a little longer,
         # so a slow broker's answer arrives instead of a client-side timeout.
@@ -103,16 +101,12 @@ class TopicSync:
     ) -> list[str]:
         """Create missing remote topics and grow those with fewer partitions than the source.
 
-        ``topics`` maps source topic -> partition count (as :meth:`replicated_topics`
-        gives); ``existing``, the target's listing of their remote topics if the caller
-        took one (else the whole target is listed). New topics get the source partition
-        count, ``replication.factor`` (-1: the target broker's default) and the copyable
-        source configs. A topic never shrinks; a source topic deleted meanwhile, a
-        remote topic another driver created or grew first, or one listed with a
-        transient error (it exists, being created or loaded) is no change. Nothing waits
-        for the new partitions' leaders: whoever reads them next waits for what it needs.
-        Returns one line per change; :attr:`present` names the remote topics the target
-        has that the listing did not show.
+        ``topics``: source topic -> partition count; ``existing``: the target's listing of
+        their remote topics (None: list it). New topics get the source's partition count,
+        ``replication.factor`` (-1: the broker's default) and copyable configs. A topic
+        never shrinks; one deleted meanwhile, made or grown first by another driver, or
+        listed with a transient error, is no change. No wait for new leaders (readers
+        wait). One line per change; :attr:`present`: the remote topics made or found.
         """
         if existing is None:
             existing = self._listed(self._flow.target, self._target_admin)
