@@ -174,7 +174,11 @@ async def copy(args: argparse.Namespace) -> int:
                     offsets[partition] = next_offset
             for produce in rounds:
                 request = ProduceRequest(None, -1, 120_000, [(args.remote, produce)])
-                await in_flight.put(asyncio.create_task(target.send(writer, request)))
+                while in_flight.full():  # an acknowledger that stopped on a refusal drains none
+                    await asyncio.wait([acknowledger], timeout=0.05)
+                    if acknowledger.done():
+                        acknowledger.result()
+                in_flight.put_nowait(asyncio.create_task(target.send(writer, request)))
         await in_flight.put(None)
         await acknowledger
         return 0
@@ -184,14 +188,10 @@ async def copy(args: argparse.Namespace) -> int:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    from srm_bench.raw_loop import copy_arguments
+
     parser = argparse.ArgumentParser(prog="python -m srm_bench.batch_loop", description=__doc__)
-    add = parser.add_argument
-    add("--source", required=True, help="source bootstrap servers")
-    add("--target", required=True, help="target bootstrap servers")
-    add("--topic", required=True)
-    add("--remote", required=True)
-    add("--partitions", type=int, required=True)
-    add("--records", type=int, required=True, help="records in the whole topic")
+    copy_arguments(parser)
     return parser.parse_args(argv)
 
 

@@ -23,6 +23,7 @@ import struct
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -131,10 +132,6 @@ class _Receiver(threading.Thread):
         finally:
             self.consumer.close()
 
-    def has_all(self, sequences: set[int]) -> bool:
-        # Lookups only: safe while the receiver thread inserts.
-        return all(sequence in self.latency_ms for sequence in sequences)
-
     def _record(self, value: bytes, timestamp_ms: int, received_ms: float) -> None:
         sequence, sent_us = _HEADER.unpack_from(value)
         if sequence in self.latency_ms:
@@ -167,15 +164,51 @@ def measure_latency(
     receiver.start()
     say(f"  {label}: latency: {rate} records/s for {seconds:.0f} s ({warmup:.0f} s warm-up)")
     sent, send_seconds = _produce_steadily(source, topic, partitions, record_size, rate, seconds)
-    warm = min(sent, int(warmup * rate))
-    expected = set(range(warm, sent))
+    result = collect(
+        receiver,
+        sent=sent,
+        send_seconds=send_seconds,
+        rate=rate,
+        warmup=warmup,
+        window_seconds=window_seconds,
+    )
+    say(
+        f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "
+        f"({result.measured:,} records, {result.lost} missing)"
+    )
+    return result
+
+
+class Receiving(Protocol):
+    """A receiver thread of the latency phase: latency per sequence number as it reads."""
+
+    latency_ms: dict[int, float]
+    duplicates: int
+    timestamps_changed: int
+    stopping: threading.Event
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+def collect(
+    receiver: Receiving,
+    *,
+    sent: int,
+    send_seconds: float,
+    rate: int,
+    warmup: float,
+    window_seconds: int = WINDOW_SECONDS,
+) -> LatencyResult:
+    """Wait up to DRAIN_SECONDS for every record sent after the warm-up, stop the receiver
+    and sum up what it read."""
+    expected = set(range(min(sent, int(warmup * rate)), sent))
     deadline = time.monotonic() + DRAIN_SECONDS
-    while time.monotonic() < deadline and not receiver.has_all(expected):
+    while time.monotonic() < deadline and not all(s in receiver.latency_ms for s in expected):
         time.sleep(0.2)
     receiver.stopping.set()
     receiver.join()
     values = sorted(receiver.latency_ms[s] for s in expected if s in receiver.latency_ms)
-    result = LatencyResult(
+    return LatencyResult(
         p50_ms=percentile(values, 50),
         p99_ms=percentile(values, 99),
         mean_ms=sum(values) / len(values) if values else math.nan,
@@ -190,11 +223,6 @@ def measure_latency(
         windows=windows(receiver.latency_ms, sent, rate, window_seconds),
         window_seconds=window_seconds,
     )
-    say(
-        f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "
-        f"({result.measured:,} records, {result.lost} missing)"
-    )
-    return result
 
 
 def _produce_steadily(

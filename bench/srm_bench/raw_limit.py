@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srm_bench.catchup import CatchupResult, RunningReplicator, measure_catchup
+from srm_bench.catchup import RunningReplicator, measure_catchup
 from srm_bench.options import BenchOptions, Dataset
 from srm_bench.progress import say
 from srm_bench.raw import RawResult, measure_raw
@@ -127,29 +127,27 @@ class RawLimit:
         return lines
 
 
-def loop_candidate(setting: LoopSetting, catchup: CatchupResult) -> RawCandidate:
-    return RawCandidate(
-        setting.name, catchup.mb_s, catchup.records_s, catchup.cpu_s_per_gib, catchup.peak_rss_mb
-    )
-
-
 def perf_tools_candidate(result: RawResult) -> RawCandidate:
     return RawCandidate(PERF_TOOLS, result.mb_s, result.records_s)
+
+
+def _copy_command(module: str, source: str, target: str, dataset: Dataset) -> list[str]:
+    """A client-only copy of the data set run as a replicator (``python -m module``)."""
+    import sys
+
+    return [
+        sys.executable, "-m", module,
+        "--source", source, "--target", target,
+        "--topic", dataset.topic, "--remote", remote_topic(dataset.topic),
+        "--partitions", str(dataset.partitions), "--records", str(dataset.records),
+    ]  # fmt: skip
 
 
 def loop_replicator(
     setting: LoopSetting, source: str, target: str, dataset: Dataset, folder: Path
 ) -> Replicator:
-    import sys
-
     stem = f"raw-loop-{setting.processes}p{'-tuned' if setting.producer else ''}"
-    command = [
-        sys.executable, "-m", "srm_bench.raw_loop",
-        "--source", source, "--target", target,
-        "--topic", dataset.topic, "--remote", remote_topic(dataset.topic),
-        "--partitions", str(dataset.partitions), "--records", str(dataset.records),
-        *setting.arguments(),
-    ]  # fmt: skip
+    command = [*_copy_command("srm_bench.raw_loop", source, target, dataset), *setting.arguments()]
     if dataset.codec:  # as the copy slot does on a compressed topic: the source's codec
         command += ["--set", f"producer.compression.type={dataset.codec}"]
     return Replicator(setting.name, command, folder / f"{stem}.args", folder / f"{stem}.log")
@@ -159,15 +157,35 @@ BATCH_COPY = "batch pass-through prototype"
 
 
 def batch_copy_replicator(source: str, target: str, dataset: Dataset, folder: Path) -> Replicator:
-    import sys
-
-    command = [
-        sys.executable, "-m", "srm_bench.batch_loop",
-        "--source", source, "--target", target,
-        "--topic", dataset.topic, "--remote", remote_topic(dataset.topic),
-        "--partitions", str(dataset.partitions), "--records", str(dataset.records),
-    ]  # fmt: skip
+    command = _copy_command("srm_bench.batch_loop", source, target, dataset)
     return Replicator(BATCH_COPY, command, folder / "batch-copy.args", folder / "batch-copy.log")
+
+
+def _run_candidate(
+    replicator: Replicator, options: BenchOptions, stack: BenchStack, errors: dict[str, str]
+) -> RawCandidate | None:
+    """One client-only copy on a wiped target, measured as a replicator (None: it failed,
+    and ``errors`` says why)."""
+    dataset = options.dataset()
+    name = replicator.label
+    say(f"  raw: {name} (wiping backup: {stack.reset_target():.1f} s)")
+    create_topic(stack.target_admin(), remote_topic(dataset.topic), dataset.partitions)
+    try:
+        with RunningReplicator(replicator) as running:
+            catchup = measure_catchup(
+                running, stack.target_admin(), dataset, options.catchup_deadline()
+            )
+    except (RuntimeError, TimeoutError) as exc:
+        errors[name] = str(exc)
+        say(f"  raw: {name} FAILED: {exc}")
+        return None
+    say(
+        f"  raw: {name}: {catchup.mb_s:.1f} MB/s,"
+        f" {catchup.cpu_s_per_gib or 0:.1f} CPU s per GiB, RSS {catchup.peak_rss_mb:,.0f} MB"
+    )
+    return RawCandidate(
+        name, catchup.mb_s, catchup.records_s, catchup.cpu_s_per_gib, catchup.peak_rss_mb
+    )
 
 
 def measure_raw_limit(
@@ -184,23 +202,10 @@ def measure_raw_limit(
     candidates: list[RawCandidate] = []
     errors: dict[str, str] = {}
     for setting in settings:
-        say(f"  raw: {setting.name} (wiping backup: {stack.reset_target():.1f} s)")
-        create_topic(stack.target_admin(), remote_topic(dataset.topic), dataset.partitions)
         replicator = loop_replicator(setting, source, target, dataset, folder)
-        try:
-            with RunningReplicator(replicator) as running:
-                catchup = measure_catchup(
-                    running, stack.target_admin(), dataset, options.catchup_deadline()
-                )
-        except (RuntimeError, TimeoutError) as exc:
-            errors[setting.name] = str(exc)
-            say(f"  raw: {setting.name} FAILED: {exc}")
-            continue
-        candidates.append(loop_candidate(setting, catchup))
-        say(
-            f"  raw: {setting.name}: {catchup.mb_s:.1f} MB/s,"
-            f" {catchup.cpu_s_per_gib or 0:.1f} CPU s per GiB, RSS {catchup.peak_rss_mb:,.0f} MB"
-        )
+        candidate = _run_candidate(replicator, options, stack, errors)
+        if candidate is not None:
+            candidates.append(candidate)
     tools = None
     say(f"  raw: {PERF_TOOLS} (wiping backup: {stack.reset_target():.1f} s)")
     try:
@@ -214,21 +219,6 @@ def measure_raw_limit(
         raise RuntimeError("; ".join(f"{name}: {error}" for name, error in errors.items()))
     batch_copy = None
     if options.batch_copy:
-        say(f"  raw: {BATCH_COPY} (wiping backup: {stack.reset_target():.1f} s)")
-        create_topic(stack.target_admin(), remote_topic(dataset.topic), dataset.partitions)
         replicator = batch_copy_replicator(source, target, dataset, folder)
-        try:
-            with RunningReplicator(replicator) as running:
-                catchup = measure_catchup(
-                    running, stack.target_admin(), dataset, options.catchup_deadline()
-                )
-            batch_copy = RawCandidate(
-                BATCH_COPY, catchup.mb_s, catchup.records_s, catchup.cpu_s_per_gib,
-                catchup.peak_rss_mb,
-            )  # fmt: skip
-            say(f"  raw: {BATCH_COPY}: {catchup.mb_s:.1f} MB/s,"
-                f" {catchup.cpu_s_per_gib or 0:.1f} CPU s per GiB")  # fmt: skip
-        except (RuntimeError, TimeoutError) as exc:
-            errors[BATCH_COPY] = str(exc)
-            say(f"  raw: {BATCH_COPY} FAILED: {exc}")
+        batch_copy = _run_candidate(replicator, options, stack, errors)
     return RawLimit(tuple(candidates), tools, errors, batch_copy)

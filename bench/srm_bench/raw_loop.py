@@ -66,8 +66,8 @@ def partitions_of(process: int, processes: int, partitions: int) -> list[int]:
     return [p for p in range(partitions) if p % processes == process]
 
 
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m srm_bench.raw_loop", description=__doc__)
+def copy_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a client-only copy of the data set (this loop, the batch loop)."""
     add = parser.add_argument
     add("--source", required=True, help="source bootstrap servers")
     add("--target", required=True, help="target bootstrap servers")
@@ -75,6 +75,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--remote", required=True)
     add("--partitions", type=int, required=True)
     add("--records", type=int, required=True, help="records in the whole topic")
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m srm_bench.raw_loop", description=__doc__)
+    copy_arguments(parser)
+    add = parser.add_argument
     add("--processes", type=int, default=2)
     add("--set", action="append", default=[], metavar="producer.KEY=V|consumer.KEY=V")
     add("--child", type=int, help=argparse.SUPPRESS)

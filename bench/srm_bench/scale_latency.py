@@ -13,7 +13,6 @@ the whole phase.
 
 from __future__ import annotations
 
-import math
 import struct
 import threading
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from srm_bench.latency import DRAIN_SECONDS, LatencyResult, percentile, windows
+from srm_bench.latency import LatencyResult, collect, percentile
 from srm_bench.progress import say
 from srm_bench.replicators import remote_topic
 from srm_bench.scale_data import ScaleDataset, end_offsets
@@ -64,6 +63,7 @@ class _Receiver(threading.Thread):
         self.assignment = assignment
         self.latency_ms: dict[int, float] = {}
         self.duplicates = 0
+        self.timestamps_changed = 0  # the value's send time is the measure here
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -156,27 +156,7 @@ def measure_spread_latency(
         raise RuntimeError(
             f"steady latency: records unacknowledged by the source after {ACK_SECONDS:.0f} s"
         )
-    expected = set(range(min(sent, int(warmup * rate)), sent))
-    deadline = time.monotonic() + DRAIN_SECONDS
-    while time.monotonic() < deadline and not all(s in receiver.latency_ms for s in expected):
-        time.sleep(0.2)
-    receiver.stopping.set()
-    receiver.join()
-    values = sorted(receiver.latency_ms[s] for s in expected if s in receiver.latency_ms)
-    result = LatencyResult(
-        p50_ms=percentile(values, 50),
-        p99_ms=percentile(values, 99),
-        mean_ms=sum(values) / len(values) if values else math.nan,
-        max_ms=values[-1] if values else math.nan,
-        measured=len(values),
-        expected=len(expected),
-        lost=len(expected) - len(values),
-        duplicates=receiver.duplicates,
-        timestamps_changed=0,
-        sent=sent,
-        send_rate=sent / send_seconds,
-        windows=windows(receiver.latency_ms, sent, rate),
-    )
+    result = collect(receiver, sent=sent, send_seconds=send_seconds, rate=rate, warmup=warmup)
     acks = sorted(acked_ms)
     say(
         f"  {label}: steady latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms"
