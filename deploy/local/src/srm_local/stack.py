@@ -251,6 +251,7 @@ def watch(
     except (KeyboardInterrupt, _Stop):
         print("\nstopping...")
         stop_services(services)
+        lists.close()  # before the clusters: its readers would log every refused reconnect
         stop_clusters(clusters)
         return 0
     finally:
