@@ -3,10 +3,11 @@ and syncs in order, unit breaks, poison records, halts, releases, leases."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -1656,6 +1657,23 @@ def _idle_flow(flow: FlowConfig, count: int) -> Harness:
     return h
 
 
+@contextlib.contextmanager
+def _state_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts every attribute read of a PartitionState while the block runs."""
+    reads = [0]
+    read = PartitionState.__getattribute__
+
+    def counting(self: PartitionState, name: str) -> object:
+        reads[0] += 1
+        return read(self, name)
+
+    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
+    try:
+        yield reads
+    finally:
+        monkeypatch.setattr(PartitionState, "__getattribute__", read)
+
+
 @pytest.mark.parametrize("count", [10, 3000])
 def test_a_planning_pass_reads_no_state_of_a_running_partition(
     flow: FlowConfig, monkeypatch: pytest.MonkeyPatch, count: int
@@ -1665,24 +1683,16 @@ def test_a_planning_pass_reads_no_state_of_a_running_partition(
     states of the pending and releasing ones only, and codecs are looked for only among
     the running plans without one: the same reads for 10 running partitions as for 3,000."""
     h = _idle_flow(flow, count)
-    reads = [0]
-    read = PartitionState.__getattribute__
-
-    def counting(self: PartitionState, name: str) -> object:
-        reads[0] += 1
-        return read(self, name)
-
-    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
     h.clock.now += 6  # codecs of running plans without one are due
     planner = h.service._planner
-    planner.plan_due(h.clock.now, FLOW)
-    h.service._checks.check_codecs(h.clock.now, FLOW)
+    with _state_reads(monkeypatch) as reads:
+        planner.plan_due(h.clock.now, FLOW)
+        h.service._checks.check_codecs(h.clock.now, FLOW)
     assert reads[0] == 0, f"{reads[0]} reads of partition states"
-    monkeypatch.setattr(PartitionState, "__getattribute__", read)
     with h.service._ledger.lock:  # one partition sent back: the pass looks at it alone
         h.service._ledger.parts.get(FLOW, ("orders", 1)).retry_later(h.clock.now, "test")  # type: ignore[union-attr]
-    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
-    planner.plan_due(h.clock.now, FLOW)
+    with _state_reads(monkeypatch) as reads:
+        planner.plan_due(h.clock.now, FLOW)
     assert 0 < reads[0] < 50
 
 
@@ -1696,17 +1706,9 @@ def test_the_partitions_held_are_worked_out_again_only_when_they_change(
     h = _idle_flow(flow, count)
     held = h.service.held(FLOW)
     assert len(held) == count
-    reads = [0]
-    read = PartitionState.__getattribute__
-
-    def counting(self: PartitionState, name: str) -> object:
-        reads[0] += 1
-        return read(self, name)
-
-    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
-    assert h.service.held(FLOW) is held and h.service.held(FLOW) is held
+    with _state_reads(monkeypatch) as reads:
+        assert h.service.held(FLOW) is held and h.service.held(FLOW) is held
     assert reads[0] == 0, f"{reads[0]} reads of partition states"
-    monkeypatch.setattr(PartitionState, "__getattribute__", read)
     state = h.service._ledger.parts.get(FLOW, ("orders", 1))
     assert state is not None
     with h.service._ledger.lock:
@@ -1729,20 +1731,12 @@ def test_an_identity_check_reads_only_partitions_started_since_or_of_a_changed_t
     check = h.service._checks.check_identities
     h.clock.now += 3
     check(h.clock.now, FLOW)  # the first check compares every partition that started
-    reads = [0]
-    read = PartitionState.__getattribute__
-
-    def counting(self: PartitionState, name: str) -> object:
-        reads[0] += 1
-        return read(self, name)
-
-    monkeypatch.setattr(PartitionState, "__getattribute__", counting)
-    for _ in range(3):
-        h.clock.now += 3
-        check(h.clock.now, FLOW)
+    with _state_reads(monkeypatch) as reads:
+        for _ in range(3):
+            h.clock.now += 3
+            check(h.clock.now, FLOW)
     assert reads[0] == 0, f"{reads[0]} reads of partition states"
     assert h.facts.described[-3:] == [1, 1, 1], "one topic asked, not one per partition"
-    monkeypatch.setattr(PartitionState, "__getattribute__", read)
 
     h.facts.facts = PartitionFacts("S2", 0, 10, "T1", 0)  # the source topic was recreated
     h.clock.now += 3
