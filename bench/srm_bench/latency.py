@@ -92,10 +92,11 @@ def percentile(sorted_values: list[float], pct: float) -> float:
     return sorted_values[rank - 1]
 
 
-class _Receiver(threading.Thread):
-    """Reads the remote topic from its start; latency per sequence number."""
+class Receiver(threading.Thread):
+    """Reads the assigned partitions of the target from the given offsets; latency per
+    sequence number (the value's first 16 bytes; anything shorter is not ours)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, assignment: list[TopicPartition]) -> None:
         super().__init__(name="latency-receiver", daemon=True)
         self.consumer = Consumer(
             {
@@ -105,18 +106,14 @@ class _Receiver(threading.Thread):
                 "log_level": 2,
             }
         )
-        self.topic = topic
-        self.partitions = partitions
+        self.assignment = assignment
         self.latency_ms: dict[int, float] = {}
         self.duplicates = 0
         self.timestamps_changed = 0
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        assignment = [
-            TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)
-        ]
-        self.consumer.assign(assignment)
+        self.consumer.assign(self.assignment)
         try:
             while not self.stopping.is_set():
                 # poll() returns as soon as a record is there; consume(n, timeout) would
@@ -132,7 +129,9 @@ class _Receiver(threading.Thread):
         finally:
             self.consumer.close()
 
-    def _record(self, value: bytes, timestamp_ms: int, received_ms: float) -> None:
+    def _record(self, value: bytes | None, timestamp_ms: int, received_ms: float) -> None:
+        if value is None or len(value) < _HEADER.size:
+            return
         sequence, sent_us = _HEADER.unpack_from(value)
         if sequence in self.latency_ms:
             self.duplicates += 1
@@ -160,7 +159,9 @@ def measure_latency(
     """Produce at ``rate`` for ``seconds`` and measure; see the module docstring."""
     if not wait_for_topic(admin_client(target), remote, partitions, 60):
         say(f"  {label}: {remote} not on the target after 60 s; producing anyway")
-    receiver = _Receiver(target, remote, partitions)
+    receiver = Receiver(
+        target, [TopicPartition(remote, p, OFFSET_BEGINNING) for p in range(partitions)]
+    )
     receiver.start()
     say(f"  {label}: latency: {rate} records/s for {seconds:.0f} s ({warmup:.0f} s warm-up)")
     sent, send_seconds = _produce_steadily(source, topic, partitions, record_size, rate, seconds)

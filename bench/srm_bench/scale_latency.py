@@ -14,14 +14,13 @@ the whole phase.
 from __future__ import annotations
 
 import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 
-from srm_bench.latency import LatencyResult, collect, percentile
+from srm_bench.latency import LatencyResult, Receiver, collect, percentile
 from srm_bench.progress import say
 from srm_bench.replicators import remote_topic
 from srm_bench.scale_data import ScaleDataset, end_offsets
@@ -47,44 +46,6 @@ def spread(dataset: ScaleDataset) -> Callable[[int], tuple[str, int]]:
         return topics[index // per_topic], index % per_topic
 
     return destination
-
-
-class _Receiver(threading.Thread):
-    def __init__(self, bootstrap: str, assignment: list[TopicPartition]) -> None:
-        super().__init__(name="scale-latency-receiver", daemon=True)
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "srm-bench-scale-latency",  # never joined: assigned partitions
-                "enable.auto.commit": False,
-                "log_level": 2,
-            }
-        )
-        self.assignment = assignment
-        self.latency_ms: dict[int, float] = {}
-        self.duplicates = 0
-        self.timestamps_changed = 0  # the value's send time is the measure here
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        self.consumer.assign(self.assignment)
-        try:
-            while not self.stopping.is_set():
-                first = self.consumer.poll(0.1)
-                received_ms = time.time() * 1000
-                if first is None:
-                    continue
-                for message in [first, *self.consumer.consume(500, timeout=0)]:
-                    value = message.value() if message.error() is None else None
-                    if value is None or len(value) < _VALUE.size:
-                        continue
-                    sequence, sent_us = _VALUE.unpack_from(value)
-                    if sequence in self.latency_ms:
-                        self.duplicates += 1
-                    else:
-                        self.latency_ms[sequence] = received_ms - sent_us / 1000
-        finally:
-            self.consumer.close()
 
 
 @dataclass(frozen=True)
@@ -117,7 +78,7 @@ def measure_spread_latency(
     destination = spread(dataset)
     partitions = [(remote_topic(t), p) for t, p in dataset.source_partitions()]
     ends = end_offsets(admin_client(target), partitions)
-    receiver = _Receiver(target, [TopicPartition(t, p, ends[(t, p)]) for t, p in partitions])
+    receiver = Receiver(target, [TopicPartition(t, p, ends[(t, p)]) for t, p in partitions])
     receiver.start()
     say(
         f"  {label}: steady latency: {rate} records/s over {len(partitions):,} partitions"
