@@ -30,9 +30,12 @@ from srm_harness.waits import wait_caught_up, wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PARTITIONS = 4
-SESSION_MS = 6000
-# Shorter than the defaults so that a test waits less; the same rules apply.
-TIMINGS = {"srm.driver.session.timeout.ms": SESSION_MS, "srm.driver.write.timeout.ms": 4000}
+# Shorter than the defaults so that a test waits less; the same rules apply. A driver gone
+# silent is noticed after the session timeout (4 s), and its tasks move once the leader
+# waited out its lease (session / 2), max.block and write timeout: 6.9 s
+# (ControlSettings.wait_out_ms). With 6 s and 4 s (9.2 s of wait-out) each of the paused
+# test's rounds took ~5 s longer.
+TIMINGS = {"srm.driver.session.timeout.ms": 4000, "srm.driver.write.timeout.ms": 3000}
 
 
 def _group_config(kafka, tmp_path, unique_name, topic: str):  # type: ignore[no-untyped-def]
