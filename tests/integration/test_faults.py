@@ -295,7 +295,12 @@ def test_topics_deleted_or_recreated_under_load_halt_their_partitions_and_stop_c
     doomed_remote_of = kafka.create_topic("primary", unique_name("lose-remote"), partitions=2)
     recreated = kafka.create_topic("primary", unique_name("recreated"), partitions=2)
     steady = kafka.create_topic("primary", unique_name("steady"), partitions=2)
-    for topic in (doomed_remote_of, recreated, steady):
+    # The remote topic to be deleted exists before the driver starts (made as the driver
+    # would, by the test): a remote topic the driver created itself is trusted to exist
+    # for a minute after its creation (flow_topics.TRUST_PRESENT_S, unit-tested in
+    # test_flow_topics.py), which held this test 45 s before the deletion was noticed.
+    kafka.create_topic("backup", f"primary.{doomed_remote_of}", partitions=2)
+    for topic in (recreated, steady):
         kafka.created.append(("backup", f"primary.{topic}"))
     config = write_config(
         tmp_path,
