@@ -367,7 +367,14 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
             "primary->backup": {"enabled": True, "topics": [topic]},
             "backup->primary": {"enabled": False},
         },
-        replication={"srm.control.topic.prefix": prefix},
+        # Shorter than the defaults, the same rules: the restored log holds every task
+        # until the lost log's drivers are waited out (their lease, max.block and write
+        # timeout: 9.2 s here, 17.3 s with the defaults).
+        replication={
+            "srm.control.topic.prefix": prefix,
+            "srm.driver.session.timeout.ms": 6000,
+            "srm.driver.write.timeout.ms": 4000,
+        },
     )
     settings = control_log(config)  # backup's: primary->backup's log
     for name in (settings.events_topic, settings.drivers_topic, settings.election_topic):
