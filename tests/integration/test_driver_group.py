@@ -26,6 +26,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PARTITIONS = 12
 SESSION_MS = 8000
+# The copy producer's delivery timeout: shorter than the default 10 s, the same rules. The
+# leader waits it out (with d1's lease and max.block) before d1's tasks move: 10.2 s, not
+# 16.3 s (ControlSettings.wait_out_ms).
+WRITE_TIMEOUT_MS = 4000
 
 
 def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, unique_name):  # type: ignore[no-untyped-def]
@@ -55,6 +59,7 @@ def test_drivers_share_fail_over_and_rebalance_incrementally(kafka, tmp_path, un
             "tasks.max": PARTITIONS,
             "srm.control.topic.prefix": unique_name("grp"),
             "srm.driver.session.timeout.ms": SESSION_MS,
+            "srm.driver.write.timeout.ms": WRITE_TIMEOUT_MS,
         },
     )
     drivers_group = ControlGroup(config)
