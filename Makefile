@@ -26,7 +26,7 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone bench bench-scale bench-wan lint format clean images compose-up compose-down \
+        test-integration test-driver-alone test-spark-archive test-unit-others bench bench-scale bench-wan lint format clean images compose-up compose-down \
         test-containers kerberos
 
 help: ## list the targets
@@ -76,9 +76,25 @@ DURATIONS ?= 30
 # driver declares what it imports). The main run leaves them out.
 DRIVER_TESTS := services/driver/tests
 
-test: jars test-driver-alone ## every test: the driver alone, unit, integration on real Kafka and Spark
+# make test runs in two phases. First, side by side (each mostly one core of two; the
+# output of each is printed whole when it ends): the driver's tests alone, the Spark
+# class-data archive the integration tests' drivers use, and every other unit test.
+# Then the integration tests, alone on the machine (their waits and loads are timed).
+# A failed first phase still runs the second; make test fails if either did.
+test: jars $(UV) ## every test: the driver alone, unit, integration on real Kafka and Spark
+	@status=0; \
+	$(MAKE) --no-print-directory -j3 --output-sync=target \
+		test-driver-alone test-spark-archive test-unit-others || status=$$?; \
+	$(VENV)/bin/python -m pytest -m integration --ignore-glob='$(DRIVER_TESTS)/*' \
+		$(if $(DURATIONS),--durations=$(DURATIONS)) || status=$$?; \
+	exit $$status
+
+test-spark-archive: install
 	@$(VENV)/bin/python -m srm_harness.spark_archive
-	@$(VENV)/bin/python -m pytest --ignore-glob='$(DRIVER_TESTS)/*' $(if $(DURATIONS),--durations=$(DURATIONS))
+
+test-unit-others: install
+	@$(VENV)/bin/python -m pytest -m "not integration" --ignore-glob='$(DRIVER_TESTS)/*' \
+		$(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
 	@echo "the driver's tests in $(DRIVER_VENV) (uv sync --package srm-driver: nothing else installed)..."
@@ -89,8 +105,7 @@ test-driver-alone: $(UV) ## the driver's tests with only the driver's dependenci
 test-unit: install ## unit tests only (no Kafka, no Spark)
 	@$(VENV)/bin/python -m pytest -m "not integration" $(if $(DURATIONS),--durations=$(DURATIONS))
 
-test-integration: jars ## integration tests only
-	@$(VENV)/bin/python -m srm_harness.spark_archive
+test-integration: jars test-spark-archive ## integration tests only
 	@$(VENV)/bin/python -m pytest -m integration $(if $(DURATIONS),--durations=$(DURATIONS))
 
 bench: jars ## SRM vs MirrorMaker 2 vs Kafka's perf tools, 1 GiB (BENCH_ARGS="--size-mb 100")
