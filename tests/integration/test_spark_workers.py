@@ -102,6 +102,10 @@ def test_workers_killed_and_added_under_load_copy_on_exactly(
             "listeners": "https://127.0.0.1:0",
             "listeners.https.ssl.keystore.location": str(tls.broker_keystore),
             "listeners.https.ssl.keystore.password": tls.password,
+            # The lost slot is fenced for its last lease (10 s on a cluster), the copy
+            # producer's delivery timeout and 2 s: 16 s with this 4 s timeout, 22 s with
+            # the default 10 s. The same rule, a shorter wait before copying resumes.
+            "srm.driver.write.timeout.ms": 4000,
         },
     )
     driver = DriverProcess(config, tmp_path / "driver.log", spark_master=spark_cluster.master_url)
