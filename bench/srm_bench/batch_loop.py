@@ -18,173 +18,114 @@ it refuses (exits non-zero) where a byte copy would be wrong instead of guessing
 batch of magic below 2, aborted transactions in a fetch, or a target that answers a
 Produce with an error.
 
-The protocol layer is aiokafka's (requests built and version-negotiated by it, one
-connection per broker); CRC-32C is the ``crc32c`` package's (hardware, about 8 GB/s here) when
-installed, else aiokafka's own (about 0.35 GB/s).
+The protocol layer is the copy slot's own (:mod:`srm_driver.copier.wire`: one connection
+per broker, requests written as a header beside the batches' own buffers, answers parsed
+over one buffer with memoryviews, each batch re-stamped with a new header beside its
+records, which are never copied); CRC-32C is the ``crc32c`` package's (hardware, about
+8 GB/s here) when installed.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
-import struct
 import sys
+from collections import deque
 from collections.abc import Sequence
 
-try:  # the hardware CRC when present; the prototype must not be bound by a slow one
-    from crc32c import crc32c
-except ImportError:  # pragma: no cover - depends on the environment
-    from aiokafka.record._crecords.cutil import crc32c_cython as crc32c
+from srm_driver.copier.wire.apis import FETCH, PRODUCE
+from srm_driver.copier.wire.batches import UnsupportedBatch, record_count, restamp, split
+from srm_driver.copier.wire.cluster import Cluster
+from srm_driver.copier.wire.errors import BrokerError, WireError
+from srm_driver.copier.wire.fetch import FetchedPartition, fetch_request, fetch_response
+from srm_driver.copier.wire.fetch import raise_refusal as raise_fetch_refusal
+from srm_driver.copier.wire.produce import Buffer, produce_request, produce_response
+from srm_driver.copier.wire.produce import raise_refusal as raise_produce_refusal
+from srm_driver.copier.wire.pump import Pump
 
-HEADER = struct.Struct(">qiibIhiqqqhii")  # record batch v2 header, 61 bytes
-CRC_FROM = 21  # attributes onwards
-TRANSACTIONAL = 0x10
-CONTROL = 0x20
 FETCH_PARTITION_BYTES = 4 << 20
 FETCH_BYTES = 64 << 20
 PRODUCES_IN_FLIGHT = 5  # what an idempotent producer may have in flight per partition
-# InitProducerId errors worth waiting out: coordinator loading, not available; concurrent
-# transactions.
-RETRIABLE_INIT = frozenset({14, 15, 51})
+WRITE_TIMEOUT_S = 120.0
 
 
 class CopyRefused(RuntimeError):
     """A batch or an answer this prototype will not copy past (see the module docstring)."""
 
 
-def restamp(out: bytearray, batch: memoryview, producer_id: int, epoch: int, sequence: int) -> int:
-    """Append ``batch`` to ``out`` re-stamped for this producer; returns the sequence
-    after it."""
-    start = len(out)
-    out += batch
-    (_, length, _, magic, _, attributes, last_delta, base_ts, max_ts, _, _, _, count) = (
-        HEADER.unpack_from(out, start)
-    )
-    if magic != 2:
-        raise CopyRefused(f"a record batch of magic {magic}: only v2 batches are passed through")
-    HEADER.pack_into(
-        out, start, 0, length, -1, 2, 0, attributes & ~TRANSACTIONAL, last_delta,
-        base_ts, max_ts, producer_id, epoch, sequence, count,
-    )  # fmt: skip
-    with (
-        memoryview(out) as view,
-        view.toreadonly() as frozen,
-        frozen[start + CRC_FROM :] as covered,
-    ):
-        checksum = crc32c(covered)
-    struct.pack_into(">I", out, start + 17, checksum)
-    return (sequence + last_delta + 1) & 0x7FFFFFFF
+def _rounds(
+    fetched: list[FetchedPartition], producer: tuple[int, int], sequences: dict[int, int],
+    offsets: dict[int, int],
+) -> tuple[list[list[tuple[int, list[Buffer]]]], int]:  # fmt: skip
+    """Round k of the Produce requests carries the k-th batch of every partition that has
+    one (Kafka takes one v2 batch per partition in a request); returns the rounds and the
+    records in them, and moves ``offsets`` and ``sequences`` past them."""
+    rounds: list[list[tuple[int, list[Buffer]]]] = []
+    records = 0
+    for answer in fetched:
+        partition = answer.partition
+        if answer.aborted:
+            raise CopyRefused(f"{answer.topic}-{partition}: aborted transactions")
+        batches, next_offset = split(answer.records)
+        if next_offset < 0:
+            continue
+        for k, batch in enumerate(batches):
+            header, rest, sequences[partition] = restamp(batch, *producer, sequences[partition])
+            records += record_count(batch)
+            if k == len(rounds):
+                rounds.append([])
+            rounds[k].append((partition, [header, rest]))
+        offsets[partition] = next_offset
+    return rounds, records
 
 
-def split(records: bytes) -> tuple[list[memoryview], int]:
-    """Whole batches in a fetched partition's bytes (a trailing partial one is dropped),
-    control batches left out, and the offset after the last whole batch (-1: none)."""
-    view = memoryview(records)
-    batches: list[memoryview] = []
-    position, next_offset = 0, -1
-    while position + HEADER.size <= len(view):
-        base, length = struct.unpack_from(">qi", view, position)
-        end = position + 12 + length
-        if end > len(view):
-            break
-        attributes, last_delta = struct.unpack_from(">hi", view, position + 21)
-        if not attributes & CONTROL:
-            batches.append(view[position:end])
-        next_offset = base + last_delta + 1
-        position = end
-    return batches, next_offset
-
-
-async def copy(args: argparse.Namespace) -> int:
-    from aiokafka.client import AIOKafkaClient
-    from aiokafka.protocol.fetch import FetchRequest
-    from aiokafka.protocol.produce import ProduceRequest
-    from aiokafka.protocol.transaction import InitProducerIdRequest
-    from aiokafka.structs import TopicPartition
-
-    source = AIOKafkaClient(bootstrap_servers=args.source, client_id="srm-bench-batch-copy")
-    target = AIOKafkaClient(bootstrap_servers=args.target, client_id="srm-bench-batch-copy")
-    await source.bootstrap()
-    await target.bootstrap()
+def copy(args: argparse.Namespace) -> int:
+    pump = Pump()
+    source = Cluster(args.source, client_id="srm-bench-batch-copy", pump=pump)
+    target = Cluster(args.target, client_id="srm-bench-batch-copy", pump=pump)
     try:
-        await source._wait_on_metadata(args.topic)
-        await target._wait_on_metadata(args.remote)
-        for _ in range(60):  # a fresh broker answers "coordinator loading" for a while
-            init = await target.send(target.get_random_node(), InitProducerIdRequest(None, 60_000))
-            if init.error_code not in RETRIABLE_INIT:
-                break
-            await asyncio.sleep(0.5)
-        if init.error_code:
-            raise CopyRefused(f"InitProducerId answered error {init.error_code}")
-        producer_id, epoch = init.producer_id, init.producer_epoch
+        source.refresh([args.topic])
+        target.refresh([args.remote])
         partitions = list(range(args.partitions))
-        leaders = {p: source.cluster.leader_for_partition(TopicPartition(args.topic, p))
-                   for p in partitions}  # fmt: skip
-        writers = {p: target.cluster.leader_for_partition(TopicPartition(args.remote, p))
-                   for p in partitions}  # fmt: skip
-        if len(set(leaders.values())) != 1 or len(set(writers.values())) != 1:
+        readers = {source.leader(args.topic, p) for p in partitions}
+        writers = {target.leader(args.remote, p) for p in partitions}
+        if len(readers) != 1 or len(writers) != 1:
             raise CopyRefused("the prototype copies from one source broker to one target broker")
-        reader, writer = leaders[0], writers[0]
+        reader, writer = readers.pop(), writers.pop()
+        producer = target.init_producer_id(writer)
         offsets = dict.fromkeys(partitions, 0)
         sequences = dict.fromkeys(partitions, 0)
         copied = 0
-        in_flight: asyncio.Queue[asyncio.Task[object] | None] = asyncio.Queue(PRODUCES_IN_FLIGHT)
+        in_flight: deque[int] = deque()
 
-        async def acknowledge() -> None:
-            while (task := await in_flight.get()) is not None:
-                answer = await task
-                for topic, results in answer.topics:
-                    for result in results:
-                        if result[1]:
-                            raise CopyRefused(f"{topic}-{result[0]}: Produce error {result[1]}")
+        def acknowledge(answer: memoryview) -> None:
+            raise_produce_refusal(writer.broker, produce_response(answer))
 
-        acknowledger = asyncio.create_task(acknowledge())
         while copied < args.records:
-            if acknowledger.done():
-                acknowledger.result()
-            wanted = [(p, offsets[p], FETCH_PARTITION_BYTES) for p in partitions]
-            fetched = await source.send(
-                reader, FetchRequest(500, 1, FETCH_BYTES, 1, [(args.topic, wanted)])
-            )
-            # Kafka takes one v2 batch per partition in a Produce request: round k of the
-            # requests carries the k-th batch of every partition that has one.
-            rounds: list[list[tuple[int, bytearray]]] = []
-            for _topic, results in fetched.topics:
-                for result in results:
-                    partition, error, aborted, records = result[0], result[1], result[5], result[-1]
-                    if error:
-                        raise CopyRefused(f"{args.topic}-{partition}: Fetch error {error}")
-                    if aborted:
-                        raise CopyRefused(f"{args.topic}-{partition}: aborted transactions")
-                    if not records:
-                        continue
-                    batches, next_offset = split(records)
-                    if next_offset < 0:
-                        continue
-                    for k, batch in enumerate(batches):
-                        stamped = bytearray()
-                        sequences[partition] = restamp(
-                            stamped, batch, producer_id, epoch, sequences[partition]
-                        )
-                        copied += struct.unpack_from(">i", batch, 57)[0]
-                        if k == len(rounds):
-                            rounds.append([])
-                        rounds[k].append((partition, stamped))
-                    offsets[partition] = next_offset
+            request = fetch_request(
+                {args.topic: [(p, offsets[p]) for p in partitions]},
+                max_wait_ms=500, min_bytes=1, max_bytes=FETCH_BYTES,
+                partition_max_bytes=FETCH_PARTITION_BYTES,
+            )  # fmt: skip
+            answer = pump.wait(reader, reader.send(FETCH, [request]), WRITE_TIMEOUT_S)
+            error, fetched = fetch_response(answer)
+            raise_fetch_refusal(reader.broker, error, fetched)
+            while in_flight and (done := writer.answer(in_flight[0])) is not None:
+                in_flight.popleft()  # answered while the fetch was out
+                acknowledge(done)
+            rounds, records = _rounds(fetched, producer, sequences, offsets)
+            copied += records
             for produce in rounds:
-                request = ProduceRequest(None, -1, 120_000, [(args.remote, produce)])
-                while in_flight.full():  # an acknowledger that stopped on a refusal drains none
-                    await asyncio.wait([acknowledger], timeout=0.05)
-                    if acknowledger.done():
-                        acknowledger.result()
-                in_flight.put_nowait(asyncio.create_task(target.send(writer, request)))
-        await in_flight.put(None)
-        await acknowledger
+                if len(in_flight) >= PRODUCES_IN_FLIGHT:
+                    acknowledge(pump.wait(writer, in_flight.popleft(), WRITE_TIMEOUT_S))
+                body = produce_request({args.remote: produce}, timeout_ms=120_000)
+                in_flight.append(writer.send(PRODUCE, body))
+        while in_flight:
+            acknowledge(pump.wait(writer, in_flight.popleft(), WRITE_TIMEOUT_S))
         return 0
     finally:
-        await source.close()
-        await target.close()
+        source.close()
+        target.close()
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -198,8 +139,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     try:
-        code = asyncio.run(copy(args))
-    except CopyRefused as exc:
+        code = copy(args)
+    except (CopyRefused, UnsupportedBatch, BrokerError, WireError) as exc:
         print(f"batch copy refused: {exc}", flush=True)
         return 1
     print("batch copy: every record copied; waiting for SIGTERM", flush=True)
