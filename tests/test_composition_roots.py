@@ -4,7 +4,8 @@ A client is what talks to a cluster or a service: confluent-kafka's ``Producer``
 ``Consumer`` and ``AdminClient``, aiokafka's ``AIOKafka*``, and the project's factories
 and adapters that open one (``kafka_clients.admin/producer/consumer``, the driver's
 ``admin_client``, the event log's reader, writer, end and beat clients, the driver's
-``CoordinatorClient``, ``FlowOffsets``, ``MirrorClient``, ``Discovery``). Each service's
+``CoordinatorClient``, ``FlowOffsets``, ``MirrorClient``, ``Discovery``, the copy slot's
+protocol layer's ``Cluster``, ``srm_driver.copier.wire``). Each service's
 root (``bootstrap.py``; srm-control's ``cli.py``) builds them from validated settings and
 hands them in; every other module receives what it uses. The test reads the source (ast)
 of every installed package and names each call of a client constructor outside the
@@ -39,6 +40,7 @@ CONSTRUCTORS = {
     "FlowOffsets",
     "MirrorClient",
     "Discovery",
+    "Cluster",
 }
 FACTORY_MODULE = "srm_common.adapters.kafka_clients"
 FACTORIES = {"admin", "producer", "consumer"}
