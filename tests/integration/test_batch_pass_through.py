@@ -20,7 +20,8 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from confluent_kafka import Producer
 from srm_common.adapters import kafka_clients
-from srm_driver.copier.wire import apis, messages
+from srm_common.config.security import read_security
+from srm_driver.copier.wire import apis, messages, sasl
 from srm_driver.copier.wire.batches import record_count, restamp, split
 from srm_driver.copier.wire.cluster import Cluster
 from srm_driver.copier.wire.errors import BrokerError
@@ -209,3 +210,33 @@ def test_batches_pass_through_over_mutual_tls(kafka_secured, unique_name):  # ty
     source = consume_all(cluster.bootstrap_servers, topic, client=cluster.client_config())
     target = consume_all(cluster.bootstrap_servers, remote, client=cluster.client_config())
     assert content(target[0]) == content(source[0])
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+def test_sasl_logins_from_the_operators_keys_and_a_refused_one_named(
+    kafka_secured, unique_name, mechanism
+):  # type: ignore[no-untyped-def]
+    cluster = kafka_secured["primary"]
+    topic = kafka_secured.create_topic("primary", unique_name("sasl"))
+    produce(
+        cluster.bootstrap_servers, topic, [Record(b"k", b"v")] * 3, config=cluster.client_config()
+    )
+    keys = cluster.mm2_keys(cluster.admin.with_mechanism(mechanism))
+    security = read_security(keys)
+    login = sasl.Sasl(mechanism, security.username or "", security.password or "")
+    context = kafka_clients.ssl_context(keys)
+    wire = Cluster(
+        keys["bootstrap.servers"], client_id="srm-test-wire", ssl_context=context, login=login
+    )
+    try:
+        wire.refresh([topic])
+        assert _latest(wire, topic) == 3
+    finally:
+        wire.close()
+    wrong = sasl.Sasl(mechanism, login.username, login.password + "x")
+    refused = Cluster(
+        keys["bootstrap.servers"], client_id="srm-test-wire", ssl_context=context, login=wrong
+    )
+    with pytest.raises(BrokerError, match=f"SaslAuthenticate as {login.username}: error 58 SASL_"):
+        refused.refresh([topic])
+    refused.close()

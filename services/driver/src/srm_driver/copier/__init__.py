@@ -22,5 +22,8 @@ Records never leave the worker process that copies them. The parts:
 * :mod:`~srm_driver.copier.lease`: until when a unit may hand records to its producer;
 * :mod:`~srm_driver.copier.failures`: librdkafka's errors as the protocol's failure kinds;
 * :mod:`~srm_driver.copier.clients`: the unit's clients from the answer's settings;
-* :mod:`~srm_driver.copier.task`: the Spark task's entry point.
+* :mod:`~srm_driver.copier.task`: the Spark task's entry point;
+* :mod:`~srm_driver.copier.wire`: a small Kafka protocol layer of the slot's own, for
+  copying record batches as they are (no unit uses it yet; ``make bench --batch-copy``'s
+  prototype runs on it, ``docs/design.md`` section 3e).
 """

@@ -17,10 +17,11 @@ copying it.
 * :mod:`.connection`: one broker connection (framing, correlation ids, TLS);
 * :mod:`.pump`: waiting on several connections from one thread;
 * :mod:`.cluster`: bootstrap, metadata, leaders, a producer id;
+* :mod:`.sasl`: PLAIN and SCRAM-SHA-256/512 logins;
 * :mod:`.errors`: failures that name the broker and the Kafka error code.
 
 Pure encode and decode (everything but ``connection``, ``pump`` and ``cluster``) is
-tested without Kafka. Not yet spoken: SASL (PLAIN and SCRAM are the next step; TLS is
-an ``ssl.SSLContext`` on the socket), fetch sessions, and leader moves beyond raising
-the broker's error for the caller to refresh on.
+tested without Kafka. TLS is an ``ssl.SSLContext`` on the socket. Not yet spoken: GSSAPI
+and OAUTHBEARER logins, SASL re-authentication, fetch sessions, and leader moves beyond
+raising the broker's error for the caller to refresh on.
 """

@@ -2,10 +2,12 @@
 and one connection per broker, opened at first use and checked with ApiVersions
 (:func:`~srm_driver.copier.wire.apis.unsupported`) before any other request.
 
-Errors name the broker: a broker that cannot be reached or lacks a request version is a
-:class:`~srm_driver.copier.wire.errors.WireError`, an error code in an answer a
-:class:`~srm_driver.copier.wire.errors.BrokerError`. Leaders are what the last
-:meth:`Cluster.refresh` said; a caller that meets ``NOT_LEADER_OR_FOLLOWER`` refreshes.
+With ``login``, each connection logs in with SASL (:mod:`~srm_driver.copier.wire.sasl`)
+after its ApiVersions check. Errors name the broker: a broker that cannot be reached or
+lacks a request version is a :class:`~srm_driver.copier.wire.errors.WireError`, an error
+code in an answer a :class:`~srm_driver.copier.wire.errors.BrokerError`. Leaders are what
+the last :meth:`Cluster.refresh` said; a caller that meets ``NOT_LEADER_OR_FOLLOWER``
+refreshes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import ssl
 import time
 from collections.abc import Sequence
 
-from srm_driver.copier.wire import apis, messages
+from srm_driver.copier.wire import apis, messages, sasl
 from srm_driver.copier.wire.connection import Buffer, Connection
 from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.pump import Pump
@@ -40,11 +42,13 @@ class Cluster:
         *,
         client_id: str,
         ssl_context: ssl.SSLContext | None = None,
+        login: sasl.Sasl | None = None,
         timeout: float = 30.0,
         pump: Pump | None = None,
     ) -> None:
         self._bootstrap = addresses(bootstrap)
         self._client_id, self._ssl, self.timeout = client_id, ssl_context, timeout
+        self._login = login
         self.pump = pump or Pump()
         self._connections: dict[str, Connection] = {}
         self.metadata = messages.Metadata({}, {})
@@ -66,14 +70,41 @@ class Cluster:
             error, ranges = messages.api_versions_response(answer)
             if error:
                 raise BrokerError(address, apis.API_VERSIONS.name, error)
-            if refused := apis.unsupported(ranges):
+            wanted = apis.SPOKEN + (apis.SASL if self._login else ())
+            if refused := apis.unsupported(ranges, wanted):
                 raise WireError(f"broker {address} does not accept {', '.join(refused)}")
+            if self._login is not None:
+                self._log_in(connection, self._login)
         except Exception:
             self.pump.remove(connection)
             connection.close()
             raise
         self._connections[address] = connection
         return connection
+
+    def _log_in(self, connection: Connection, login: sasl.Sasl) -> None:
+        address = connection.broker
+        answer = self.request(
+            connection, apis.SASL_HANDSHAKE, [sasl.handshake_request(login.mechanism)]
+        )
+        error, enabled = sasl.handshake_response(answer)
+        if error:
+            detail = f"the broker enables {', '.join(enabled) or 'none'}"
+            raise BrokerError(address, apis.SASL_HANDSHAKE.name, error, login.mechanism, detail)
+
+        def authenticate(token: bytes) -> bytes:
+            body = [sasl.authenticate_request(token)]
+            answer = self.request(connection, apis.SASL_AUTHENTICATE, body)
+            error, message, reply = sasl.authenticate_response(answer)
+            if error:
+                name = apis.SASL_AUTHENTICATE.name
+                raise BrokerError(address, name, error, f"as {login.username}", message)
+            return reply
+
+        try:
+            sasl.exchange(login, authenticate)
+        except sasl.ScramRefused as exc:
+            raise WireError(f"broker {address}: {exc}") from exc
 
     def any_connection(self) -> Connection:
         """A connection already open, else the first bootstrap server that answers."""
