@@ -101,6 +101,19 @@ def test_a_closed_connection_names_the_broker_and_what_was_in_flight(pair) -> No
         Pump([connection]).wait(connection, correlation, 5)
 
 
+def test_an_answer_sent_just_before_the_broker_closes_is_still_handed_out(pair) -> None:  # type: ignore[no-untyped-def]
+    # (a broker answers a failed SASL login with its error code, then closes at once)
+    connection, broker = pair
+    correlation = connection.send(PRODUCE, [])
+    _read_request(broker)
+    broker.sendall(_answer(correlation, b"refused"))
+    broker.close()
+    pump = Pump([connection])
+    assert bytes(pump.wait(connection, correlation, 5)) == b"refused"
+    with pytest.raises(WireError, match="the broker closed the connection"):
+        connection.send(FETCH, [])
+
+
 def test_an_unanswered_request_times_out_with_its_name(pair) -> None:  # type: ignore[no-untyped-def]
     connection, _ = pair
     correlation = connection.send(FETCH, [])

@@ -141,7 +141,10 @@ class Connection:
             except OSError as exc:
                 raise self._fail(f"cannot receive: {exc}") from exc
             if got == 0:
-                raise self._fail("the broker closed the connection")
+                closed = self._fail("the broker closed the connection")
+                if self._answers:
+                    return  # answers that came before the close are still handed out
+                raise closed
             self._got += got
             if self._got == len(self._into):
                 self._complete()
@@ -166,9 +169,12 @@ class Connection:
         self._body, self._into, self._got = None, memoryview(self._size), 0
 
     def answer(self, correlation: int) -> memoryview | None:
-        """The body of request ``correlation``'s answer once it is in (taken once)."""
+        """The body of request ``correlation``'s answer once it is in (taken once); an
+        answer that came before the connection broke is handed out, then the failure."""
+        if (answer := self._answers.pop(correlation, None)) is not None:
+            return answer
         self._check()
-        return self._answers.pop(correlation, None)
+        return None
 
     def api_of(self, correlation: int) -> Api | None:
         for waiting, api in self._waiting:
