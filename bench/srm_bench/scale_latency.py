@@ -13,6 +13,7 @@ the whole phase.
 
 from __future__ import annotations
 
+import math
 import struct
 import time
 from collections.abc import Callable
@@ -50,17 +51,23 @@ def spread(dataset: ScaleDataset) -> Callable[[int], tuple[str, int]]:
 
 @dataclass(frozen=True)
 class SpreadLatency:
-    """The end-to-end figures, and how long the source took to acknowledge the records
-    (a part of every end-to-end latency that no replicator controls)."""
+    """The end-to-end figures; how long the source took to acknowledge the records (a
+    part of every end-to-end latency that no replicator controls); and the replicator's
+    own share, per record from the source's acknowledgement to the arrival on the target
+    (the records after the warm-up that arrived)."""
 
     copy: LatencyResult
     source_ack_p50_ms: float
     source_ack_p99_ms: float
+    after_ack_p50_ms: float = math.nan
+    after_ack_p99_ms: float = math.nan
 
     def describe(self) -> dict[str, object]:
         acks = {
             "source_ack_p50_ms": self.source_ack_p50_ms,
             "source_ack_p99_ms": self.source_ack_p99_ms,
+            "after_ack_p50_ms": self.after_ack_p50_ms,
+            "after_ack_p99_ms": self.after_ack_p99_ms,
         }
         return {**self.copy.describe(), **{k: round(v, 2) for k, v in acks.items()}}
 
@@ -84,12 +91,12 @@ def measure_spread_latency(
         f"  {label}: steady latency: {rate} records/s over {len(partitions):,} partitions"
         f" for {seconds:.0f} s ({warmup:.0f} s warm-up)"
     )
-    acked_ms: list[float] = []
+    acked_ms: dict[int, float] = {}  # sequence number -> ms from send to acknowledgement
 
     def acknowledged(error: object, message: object) -> None:
         if error is None:
-            sent_us = _VALUE.unpack_from(message.value())[1]  # type: ignore[attr-defined]
-            acked_ms.append(time.time() * 1000 - sent_us / 1000)
+            sequence, sent_us = _VALUE.unpack_from(message.value())  # type: ignore[attr-defined]
+            acked_ms[sequence] = time.time() * 1000 - sent_us / 1000
 
     producer = Producer(
         {
@@ -118,10 +125,31 @@ def measure_spread_latency(
             f"steady latency: records unacknowledged by the source after {ACK_SECONDS:.0f} s"
         )
     result = collect(receiver, sent=sent, send_seconds=send_seconds, rate=rate, warmup=warmup)
-    acks = sorted(acked_ms)
+    acks = sorted(acked_ms.values())
+    shares = after_acknowledgement(receiver.latency_ms, acked_ms, first=int(warmup * rate))
     say(
         f"  {label}: steady latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms"
         f" ({result.measured:,} records, {result.lost} missing; the source acknowledged"
-        f" p99 {percentile(acks, 99):.1f} ms)"
+        f" p99 {percentile(acks, 99):.1f} ms; from its acknowledgement to the target p50"
+        f" {percentile(shares, 50):.1f} ms, p99 {percentile(shares, 99):.1f} ms)"
     )
-    return SpreadLatency(result, percentile(acks, 50), percentile(acks, 99))
+    return SpreadLatency(
+        result,
+        percentile(acks, 50),
+        percentile(acks, 99),
+        percentile(shares, 50),
+        percentile(shares, 99),
+    )
+
+
+def after_acknowledgement(
+    latency_ms: dict[int, float], acked_ms: dict[int, float], *, first: int
+) -> list[float]:
+    """Per record from ``first`` on that was both acknowledged and received: the time from
+    the source's acknowledgement to the arrival (end-to-end less the acknowledgement; a
+    record can arrive before its acknowledgement returns, hence no floor), sorted."""
+    return sorted(
+        latency - acked_ms[sequence]
+        for sequence, latency in latency_ms.items()
+        if sequence >= first and sequence in acked_ms
+    )

@@ -26,6 +26,7 @@ ROWS = (
     ("steady latency p50, ms", "steady_latency.p50_ms"),
     ("steady latency p99, ms", "steady_latency.p99_ms"),
     ("  (the source's acks p99, ms)", "steady_latency.source_ack_p99_ms"),
+    ("  (from the ack to the target p99, ms)", "steady_latency.after_ack_p99_ms"),
 )
 
 
