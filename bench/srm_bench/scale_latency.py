@@ -61,6 +61,7 @@ class SpreadLatency:
     source_ack_p99_ms: float
     after_ack_p50_ms: float = math.nan
     after_ack_p99_ms: float = math.nan
+    source_unacknowledged: int = 0
 
     def describe(self) -> dict[str, object]:
         acks = {
@@ -68,6 +69,7 @@ class SpreadLatency:
             "source_ack_p99_ms": self.source_ack_p99_ms,
             "after_ack_p50_ms": self.after_ack_p50_ms,
             "after_ack_p99_ms": self.after_ack_p99_ms,
+            "source_unacknowledged": self.source_unacknowledged,
         }
         return {**self.copy.describe(), **{k: round(v, 2) for k, v in acks.items()}}
 
@@ -120,10 +122,12 @@ def measure_spread_latency(
         producer.poll(0)
         time.sleep(0.002)
     send_seconds = time.monotonic() - started
-    if producer.flush(ACK_SECONDS):
-        raise RuntimeError(
-            f"steady latency: records unacknowledged by the source after {ACK_SECONDS:.0f} s"
-        )
+    unacknowledged = producer.flush(ACK_SECONDS)
+    if unacknowledged:
+        # The source's own slowness (docs/benchmark.md, "Scale"): the figures go on with
+        # what it acknowledged; the replicator's share is per acknowledged record.
+        say(f"  {label}: {unacknowledged:,} records unacknowledged by the source after"
+            f" {ACK_SECONDS:.0f} s; measuring the acknowledged ones")  # fmt: skip
     result = collect(receiver, sent=sent, send_seconds=send_seconds, rate=rate, warmup=warmup)
     acks = sorted(acked_ms.values())
     shares = after_acknowledgement(receiver.latency_ms, acked_ms, first=int(warmup * rate))
@@ -139,6 +143,7 @@ def measure_spread_latency(
         percentile(acks, 99),
         percentile(shares, 50),
         percentile(shares, 99),
+        unacknowledged,
     )
 
 
