@@ -56,6 +56,25 @@ def test_the_lease_is_of_the_logs_flows_only() -> None:
     assert link.lease_ms("backup->primary") == 0, "a flow into primary: another log's lease"
 
 
+def test_the_lease_runs_out_lease_ms_after_the_last_confirmation() -> None:
+    """The fence of a driver paused or cut off: it may write only ``lease_ms`` after it
+    last confirmed its membership, never longer (a woken process must not write into a
+    partition whose task moved meanwhile)."""
+    topic = InMemoryEventLog()
+    link, _end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    link._confirm()
+    full = SETTINGS.lease_ms
+    assert full - 1000 < link.lease_ms() <= full
+    confirmed = link._confirmed_at
+    assert confirmed is not None
+    link._confirmed_at = confirmed - full / 1000 / 2  # half the lease has passed
+    assert full / 2 - 1000 < link.lease_ms() <= full / 2
+    link._confirmed_at = confirmed - full / 1000 - 0.001  # all of it
+    assert link.lease_ms() == 0 and link.lease_ms(FLOW) == 0
+
+
 def follow(link: ControlLink, turns: int = 4) -> None:
     for _ in range(turns):
         try:
