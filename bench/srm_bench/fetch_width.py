@@ -4,10 +4,12 @@ One fresh single-broker source of ``--partitions`` partitions (10 a topic); a pr
 every partition up (metadata, a first batch), then for each width in ``--widths``:
 consumers of at most that many partitions each (``read_committed``, librdkafka's defaults,
 as a copy loop's) are attached to all of the partitions, and the producer sends ``--rate``
-records/s spread over every partition for ``--seconds``. The figure is the source's
-acknowledgement time of those records (p50, p99, max): what a record produced to the
-source waits while the consumers' fetches wait at the broker (docs/design.md, section 8,
-"Fetches of bounded width"). Width 0: no consumer attached.
+records/s spread over every partition for ``--seconds``. The figures are the source's
+acknowledgement times of those records (p50, p99, max), and the host's memory stall
+(``/proc/pressure/memory``, ``some avg10``, the highest seen while they were sent and
+acknowledged). Width 0: no consumer attached. (Its first runs found the source's
+acknowledgements collapsing to tens of seconds at times, with consumers of any width and
+with none: docs/benchmark.md, "Scale".)
 
     PYTHONPATH=bench .venv/bin/python -m srm_bench.fetch_width --partitions 5000 \\
         --widths 0,5000,2500,1000,500,250
@@ -32,6 +34,17 @@ from srm_bench.stack import BenchStack
 
 _SENT = struct.Struct(">d")  # send time, ms
 PER_TOPIC = 10
+# The share of time some task of this host waited for memory (reclaim), last 10 s.
+MEMORY_PRESSURE = Path("/proc/pressure/memory")
+
+
+def memory_stall() -> float:
+    """``some avg10`` of the host's memory pressure, percent (NaN where Linux has no PSI)."""
+    try:
+        first = MEMORY_PRESSURE.read_text().splitlines()[0]
+        return float(dict(f.split("=") for f in first.split()[1:])["avg10"])
+    except (OSError, ValueError, KeyError, IndexError):
+        return float("nan")
 
 
 class Readers:
@@ -72,10 +85,12 @@ class Readers:
 
 def measure(
     producer: Producer, partitions: list[tuple[str, int]], rate: int, seconds: float
-) -> tuple[list[float], int]:
+) -> tuple[list[float], int, float]:
     """Acknowledgement times (ms, sorted) of ``rate`` records/s for ``seconds``, record ``n``
-    to partition ``n mod P``; and how many were still unacknowledged after 120 s."""
+    to partition ``n mod P``; how many were still unacknowledged after 120 s; and the
+    highest memory stall of the host seen meanwhile (percent)."""
     acked: list[float] = []
+    stalls = [memory_stall()]
 
     def acknowledged(error: object, message: object) -> None:
         if error is None:
@@ -85,6 +100,7 @@ def measure(
     padding = bytes(1024 - _SENT.size)
     started = time.monotonic()
     sent = 0
+    sample = started + 1
     while (elapsed := time.monotonic() - started) < seconds:
         while sent < int(elapsed * rate):
             topic, partition = partitions[sent % len(partitions)]
@@ -93,8 +109,14 @@ def measure(
             sent += 1
         producer.poll(0)
         time.sleep(0.002)
-    left = producer.flush(120)
-    return sorted(acked), left
+        if time.monotonic() >= sample:
+            sample += 1
+            stalls.append(memory_stall())
+    deadline = time.monotonic() + 120
+    while len(producer) and time.monotonic() < deadline:
+        producer.flush(1)
+        stalls.append(memory_stall())
+    return sorted(acked), len(producer), max(stalls)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,18 +155,19 @@ def main(argv: list[str] | None = None) -> int:
                 "log_level": 2,
             }
         )
-        warm, _ = measure(producer, partitions, len(partitions), 1.0)
+        warm, _, _ = measure(producer, partitions, len(partitions), 1.0)
         say(f"  warmed every partition up (acks p99 {percentile(warm, 99):,.0f} ms)")
         for width in widths:
             readers = Readers(bootstrap, partitions, width)
             time.sleep(args.settle)
-            acks, left = measure(producer, partitions, args.rate, args.seconds)
+            acks, left, stall = measure(producer, partitions, args.rate, args.seconds)
             readers.stop()
             who = f"{len(readers.threads)} consumers of {width}" if width else "no consumer"
             say(
                 f"  {who}: acks p50 {percentile(acks, 50):,.0f} ms, p99"
                 f" {percentile(acks, 99):,.0f} ms, max {acks[-1] if acks else 0:,.0f} ms;"
-                f" {left} unacknowledged; consumers read {sum(readers.read):,}"
+                f" {left} unacknowledged; consumers read {sum(readers.read):,}; the host's"
+                f" memory stall up to {stall:.1f} %"
             )
     finally:
         stack.stop(keep_data=False)
