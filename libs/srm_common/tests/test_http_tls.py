@@ -23,41 +23,28 @@ from srm_common.adapters.http_tls import (
     server_context,
 )
 from srm_common.errors import ConfigError
+from srm_common.testing import self_signed
 
 PASSWORD = "store-secret-42"
 
 
 def _certificate(folder: Path) -> tuple[Path, Path, Path]:
     """A self-signed certificate as PEM (chain + key) and PKCS12, and its PEM alone."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    made = self_signed()
     pem = folder / "service.pem"
-    pem.write_bytes(cert_pem + key_pem)
+    pem.write_bytes(made.certificate_pem + made.key_pem)
     p12 = folder / "service.p12"
     p12.write_bytes(
         pkcs12.serialize_key_and_certificates(
-            b"service", key, cert, None, serialization.BestAvailableEncryption(PASSWORD.encode())
+            b"service",
+            made.key,
+            made.certificate,
+            None,
+            serialization.BestAvailableEncryption(PASSWORD.encode()),
         )
     )
     ca = folder / "ca.pem"
-    ca.write_bytes(cert_pem)
+    ca.write_bytes(made.certificate_pem)
     return pem, p12, ca
 
 

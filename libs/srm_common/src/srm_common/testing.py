@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from srm_common.adapters.discovery import DiscoveryError, DiscoveryPending
 from srm_common.config.control import ControlSettings
@@ -318,3 +323,42 @@ class FakeLogAdmin:
         else:
             future.set_result(SimpleNamespace(topic_id=self.log.topic_id))
         return {self.log.topic: future}
+
+
+@dataclass(frozen=True)
+class SelfSigned:
+    """A self-signed certificate for tests of TLS listeners, its key, and both as PEM."""
+
+    key: ec.EllipticCurvePrivateKey
+    certificate: x509.Certificate
+
+    @property
+    def certificate_pem(self) -> bytes:
+        return self.certificate.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def key_pem(self) -> bytes:
+        return self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+
+def self_signed(common_name: str = "localhost") -> SelfSigned:
+    """A fresh P-256 key and a certificate for ``common_name`` valid from an hour ago for
+    a day."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return SelfSigned(key, certificate)
