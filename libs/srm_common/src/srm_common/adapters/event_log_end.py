@@ -20,6 +20,9 @@ from srm_common.adapters.event_log_reader import UNKNOWN_TOPIC_ID, describe_topi
 from srm_common.config.control import ControlSettings
 from srm_common.errors import ControlLogError
 
+# Failed looks in a row after which the admin client is built anew (EventLogEnd.query).
+REBUILD_AFTER = 3
+
 
 class EventLogEnd:
     """Where the committed event log ends now (its last stable offset), which topic holds
@@ -30,18 +33,41 @@ class EventLogEnd:
         self.topic = settings.events_topic
         self.election_topic = settings.election_topic
         self.election_group = settings.election_group
-        self._admin = kafka_clients.admin(dict(settings.client))
+        self._client = dict(settings.client)
+        self._admin = kafka_clients.admin(self._client)
+        self._failures = 0
 
     def query(self, timeout: float = 5.0) -> int:
-        """The end offset; :class:`ControlLogError` if the log's cluster did not answer."""
+        """The end offset; :class:`ControlLogError` if the log's cluster did not answer.
+
+        After a failed look the next one starts from fresh metadata: librdkafka finds the
+        partition's leader in its metadata cache, and a broker fenced for a moment (its
+        controller too slow to take its heartbeats) once left the partition without a
+        leader there for ten minutes ("No leaders found") while the broker led it again,
+        so the driver could not confirm its membership and its lease lapsed. The topic's
+        metadata is asked for again after every failure, and after
+        :data:`REBUILD_AFTER` failures in a row the client is built anew."""
         request = {TopicPartition(self.topic, 0): OffsetSpec.latest()}
         try:
             futures = self._admin.list_offsets(
                 request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
             )
-            return int(next(iter(futures.values())).result(timeout).offset)
+            offset = int(next(iter(futures.values())).result(timeout).offset)
         except (KafkaException, FutureTimeout) as exc:
+            self._after_failure(timeout)
             raise ControlLogError(f"cannot read where the event log ends: {exc}") from exc
+        self._failures = 0
+        return offset
+
+    def _after_failure(self, timeout: float) -> None:
+        self._failures += 1
+        if self._failures % REBUILD_AFTER == 0:
+            self._admin = kafka_clients.admin(self._client)
+            return
+        try:
+            self._admin.list_topics(self.topic, timeout=timeout)
+        except KafkaException:
+            pass  # the cluster is away: the next look asks again
 
     def topic_id(self, timeout: float = 5.0) -> str | None:
         """The events topic's id now; None when it does not exist; ControlLogError when
