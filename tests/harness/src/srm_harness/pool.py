@@ -38,14 +38,6 @@ ZOOKEEPER_MODE: frozenset[str] = frozenset({"kafka-3.6-zk"})
 """Those of OLDER_KAFKA that keep their metadata in ZooKeeper (the others run KRaft)."""
 
 
-TEST_BROKER_PROPERTIES: Mapping[str, str] = {"log.cleaner.backoff.ms": "1000"}
-"""Broker settings of the pool's clusters beside srm_local's single-node ones. The log
-cleaner looks for a log to compact every second rather than every 15 s (Kafka's default),
-so a test of a compacted source waits for compaction 1-2 s, not up to 30 s (two looks).
-Only topics whose segments roll in a test's time (a short ``segment.ms``) are ever
-compacted; no test relies on compaction being late."""
-
-
 @dataclass
 class ClusterPool:
     """Clusters by alias, started on first use and stopped together at the end."""
@@ -64,12 +56,7 @@ class ClusterPool:
                 clusters = start_on_fresh_ports(
                     lambda: [
                         (ZooKeeperKafkaCluster if alias in ZOOKEEPER_MODE else LocalKafkaCluster)(
-                            ClusterSpec(
-                                alias,
-                                free_port_pair(),
-                                properties=TEST_BROKER_PROPERTIES,
-                                version=OLDER_KAFKA.get(alias),
-                            ),
+                            ClusterSpec(alias, free_port_pair(), version=OLDER_KAFKA.get(alias)),
                             self.folder / "kafka" / alias,
                         )
                         for alias in missing
