@@ -249,6 +249,10 @@ def watch(
                 print(f"\n[{time.strftime('%H:%M:%S')}] {what}; replication plan:")
                 print(render_plan(plan_replication(lists.config(), current)))
     except (KeyboardInterrupt, _Stop):
+        # Stopping already: a second Ctrl-C or `make down`'s SIGTERM must not break off
+        # the orderly stop half way (it did, with a traceback).
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
         print("\nstopping...")
         stop_services(services)
         lists.close()  # before the clusters: its readers would log every refused reconnect
