@@ -60,11 +60,7 @@ def test_the_lease_runs_out_lease_ms_after_the_last_confirmation() -> None:
     """The fence of a driver paused or cut off: it may write only ``lease_ms`` after it
     last confirmed its membership, never longer (a woken process must not write into a
     partition whose task moved meanwhile)."""
-    topic = InMemoryEventLog()
-    link, _end = link_on(topic)
-    running_log(topic, link)
-    follow(link)
-    link._confirm()
+    link, topic, _end = confirmed_link()
     full = SETTINGS.lease_ms
     assert full - 1000 < link.lease_ms() <= full
     confirmed = link._confirmed_at
@@ -73,6 +69,16 @@ def test_the_lease_runs_out_lease_ms_after_the_last_confirmation() -> None:
     assert full / 2 - 1000 < link.lease_ms() <= full / 2
     link._confirmed_at = confirmed - full / 1000 - 0.001  # all of it
     assert link.lease_ms() == 0 and link.lease_ms(FLOW) == 0
+
+
+def confirmed_link() -> tuple[ControlLink, InMemoryEventLog, InMemoryEventLog]:
+    """A link that has read the running log (d1 holding one task) and confirmed it."""
+    topic = InMemoryEventLog()
+    link, end = link_on(topic)
+    running_log(topic, link)
+    follow(link)
+    link._confirm()
+    return link, topic, end
 
 
 def follow(link: ControlLink, turns: int = 4) -> None:
@@ -106,11 +112,7 @@ def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:
 
 
 def test_a_lost_log_keeps_the_assignment_and_the_lease_only_while_nobody_leads() -> None:
-    topic = InMemoryEventLog()
-    link, end = link_on(topic)
-    running_log(topic, link)
-    follow(link)
-    link._confirm()
+    link, topic, end = confirmed_link()
     assert link.lease_ms() > 0
     link._confirmed_at = None  # the lease ran out meanwhile
 
@@ -140,11 +142,7 @@ def test_an_event_of_a_newer_srm_is_treated_as_the_lease_rule_says() -> None:
 
 
 def test_a_restored_log_is_taken_up_and_the_driver_rejoins_without_a_lease() -> None:
-    topic = InMemoryEventLog()
-    link, end = link_on(topic)
-    running_log(topic, link)
-    follow(link)
-    link._confirm()
+    link, topic, end = confirmed_link()
     first = link.instance
     topic.recreate()
     put(topic, LogStarted("L2", "L1", "audit export"))
