@@ -162,3 +162,29 @@ def test_a_new_topic_whose_source_grew_at_once_is_grown_at_the_next_look(
     source.topics["scale.t0000"] = 6  # and the task source hands over the new partitions
     assert passes(topics, owned_of(source), now, 1.0) == 6
     assert [what for what, _items, _records in target.requests] == ["create", "grow"]
+
+
+def test_a_round_of_thousands_of_changes_logs_a_bounded_number_of_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    changes = [
+        f"created backup:primary.scale.t{i:04d} (10 partitions, 0 configs)" for i in range(3000)
+    ]
+    with caplog.at_level("DEBUG", logger=flow_topics.log.name):
+        flow_topics.log_changes("primary->backup", changes)
+    info = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    debug = [r.getMessage() for r in caplog.records if r.levelname == "DEBUG"]
+    assert info[: flow_topics.LISTED_CHANGES] == [f"primary->backup: {c}" for c in changes[:20]]
+    assert info[flow_topics.LISTED_CHANGES :] == [
+        "primary->backup: and 2980 more changes like these (listed at DEBUG)"
+    ]
+    assert debug == [f"primary->backup: {c}" for c in changes[20:]], "none is lost"
+
+
+def test_a_round_of_a_few_changes_logs_each_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    changes = ["created backup:primary.a (1 partition, 0 configs)", "grew backup:primary.b"]
+    with caplog.at_level("DEBUG", logger=flow_topics.log.name):
+        flow_topics.log_changes("primary->backup", changes)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", f"primary->backup: {c}") for c in changes
+    ]

@@ -44,6 +44,8 @@ LOOK_AFTER_CHANGE_S = 0.5
 TRUST_PRESENT_S = 60.0
 ROUND_TRIP_EVERY_S = 60.0
 ROUND_TRIP_SAMPLES = 5
+# Changes of one round logged a line each at INFO; the rest at DEBUG (log_changes).
+LISTED_CHANGES = 20
 
 
 class FlowTopics:
@@ -178,8 +180,7 @@ class FlowTopics:
             changes, failed = exc.changes, exc
         except KafkaAdminError as exc:
             failed = exc
-        for change in changes:
-            log.info("%s: %s", self.flow.name, change)
+        log_changes(self.flow.name, changes)
         if failed is not None:
             log.error("%s: %s (retrying in %.0f s)", self.flow.name, failed, RETRY_SECONDS)
             self._retry_at = now + RETRY_SECONDS
@@ -198,8 +199,7 @@ class FlowTopics:
         except KafkaAdminError as exc:
             changes = []
             log.error("%s: %s (retrying next sync)", self.flow.name, exc)
-        for change in changes:
-            log.info("%s: %s", self.flow.name, change)
+        log_changes(self.flow.name, changes)
 
     def largest_record_bytes(self) -> int:
         """The largest ``max.message.bytes`` among the flow's source topics described so
@@ -224,3 +224,16 @@ class FlowTopics:
 
     def ready_counts(self) -> Mapping[str, int]:
         return dict(self._ready)
+
+
+def log_changes(flow: str, changes: list[str]) -> None:
+    """Each change on a line of its own, up to :data:`LISTED_CHANGES`; past that (a cold
+    start of thousands of remote topics: a line each buried the driver's status lines) the
+    first ones, then one line with how many more, and those at DEBUG."""
+    for change in changes[:LISTED_CHANGES]:
+        log.info("%s: %s", flow, change)
+    rest = changes[LISTED_CHANGES:]
+    if rest:
+        log.info("%s: and %d more changes like these (listed at DEBUG)", flow, len(rest))
+        for change in rest:
+            log.debug("%s: %s", flow, change)
