@@ -939,6 +939,40 @@ def test_partitions_waiting_for_their_offsets_are_asked_only_that_in_one_round(
     assert planned == {p for _, p in first | later}
 
 
+def test_a_new_partition_whose_remote_topic_a_broker_does_not_know_yet_waits_not_halts(
+    flow: FlowConfig,
+) -> None:
+    """At 30,000 partitions one broker of two applied the remote topics' creation minutes
+    after the other had listed them: a partition nothing was recorded of, whose remote
+    topic the broker answering does not know, waits as an unreadable one does, and is
+    planned once its topic is known."""
+    h = Harness(flow)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, None, 0)
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.tick()
+    assert h.service.status(FLOW)["halted"] == [], "not taken for a deleted topic"
+    assert "is not known yet to the broker that answered" in " ".join(
+        h.service.status(FLOW)["errors"]
+    )
+    assert h.plan() is None and h.journal.progress() == [], "nothing claimed meanwhile"
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 0)
+    h.clock.now += 2  # the flow's next round
+    h.tick()
+    plan = h.plan()
+    assert plan is not None and (plan["start"], plan["down"]) == (0, 0)
+
+
+def test_a_partition_with_progress_whose_remote_topic_is_gone_halts(flow: FlowConfig) -> None:
+    """With a position recorded in it, a remote topic that is gone was deleted: halted,
+    saying so (the copies it held went with it)."""
+    h = Harness(flow, loaded={TP: Progress(40, 40, 140, "S1", "T1")})
+    h.facts.facts = PartitionFacts("S1", 0, 1000, None, 0)
+    h.service.set_owned(FLOW, {TP: REMOTE})
+    h.tick()
+    (halt,) = h.service.status(FLOW)["halted"]
+    assert halt["kind"] == "missing" and "remote topic does not exist" in halt["reason"]
+
+
 def test_a_partition_waiting_long_for_its_offsets_is_reconciled_again_whole(
     flow: FlowConfig,
 ) -> None:

@@ -137,31 +137,28 @@ class Planner:
                     state.retry_later(now, str(exc))
             log.warning("%s: cannot reconcile %d partitions yet: %s", flow, len(states), exc)
             return recorded
-        if unreadable:
-            retry_at = self._awaiting.next_round(flow, now)
-            with self._ledger.lock:
-                for state in states:
-                    if state.key in unreadable:
-                        # A partition just created answers NOT_LEADER until its broker
-                        # has loaded it (minutes for thousands on a busy broker): that is
-                        # the broker catching up, not a failure, so it is asked again at
-                        # the flow's next round (copying/awaiting.py), not after a growing
-                        # backoff, and only whether its offsets can be read.
-                        state.retry_later(now, unreadable[state.key])
-                        state.backoff = 0.0
-                        state.retry_at = retry_at
-                        state.awaiting = now
-            first = next(iter(unreadable.values()))
-            log.warning(
-                "%s: %d partitions wait for their offsets (retrying): %s",
-                flow,
-                len(unreadable),
-                first,
-            )
-        claims: list[Claim] = []
         loaded = recorded or {}
+        # A remote topic the target's broker does not know, for a partition nothing was
+        # recorded of (never planned: a plan's reservation is recorded before anything is
+        # sent, so nothing can have been copied): a broker still applying the topic's
+        # creation (at 30,000 partitions one broker of two took 3.5 minutes; the flow's
+        # listing, answered by the other, had it), not a deletion. It waits as an
+        # unreadable partition does, and is reconciled once its topic is known. With
+        # progress recorded, a missing remote topic halts the partition (_decide).
         for state in states:
-            if state.key not in facts:
+            fact = facts.get(state.key)
+            if fact is not None and _remote_not_known_yet(
+                fact, state.progress or loaded.get(state.key)
+            ):
+                unreadable[state.key] = (
+                    f"the remote topic {adapters.flow.target}:{state.remote} is not known yet"
+                    " to the broker that answered (still applying its creation?)"
+                )
+        if unreadable:
+            self._wait_for_offsets(flow, states, unreadable, now)
+        claims: list[Claim] = []
+        for state in states:
+            if state.key not in facts or state.key in unreadable:
                 continue
             try:
                 claim = self._decide(adapters, flow, state, facts[state.key], loaded.get(state.key))
@@ -176,6 +173,33 @@ class Planner:
             self._codecs.find(adapters, flow, [c.state.key for c in claims], known=True)
             self._claim(adapters, flow, claims)
         return recorded
+
+    def _wait_for_offsets(
+        self,
+        flow: str,
+        states: list[PartitionState],
+        unreadable: Mapping[TopicPartition, str],
+        now: float,
+    ) -> None:
+        retry_at = self._awaiting.next_round(flow, now)
+        with self._ledger.lock:
+            for state in states:
+                if state.key in unreadable:
+                    # A partition just created answers NOT_LEADER until its broker
+                    # has loaded it (minutes for thousands on a busy broker): that is
+                    # the broker catching up, not a failure, so it is asked again at
+                    # the flow's next round (copying/awaiting.py), not after a growing
+                    # backoff, and only whether its offsets can be read.
+                    state.retry_later(now, unreadable[state.key])
+                    state.backoff = 0.0
+                    state.retry_at = retry_at
+                    state.awaiting = now
+        log.warning(
+            "%s: %d partitions wait for their offsets (retrying): %s",
+            flow,
+            len(unreadable),
+            next(iter(unreadable.values())),
+        )
 
     def _decide(
         self,
@@ -278,3 +302,9 @@ class Claim:
     resume: Resume
     progress: Progress
     syncs: list[tuple[bytes, bytes]]
+
+
+def _remote_not_known_yet(facts: PartitionFacts, progress: Progress | None) -> bool:
+    """The remote topic is missing from the answer, the source topic is there, and
+    nothing of the partition was recorded: see :meth:`Planner._plan_batch`."""
+    return facts.target_topic_id is None and facts.source_topic_id is not None and progress is None
