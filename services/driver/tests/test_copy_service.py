@@ -855,6 +855,34 @@ def test_metrics_count_each_acknowledged_copy_once_across_plans_and_releases(
     assert counted(h) == 1
 
 
+class CountingLock:
+    """The ledger's lock, counting how often it is taken."""
+
+    def __init__(self, lock: object) -> None:
+        self.lock = lock
+        self.taken = 0
+
+    def __enter__(self) -> None:
+        self.taken += 1
+        self.lock.__enter__()  # type: ignore[attr-defined]
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)  # type: ignore[attr-defined]
+
+
+def test_a_raw_sample_of_thousands_of_partitions_lets_the_ledgers_lock_go_between_slices(
+    flow: FlowConfig,
+) -> None:
+    """At 30,000 partitions one drain held the lock for seconds and a slot asking for its
+    leases alone waited behind it until they ran out: the drain goes by slices."""
+    h = Harness(flow)
+    h.service.set_owned(FLOW, {("orders", p): REMOTE for p in range(2500)})
+    lock = h.service._ledger.lock = CountingLock(h.service._ledger.lock)  # type: ignore[assignment]
+    drained = h.service.metrics(FLOW, 0)
+    assert sorted(m.partition for m in drained) == list(range(2500)), "each partition once"
+    assert lock.taken == 1 + 3, "the partitions listed, then three slices of at most 1,000"
+
+
 def test_a_thousand_new_partitions_are_claimed_in_one_write_and_planned_on_both_slots(
     flow: FlowConfig,
 ) -> None:

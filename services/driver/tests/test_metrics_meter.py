@@ -140,3 +140,21 @@ def test_lag_is_known_while_copying_from_the_slot_report() -> None:
         for m in meter.drain(FLOW, [caught_up, behind, unseen, halted], 4000)
     }
     assert lags == {0: (0, 0), 1: (40, 3000), 2: (40, None), 3: (None, None)}
+
+
+def test_a_drain_in_slices_counts_what_came_between_them_once() -> None:
+    """A caller drains thousands of partitions in slices (its lock let go in between):
+    a count landing between two slices is in the slice that drains its partition, or in
+    the next drain, never in both and never lost."""
+    meter = Meter()
+    held = {("t", p): state(("t", p), status="running") for p in range(4)}
+    for s in held.values():
+        meter.count(s, cumulative(1).since(Counters()))
+    keys = meter.due(FLOW, held)
+    first = meter.drain_keys(FLOW, keys[:2], held, 0)
+    meter.count(held[("t", 0)], cumulative(5).since(Counters()))  # already drained
+    meter.count(held[("t", 3)], cumulative(5).since(Counters()))  # not yet
+    second = meter.drain_keys(FLOW, keys[2:], held, 0)
+    assert [m.counters.records for m in first + second] == [1, 1, 1, 2]
+    after = {m.partition: m.counters.records for m in meter.drain(FLOW, held.values(), 0)}
+    assert after == {0: 1, 1: 0, 2: 0, 3: 0}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import Halt
 
-from srm_driver.copying.meter import Meter, PartitionMetrics, lag_of
+from srm_driver.copying.meter import Meter, lag_of
 from srm_driver.copying.parts import Parts
 from srm_driver.copying.ports import CopyEvent
 from srm_driver.copying.protocol import Failure, SlotRun
@@ -158,10 +158,6 @@ class Ledger:
         """A report of ``state``'s plan added ``delta`` to what it copied."""
         state.totals.add(delta)
         self.meter.count(state, delta)
-
-    def metrics(self, flow: str, now_ms: int) -> list[PartitionMetrics]:
-        """What each partition of ``flow`` did since the last call (see ``meter.py``)."""
-        return self.meter.drain(flow, self.of_flow(flow), now_ms)
 
     def status(self, flow: str, job_id: str | None) -> dict[str, object]:
         """The flow's copying on this driver, for the per-flow REST status."""

@@ -78,13 +78,30 @@ class Meter:
         """Every partition of ``flow`` held here (``states``) or counted since the last
         drain, with what it did meanwhile; its interval starts again at zero."""
         held = {state.key: state for state in states}
-        keys = sorted({*held, *(key for name, key in self._open if name == flow)})
+        return self.drain_keys(flow, self.due(flow, held), held, now_ms)
+
+    def due(self, flow: str, held: dict[TopicPartition, PartitionState]) -> list[TopicPartition]:
+        """The partitions a drain of ``flow`` covers: those ``held`` here and those
+        counted since the last drain (released meanwhile), in order."""
+        return sorted({*held, *(key for name, key in self._open if name == flow)})
+
+    def drain_keys(
+        self,
+        flow: str,
+        keys: Iterable[TopicPartition],
+        held: dict[TopicPartition, PartitionState],
+        now_ms: int,
+    ) -> list[PartitionMetrics]:
+        """Drain the intervals of ``keys`` (some of :meth:`due`, so that a caller can
+        drain thousands in slices, letting its lock go in between: a partition counted
+        between two slices is counted in the one that drains it, or in the next drain)."""
         out = []
         for key in keys:
             interval = self._open.pop((flow, key), None)
             state = held.get(key)
             if interval is None:
-                assert state is not None
+                if state is None:
+                    continue
                 interval = Interval(state.remote)
             lag_records, lag_ms = lag_of(state, now_ms)
             halt = state.halt if state is not None and state.status == "halted" else None
