@@ -26,7 +26,8 @@ export UV_PYTHON := $(PYTHON)
 
 .DEFAULT_GOAL := help
 .PHONY: help install jars up down kafka-up kafka-down kafka-status test test-unit \
-        test-integration test-driver-alone test-spark-archive test-unit-others bench bench-scale bench-wan lint format clean images compose-up compose-down \
+        test-integration test-driver-alone test-spark-archive test-unit-others test-unit-common \
+        test-unit-rest bench bench-scale bench-wan lint format clean images compose-up compose-down \
         test-containers kerberos
 
 help: ## list the targets
@@ -76,15 +77,20 @@ DURATIONS ?= 30
 # driver declares what it imports). The main run leaves them out.
 DRIVER_TESTS := services/driver/tests
 
+# srm_common's unit tests, apart from the other unit tests: about half of their CPU, so
+# that the first phase below keeps both cores busy to its end.
+COMMON_TESTS := libs/srm_common/tests
+
 # make test runs in two phases. First, side by side (each mostly one core of two; the
 # output of each is printed whole when it ends): the driver's tests alone, the Spark
-# class-data archive the integration tests' drivers use, and every other unit test.
+# class-data archive the integration tests' drivers use, srm_common's unit tests and
+# every other unit test.
 # Then the integration tests, alone on the machine (their waits and loads are timed).
 # A failed first phase still runs the second; make test fails if either did.
 test: jars $(UV) ## every test: the driver alone, unit, integration on real Kafka and Spark
 	@status=0; \
-	$(MAKE) --no-print-directory -j3 --output-sync=target \
-		test-driver-alone test-spark-archive test-unit-others || status=$$?; \
+	$(MAKE) --no-print-directory -j4 --output-sync=target \
+		test-driver-alone test-spark-archive test-unit-common test-unit-rest || status=$$?; \
 	$(VENV)/bin/python -m pytest -m integration --ignore-glob='$(DRIVER_TESTS)/*' \
 		$(if $(DURATIONS),--durations=$(DURATIONS)) || status=$$?; \
 	exit $$status
@@ -92,9 +98,16 @@ test: jars $(UV) ## every test: the driver alone, unit, integration on real Kafk
 test-spark-archive: install
 	@$(VENV)/bin/python -m srm_harness.spark_archive
 
-test-unit-others: install
-	@$(VENV)/bin/python -m pytest -m "not integration" --ignore-glob='$(DRIVER_TESTS)/*' \
+# Every unit test but the driver's, in two pytest runs (make -j2 runs them side by side).
+test-unit-others: test-unit-common test-unit-rest
+
+test-unit-common: install
+	@$(VENV)/bin/python -m pytest -m "not integration" $(COMMON_TESTS) \
 		$(if $(DURATIONS),--durations=$(DURATIONS))
+
+test-unit-rest: install
+	@$(VENV)/bin/python -m pytest -m "not integration" --ignore-glob='$(DRIVER_TESTS)/*' \
+		--ignore-glob='$(COMMON_TESTS)/*' $(if $(DURATIONS),--durations=$(DURATIONS))
 
 test-driver-alone: $(UV) ## the driver's tests with only the driver's dependencies installed
 	@echo "the driver's tests in $(DRIVER_VENV) (uv sync --package srm-driver: nothing else installed)..."
