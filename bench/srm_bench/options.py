@@ -74,6 +74,7 @@ class BenchOptions:
     refresh_seconds: int = 10
     stall_seconds: float = 120.0
     skip_coordinator: bool = False
+    brokers: int = 1
     # --wan: the copy reads the source through Toxiproxy at these round trips (wan.py).
     wan: tuple[int, ...] = ()
     codec: str | None = None
@@ -211,6 +212,13 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         help="no progress for this long, with a repeated fatal error in the log: never (120)",
     )
     scale.add_argument(
+        "--brokers",
+        type=_positive_int,
+        default=1,
+        help="brokers a cluster (1); each holds about 1/N of the partitions, so points past"
+        " the host's open-file limit of one broker fit (e.g. --brokers 2 for 30000)",
+    )
+    scale.add_argument(
         "--skip-coordinator",
         action="store_true",
         help="leave out the run under a coordinator with two drivers",
@@ -226,6 +234,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         )
     if args.latency_warmup >= args.latency_seconds and not args.skip_latency:
         parser.error("--latency-warmup must be shorter than --latency-seconds")
+    if args.brokers > 1 and not args.scale:
+        parser.error("--brokers is for the scale benchmark (make bench-scale)")
     if args.wan and args.scale:
         parser.error("--wan and --scale are separate benchmarks: give one of them")
     extra = {"results_dir": args.results_dir} if args.results_dir else {}
@@ -259,6 +269,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         refresh_seconds=args.refresh_seconds,
         stall_seconds=args.stall_seconds,
         skip_coordinator=args.skip_coordinator,
+        brokers=args.brokers,
         wan=tuple(args.wan),
         codec=args.codec,
         **extra,

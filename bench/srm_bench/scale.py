@@ -89,7 +89,7 @@ def datasets(options: BenchOptions) -> list[ScaleDataset]:
 
 def run_scale(options: BenchOptions, folder: Path, started_at: datetime) -> int:
     largest = max(dataset.total_partitions for dataset in datasets(options))
-    blocked = prepare(largest)
+    blocked = prepare(-(-largest // options.brokers))  # what each broker holds
     if blocked:
         say("this host cannot hold the largest point's partitions:\n  " + "\n  ".join(blocked))
         return 2
@@ -131,8 +131,12 @@ def _run_point(options: BenchOptions, folder: Path, point: ScalePoint) -> None:
     dataset = point.dataset
     where = folder / f"p{dataset.total_partitions}"
     where.mkdir(parents=True, exist_ok=True)
-    stack = BenchStack(where, heap=broker_heap(dataset.total_partitions))
-    say(f"scale: {dataset.total_partitions:,} partitions; starting fresh clusters in {where}")
+    per_broker = -(-dataset.total_partitions // options.brokers)
+    stack = BenchStack(where, heap=broker_heap(per_broker), brokers=options.brokers)
+    say(
+        f"scale: {dataset.total_partitions:,} partitions; starting fresh clusters of"
+        f" {options.brokers} broker(s) in {where}"
+    )
     stack.start()
     try:
         point.setup_seconds = dict(

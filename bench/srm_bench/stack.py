@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from srm_local.clusters import ClusterSpec, LocalKafkaCluster, start_clusters
+from srm_local.clusters import DEFAULT_HEAP, ClusterSpec, LocalKafkaCluster, start_clusters
 from srm_local.ports import free_port_pair, free_ports
 
+from srm_bench.nodes import NodeGroup
 from srm_bench.toxiproxy import stop_orphan
 
 SOURCE = "primary"
@@ -30,13 +31,15 @@ BROKER_PROPERTIES = {"file.delete.delay.ms": "1000"}
 class BenchStack:
     """Source and target clusters of one benchmark run."""
 
-    def __init__(self, folder: Path, heap: str | None = None, *, wan: bool = False) -> None:
+    def __init__(
+        self, folder: Path, heap: str | None = None, *, wan: bool = False, brokers: int = 1
+    ) -> None:
         self.folder = folder
         # --wan: the source has a second listener, WAN, that advertises the port of the
         # proxy in front of it (wan_ports: the broker's WAN port, the proxy's port).
         self.wan_ports = tuple(free_ports(2)) if wan else None
-        self.source = _cluster(SOURCE, folder, heap, self.wan_ports)
-        self.target = _cluster(TARGET, folder, heap)
+        self.source = _cluster(SOURCE, folder, heap, self.wan_ports, brokers)
+        self.target = _cluster(TARGET, folder, heap, brokers=brokers)
 
     @property
     def source_wan_bootstrap(self) -> str:
@@ -61,8 +64,9 @@ class BenchStack:
     def stop(self, *, keep_data: bool) -> None:
         for cluster in (self.source, self.target):
             cluster.stop()
-            if not keep_data:
-                shutil.rmtree(cluster.folder / "data", ignore_errors=True)
+            nodes = cluster.nodes if isinstance(cluster, NodeGroup) else [cluster]
+            for node in nodes if not keep_data else ():
+                shutil.rmtree(node.folder / "data", ignore_errors=True)
 
     def source_admin(self) -> AdminClient:
         return admin_client(self.source.bootstrap_servers)
@@ -151,8 +155,15 @@ def _wipe(cluster: LocalKafkaCluster) -> None:
 
 
 def _cluster(
-    alias: str, folder: Path, heap: str | None, wan_ports: tuple[int, ...] | None = None
-) -> LocalKafkaCluster:
+    alias: str,
+    folder: Path,
+    heap: str | None,
+    wan_ports: tuple[int, ...] | None = None,
+    brokers: int = 1,
+) -> LocalKafkaCluster | NodeGroup:
+    if brokers > 1:  # (--brokers is refused with --wan: srm_bench.options)
+        return NodeGroup(alias, folder / "kafka" / alias, heap or DEFAULT_HEAP, brokers,
+                         BROKER_PROPERTIES)  # fmt: skip
     port = free_port_pair()
     properties = dict(BROKER_PROPERTIES)
     if wan_ports is not None:
