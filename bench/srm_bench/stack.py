@@ -139,13 +139,21 @@ def stop_orphaned_stacks(run_root: Path) -> list[str]:
             continue
         if stop_orphan(folder):  # a WAN run's proxy
             stopped.append(str(folder / "toxiproxy"))
-        for alias in (SOURCE, TARGET):
-            cluster_folder = folder / "kafka" / alias
-            if (cluster_folder / "kafka.pid").exists():
-                cluster = LocalKafkaCluster(ClusterSpec(alias, 0), cluster_folder)
-                if cluster.stop():
-                    stopped.append(str(cluster_folder))
+        for pid_file in (pid for where in _NODE_FOLDERS for pid in folder.glob(where)):
+            cluster = LocalKafkaCluster(ClusterSpec(pid_file.parent.name, 0), pid_file.parent)
+            if cluster.stop():  # (only a process running that folder's server.properties)
+                stopped.append(str(pid_file.parent))
     return stopped
+
+
+# Where a run's brokers keep their pid files: make bench's clusters, bench-scale's per
+# point (p<N>), and the nodes of clusters of several brokers (srm_bench.nodes).
+_NODE_FOLDERS = (
+    "kafka/*/kafka.pid",
+    "kafka/*/node*/kafka.pid",
+    "p*/kafka/*/kafka.pid",
+    "p*/kafka/*/node*/kafka.pid",
+)
 
 
 def _wipe(cluster: LocalKafkaCluster) -> None:

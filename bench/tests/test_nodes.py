@@ -25,3 +25,25 @@ def test_a_cluster_of_two_is_a_controller_node_and_a_broker_of_its_quorum(tmp_pa
     assert told["listeners"] == f"PLAINTEXT://{second.spec.host}:{second.spec.port}"
     assert first.folder.parent == second.folder.parent == stack.source.folder
     assert not isinstance(BenchStack(tmp_path / "one", None).target, NodeGroup)
+
+
+def test_a_killed_runs_brokers_are_found_at_every_depth(tmp_path, monkeypatch) -> None:
+    """bench-scale's points and several-broker clusters keep their brokers deeper than
+    make bench's: a killed run's are all stopped by the next run."""
+    from srm_bench import stack as stack_module
+
+    run = tmp_path / "bench-1"
+    for where in ("kafka/primary", "p30000/kafka/backup/node2", "kafka/backup/node1"):
+        (run / where).mkdir(parents=True)
+        (run / where / "kafka.pid").write_text("1\n")
+    (run / "bench.pid").write_text("999999999\n")  # its bench process is gone
+    asked: list[str] = []
+
+    def stop(self, *, timeout: float = 30.0) -> bool:
+        asked.append(str(self.folder.relative_to(run)))
+        return True
+
+    monkeypatch.setattr(stack_module.LocalKafkaCluster, "stop", stop)
+    stopped = stack_module.stop_orphaned_stacks(tmp_path)
+    assert sorted(asked) == ["kafka/backup/node1", "kafka/primary", "p30000/kafka/backup/node2"]
+    assert len(stopped) == 3
