@@ -89,6 +89,7 @@ def _open_files_problem(partitions: int, hard: int) -> str:
     return (
         f"{partitions:,} partitions need {need:,} open files per broker but the hard limit is"
         f" {hard:,} and this process may not raise it: raise it for the user (ulimit -Hn,"
-        f" limits.conf, or the container's nofile limit), or keep points at or below"
-        f" {largest:,} partitions (each broker of the bench holds them all)"
+        f" limits.conf, or the container's nofile limit), spread them over more brokers"
+        f" (--brokers N: each holds about 1/N), or keep a broker's share at or below"
+        f" {largest:,} partitions"
     )
