@@ -135,6 +135,7 @@ class FakeUnit:
     """Stands in for a FlowUnit: what the slot does with it, no Kafka."""
 
     made: list[FakeUnit] = []
+    batches = False
 
     def __init__(self, plan: Any, lease: Lease, nudge: Any) -> None:
         self.flow, self.lease, self.plans = plan.flow, lease, [plan]
@@ -196,10 +197,17 @@ class FakeDriver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
+class FakeBatchUnit(FakeUnit):
+    """Stands in for a BatchUnit (``srm.copy.batches``)."""
+
+    batches = True
+
+
 @pytest.fixture
 def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDriver]:
     FakeUnit.made.clear()
     monkeypatch.setattr(control, "FlowUnit", FakeUnit)
+    monkeypatch.setattr(control, "BatchUnit", FakeBatchUnit)
     fake = FakeDriver()
     yield fake
     fake.server.shutdown()
@@ -244,6 +252,30 @@ def test_a_slot_starts_the_planned_unit_with_its_flows_lease_and_ends_when_told_
     thread.join(10)
     assert not thread.is_alive() and unit.stop_requested and unit.exited
     assert driver.reports[-1]["exiting"] is True, "its last report says it is exiting"
+
+
+def test_a_flow_that_copies_batches_gets_a_batch_unit_and_a_change_of_the_setting_restarts_it(
+    driver: FakeDriver,
+) -> None:
+    state = {"batches": True}
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        unit = _unit()
+        if state["batches"]:
+            unit["settings"] = {**SETTINGS, "batches": {"window": 100}}
+        return 200, _answer(report["seq"], {"f": unit})
+
+    driver.answer = answer
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    _wait(lambda: len(driver.reports) > 3, "the unit starts")
+    (first,) = FakeUnit.made
+    assert type(first) is FakeBatchUnit and first.plans[-1].batch_window == 100
+    state["batches"] = False
+    _wait(lambda: len(FakeUnit.made) == 2, "the unit of the other kind starts")
+    assert first.stop_requested and first.exited
+    assert type(FakeUnit.made[1]) is FakeUnit and not FakeUnit.made[1].plans[0].batches
+    driver.answer = lambda report: (410, {"error": "over"})
+    thread.join(10)
 
 
 def test_an_answer_410_revokes_every_lease_and_ends_the_slot(driver: FakeDriver) -> None:

@@ -151,6 +151,7 @@ def build_flow(
         idle_wait_ms=v.number("srm.idle.wait.ms"),
         commit_interval_ms=v.number("srm.commit.interval.ms"),
         poison_max_tries=v.number("srm.poison.max.tries"),
+        copy_batches=v.flag("srm.copy.batches"),
         metrics_enabled=v.flag("srm.metrics.enabled"),
         metrics_interval_ms=v.number("srm.metrics.interval.ms"),
         metrics_topic_replication_factor=v.number("srm.metrics.topic.replication.factor"),

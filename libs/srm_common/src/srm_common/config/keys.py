@@ -237,6 +237,14 @@ _SPECS: list[KeySpec] = [
         minimum=1,
     ),
     KeySpec(
+        "srm.copy.batches",
+        Kind.BOOLEAN,
+        "false",
+        "Whether the copy slots pass the source's record batches through whole (re-stamped,"
+        " never decoded) instead of copying record by record.",
+        "copy_batches",
+    ),
+    KeySpec(
         "srm.metrics.enabled",
         Kind.BOOLEAN,
         "true",

@@ -113,6 +113,7 @@ class FlowConfig:
     idle_wait_ms: int
     commit_interval_ms: int
     poison_max_tries: int
+    copy_batches: bool
     metrics_enabled: bool
     metrics_interval_ms: int
     metrics_topic_replication_factor: int

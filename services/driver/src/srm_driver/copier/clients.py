@@ -22,8 +22,13 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from srm_common.adapters import kafka_clients
 from srm_common.config.providers import resolve_client_keys
+from srm_common.config.security import read_security
 from srm_common.redaction import remember_config_secrets
 from srm_common.required_acls_grant import READER_GROUP
+
+from srm_driver.copier.wire import sasl
+from srm_driver.copier.wire.cluster import Cluster
+from srm_driver.copier.wire.pump import Pump
 
 LIBRDKAFKA_LOG = logging.getLogger("srm.copier.librdkafka")
 LINGER_MS = 1
@@ -51,6 +56,35 @@ def _keys(settings: Mapping[str, str]) -> dict[str, Any]:
     keys = resolve_client_keys(settings)
     remember_config_secrets(keys)
     return kafka_clients.java_tuning(keys)
+
+
+def wire_cluster(settings: Mapping[str, str], pump: Pump, timeout: float) -> Cluster:
+    """A cluster of the slot's own protocol layer (the batch copy,
+    :mod:`srm_driver.copier.batch_unit`) from a client's settings: its bootstrap servers,
+    TLS context and SASL login (PLAIN or SCRAM; the driver copies a flow whose clusters
+    use another mechanism record by record, ``copying.clients.batch_copy_refusal``)."""
+    keys = resolve_client_keys(settings)
+    remember_config_secrets(keys)
+    security = read_security(keys)
+    login = None
+    if security.mechanism is not None:
+        login = sasl.Sasl(security.mechanism, security.username or "", security.password or "")
+    return Cluster(
+        keys["bootstrap.servers"],
+        client_id=str(keys.get("client.id") or "srm-copy-batches"),
+        ssl_context=kafka_clients.ssl_context(keys),
+        login=login,
+        timeout=timeout,
+        pump=pump,
+    )
+
+
+def size_of(settings: Mapping[str, str], key: str, default: int) -> int:
+    """A size setting as a number (a config provider's placeholder: ``default``)."""
+    try:
+        return int(settings.get(key, default))
+    except ValueError:
+        return default
 
 
 def max_poll_records(settings: Mapping[str, str]) -> int:

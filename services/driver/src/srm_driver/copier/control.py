@@ -38,6 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.driver_link import PROTOCOL, Answer, DriverLine, read_answer
 from srm_driver.copier.keep import ANSWER_TIMEOUT_S, LeaseKeeper
 from srm_driver.copier.lease import Lease
@@ -254,13 +255,18 @@ class SlotRunner:
             if unit is None:
                 lease = Lease()
                 lease.grant(sent_at, _lease_of(answer.units.get(flow), answer.lease_ms))
-                unit = FlowUnit(plan, lease, self.nudge)
+                kind = BatchUnit if plan.batches else FlowUnit
+                unit = kind(plan, lease, self.nudge)
                 thread = threading.Thread(
                     target=unit.run, name=f"srm-copy {flow} slot {self.slot}", daemon=True
                 )
                 self._units[flow] = unit
                 self._threads[flow] = thread
                 thread.start()
+            elif unit.batches != plan.batches:
+                # srm.copy.batches changed: this unit stops; the driver re-plans its
+                # partitions (a unit that ended), and the next answer starts the other kind.
+                unit.request_stop()
             elif not unit.exited:
                 unit.update(plan)
         for flow, unit in self._units.items():

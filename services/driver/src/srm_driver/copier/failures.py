@@ -31,6 +31,25 @@ POISON_CODES = frozenset(
 )
 
 
+# The same refusals as Kafka error codes, as a Produce answer of the slot's own protocol
+# layer gives them (srm_driver.copier.wire.errors): MESSAGE_TOO_LARGE,
+# RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, INVALID_RECORD.
+WIRE_POISON_CODES = frozenset({10, 18, 32, 87})
+
+
+def wire_kind(code: int) -> str:
+    """``poison`` or ``transient`` for a Kafka error code in a Produce answer."""
+    return "poison" if code in WIRE_POISON_CODES else "transient"
+
+
+def conflict(remote: str, partition: int, up: int, offset: int, expected: int) -> str:
+    """What a copy acknowledged where the plan does not say means."""
+    return (
+        f"remote partition {remote}-{partition} took upstream offset {up} at offset {offset}"
+        f" where offset {expected} was planned: something else writes to it"
+    )
+
+
 def kind_of(error: KafkaError) -> str:
     """``poison`` or ``transient`` for a failed send."""
     return "poison" if error.code() in POISON_CODES else "transient"

@@ -243,6 +243,46 @@ class PartitionCopy:
             self.state = STOPPED
         return True
 
+    def sent_batch(self, first: int, last: int, count: int, size: int, timestamp: int) -> None:
+        """A whole batch of upstream ``first``..``last`` (``count`` records, contiguous
+        offsets; ``size`` bytes; its newest ``timestamp``) was sent, planned at
+        ``next_down``: one entry in flight (:meth:`land_batch`)."""
+        self.inflight.append((first, self.next_down, size, timestamp))
+        self.next_send = last + 1
+        self.next_down += count
+        self.changed[self] = None
+
+    def land_batch(self, offset: int, count: int, now_ms: int) -> bool:
+        """The oldest batch in flight (:meth:`sent_batch`, ``count`` records) landed at
+        downstream ``offset``: count its records and the offset syncs of its boundary
+        (its first record after a gap; the records inside map one to one), True. False,
+        with nothing changed, when it is not where the plan says: the unit's failure.
+        Every record of the batch counts the latency of the batch's newest timestamp."""
+        up, down, size, ts = self.inflight[0]
+        if offset != down:
+            return False
+        self.inflight.popleft()
+        prev_up = self.prev_up
+        if up != prev_up + 1 or prev_up < 0:
+            if prev_up >= 0 and self.last_sync_up != prev_up:
+                self.syncs.append((prev_up, self.prev_down))
+            self.syncs.append((up, down))
+            self.last_sync_up = up
+        self.prev_up = up + count - 1
+        self.prev_down = down + count - 1
+        self.records += count
+        self.bytes += size
+        if ts >= 0:
+            latency = now_ms - ts if now_ms > ts else 0
+            self.latency_max_ms = max(self.latency_max_ms, latency)
+            if self.latency_min_ms < 0 or latency < self.latency_min_ms:
+                self.latency_min_ms = latency
+            self.latency_sum_ms += latency * count
+            self.latency_hist[bisect_left(LATENCY_BOUNDS_MS, latency)] += count
+        if self.state == STOPPING and not self.inflight:
+            self.state = STOPPED
+        return True
+
     def failed(self) -> None:
         """The oldest record in flight did not land (or its fate is unknown): the plan is
         over."""

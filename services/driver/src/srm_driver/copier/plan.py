@@ -43,6 +43,14 @@ class UnitPlan:
     target: str
     poll_ms: int
     partitions: Mapping[TopicPartition, Wanted]
+    # Whole record batches passed through (``srm.copy.batches``): the reservation window a
+    # batch must fit in (``srm.batch.max.records``); 0 when the unit copies record by
+    # record (:mod:`srm_driver.copier.batch_unit`).
+    batch_window: int = 0
+
+    @property
+    def batches(self) -> bool:
+        return self.batch_window > 0
 
     @property
     def shared(self) -> bool:
@@ -159,6 +167,7 @@ def _unit_plan(
         target=str(settings["target"]),
         poll_ms=_number(settings, "poll_ms"),
         partitions=partitions,
+        batch_window=_number(settings["batches"], "window") if settings.get("batches") else 0,
     )
 
 

@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from srm_common.domain.origin import MalformedOrigin
 
 from srm_driver.copier.assignment import Assignment, Key
-from srm_driver.copier.failures import failure, fatal_kind, kind_of
+from srm_driver.copier.failures import conflict, failure, fatal_kind, kind_of
 from srm_driver.copier.headers import DROPPED, copy_headers
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
@@ -266,15 +266,8 @@ class Sender:
         elif offset is None:  # a shared partition's copy
             self._fail("transient", p.key, up, "the broker did not say where a copy landed", None)
         else:
-            self._fail(
-                "conflict",
-                p.key,
-                up,
-                f"remote partition {p.remote}-{p.partition} took upstream offset {up} at"
-                f" offset {offset} where offset {expected} was planned: something else"
-                " writes to it",
-                None,
-            )
+            text = conflict(p.remote, p.partition, up, offset, expected)
+            self._fail("conflict", p.key, up, text, None)
 
     def on_fatal(self, error: KafkaError) -> None:
         """The producer stopped (its gap-less guarantee, or a fenced producer id). The

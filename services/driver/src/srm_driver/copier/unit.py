@@ -69,6 +69,9 @@ _ACK_WAIT_S = 0.002
 class FlowUnit:
     """See the module docstring. ``desired`` is replaced by the control thread."""
 
+    # Whether it passes whole batches through (:class:`~srm_driver.copier.batch_unit.BatchUnit`).
+    batches = False
+
     def __init__(self, plan: UnitPlan, lease: Lease, nudge: Callable[[], None]) -> None:
         self.flow = plan.flow
         self.lease = lease
@@ -137,27 +140,10 @@ class FlowUnit:
                 self._nudge()
 
     def _loop(self) -> None:
-        self._consumer = clients.consumer(self._consumer_settings)
+        self._open()
         while not self.stop_requested:
             plan = self.desired
-            with self.lock:
-                ready = self._recovered(plan)
-                if ready:
-                    self._follow_settings(plan)
-                    self._follow(plan)
-                    if not self.lease.valid():
-                        if self._parts and not self._all_stopped():
-                            self._break(
-                                "lease",
-                                None,
-                                -1,
-                                f"the lease of {self.flow} ran out in this slot (no answer from"
-                                " the driver, or the driver holds none for this flow now)",
-                            )
-                        ready = False
-                    else:
-                        ready = any(p.state == SENDING for p in self._parts.values())
-            if not ready:
+            if not self._ready(plan):
                 self._idle(0.02)
                 continue
             batch = self._poll(plan)
@@ -166,6 +152,30 @@ class FlowUnit:
                     self._copy(plan, batch)
                 self._serve()
                 self._see_ends()
+
+    def _open(self) -> None:
+        self._consumer = clients.consumer(self._consumer_settings)
+
+    def _ready(self, plan: UnitPlan) -> bool:
+        """Apply ``plan`` (once the unit recovered from a failure) and say whether a
+        partition may send: never without a valid lease (running out of it with
+        partitions still running breaks the unit)."""
+        with self.lock:
+            if not self._recovered(plan):
+                return False
+            self._follow_settings(plan)
+            self._follow(plan)
+            if not self.lease.valid():
+                if self._parts and not self._all_stopped():
+                    self._break(
+                        "lease",
+                        None,
+                        -1,
+                        f"the lease of {self.flow} ran out in this slot (no answer from"
+                        " the driver, or the driver holds none for this flow now)",
+                    )
+                return False
+            return any(p.state == SENDING for p in self._parts.values())
 
     def _recovered(self, plan: UnitPlan) -> bool:
         """False while the unit is broken and not yet re-planned at a later epoch."""

@@ -63,9 +63,13 @@ class UnitSettings:
     source: str
     target: str
     poll_ms: int
+    # Whole record batches passed through (``srm.copy.batches``), and the reservation
+    # window they must fit in (``srm.batch.max.records``); only sent when on.
+    batches: bool = False
+    window: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {
+        settings: dict[str, object] = {
             "consumer": dict(self.consumer),
             "producer": dict(self.producer),
             "origin_header": self.origin_header,
@@ -74,12 +78,22 @@ class UnitSettings:
             "target": self.target,
             "poll_ms": self.poll_ms,
         }
+        if self.batches:
+            settings["batches"] = {"window": self.window}
+        return settings
 
 
 def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
     """The copy loop settings of ``flow``. Under the identity policy the remote partition
     is the target's own (shared): copies carry the origin and copy headers."""
     shared = flow.keeps_topic_names
+    refusal = batch_copy_refusal(flow) if flow.copy_batches else None
+    if refusal is not None:
+        log.warning(
+            "%s: srm.copy.batches is on, but its records are copied one by one: %s",
+            flow.name,
+            refusal,
+        )
     return UnitSettings(
         # Secrets from config providers go to the slots as placeholders, which they
         # resolve where they run (docs/security.md).
@@ -90,7 +104,28 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
         source=flow.source,
         target=flow.target,
         poll_ms=flow.idle_wait_ms,
+        batches=flow.copy_batches and refusal is None,
+        window=flow.batch_max_records,
     )
+
+
+# SASL logins the slot's own protocol layer speaks (srm_driver.copier.wire.sasl).
+_BATCH_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def batch_copy_refusal(flow: FlowConfig) -> str | None:
+    """Why ``flow`` cannot pass batches through although ``srm.copy.batches`` asks for it
+    (it then copies record by record), or None. Decided per flow, before anything runs: a
+    shared target's copies carry origin headers (each record is rewritten), and the
+    batch copy's protocol layer logs in with PLAIN and SCRAM only."""
+    if flow.keeps_topic_names:
+        return "its target is shared (identity policy): each copy carries origin headers"
+    for side, keys in (("source", flow.source_consumer), ("target", flow.target_producer)):
+        protocol = str(keys.get("security.protocol", "PLAINTEXT")).strip().upper()
+        mechanism = str(keys.get("sasl.mechanism", "GSSAPI")).strip().upper()
+        if protocol.startswith("SASL_") and mechanism not in _BATCH_MECHANISMS:
+            return f"its {side} logs in with SASL {mechanism} (batches speak PLAIN and SCRAM)"
+    return None
 
 
 # Room around the largest record batch a topic allows: the produce request's and the

@@ -157,6 +157,11 @@ class Cluster:
                 raise failure
             time.sleep(0.2)
 
+    @property
+    def broken(self) -> bool:
+        """One of its connections failed (:meth:`close` and a new Cluster start over)."""
+        return any(connection.broken for connection in self._connections.values())
+
     def close(self) -> None:
         for connection in self._connections.values():
             self.pump.remove(connection)

@@ -190,6 +190,11 @@ class Connection:
         self.close()
         return self._failed
 
+    @property
+    def broken(self) -> bool:
+        """The connection failed or was closed: it serves nothing more."""
+        return self._failed is not None
+
     def _check(self) -> None:
         if self._failed is not None:
             raise self._failed

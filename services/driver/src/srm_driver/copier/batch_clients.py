@@ -1,0 +1,137 @@
+"""The clients of a batch-copying unit (:mod:`srm_driver.copier.batch_unit`): its source
+and target clusters on the slot's own protocol layer, served by one pump, and its
+idempotent producer on the target (an id and epoch from InitProducerId, a sequence per
+remote partition, counted from 0 for each new producer).
+
+Nothing here decides what is copied: it connects, looks leaders up, fetches, re-stamps
+and lets the producer go. Clusters are built by ``connect`` from a client's settings (the
+slot's root: :func:`srm_driver.copier.clients.wire_cluster`). A source leader that moved
+is looked up again before the next Fetch (:meth:`BatchClients.forget_leaders`); the
+target's leaders are those of the producer's cluster, which is closed with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from srm_driver.copier import clients
+from srm_driver.copier.wire.apis import FETCH
+from srm_driver.copier.wire.batches import restamp
+from srm_driver.copier.wire.cluster import Cluster
+from srm_driver.copier.wire.connection import Connection
+from srm_driver.copier.wire.errors import BrokerError
+from srm_driver.copier.wire.fetch import FetchedPartition, fetch_request, fetch_response
+from srm_driver.copier.wire.messages import READ_COMMITTED
+from srm_driver.copier.wire.produce import Buffer
+from srm_driver.copier.wire.pump import Pump
+
+Connect = Callable[[dict[str, str], Pump, float], Cluster]
+Key = tuple[str, int]
+
+
+class BatchClients:
+    """See the module docstring. Used from the unit's copy loop thread only."""
+
+    def __init__(self, connect: Connect = clients.wire_cluster) -> None:
+        self._connect = connect
+        self.pump = Pump()
+        self.source: Cluster | None = None
+        self.target: Cluster | None = None
+        self.producer: tuple[int, int] | None = None
+        self._sequences: dict[Key, int] = {}
+        self._looked_up: set[str] = set()  # source topics whose leaders are known
+
+    def prepare(
+        self,
+        consumer: Mapping[str, str],
+        producer: Mapping[str, str],
+        topics: set[str],
+        remotes: set[str],
+    ) -> None:
+        """Connect what is missing, look up the leaders of topics not looked up yet, and
+        get a producer id when there are remote topics to write (this waits for brokers:
+        call it without the unit's lock)."""
+        timeout = clients.size_of(producer, "request.timeout.ms", 5_000) / 1000
+        if self.source is None:
+            self.source = self._connect(dict(consumer), self.pump, timeout)
+            self._looked_up = set()
+        if not topics <= self._looked_up:
+            self.source.refresh(sorted(topics))
+            self._looked_up = set(topics)
+        if self.target is None:
+            self.target = self._connect(dict(producer), self.pump, timeout)
+        if not remotes <= set(self.target.metadata.topics):
+            self.target.refresh(sorted(remotes))
+        if self.producer is None and remotes:
+            self.producer = self.target.init_producer_id()
+
+    def forget_leaders(self, topic: str) -> None:
+        self._looked_up.discard(topic)
+
+    def fetch(
+        self, wanted: list[tuple[str, int, int]], consumer: Mapping[str, str], max_wait_ms: int
+    ) -> list[FetchedPartition]:
+        """One Fetch per source leader of ``wanted`` (topic, partition, offset), in flight
+        together; their answers (the pump serves the target meanwhile)."""
+        source = self.source
+        assert source is not None
+        by_leader: dict[Connection, dict[str, list[tuple[int, int]]]] = {}
+        # A broker answers with at least the first batch of the first partition however
+        # large: turning the order lets each partition be first in its turn.
+        turn = int(time.monotonic() * 10) % len(wanted)
+        for topic, partition, offset in wanted[turn:] + wanted[:turn]:
+            leader = source.leader(topic, partition)
+            by_leader.setdefault(leader, {}).setdefault(topic, []).append((partition, offset))
+        requests = []
+        for leader, topics in by_leader.items():
+            body = fetch_request(
+                topics,
+                max_wait_ms=max_wait_ms,
+                min_bytes=1,
+                max_bytes=clients.size_of(consumer, "fetch.max.bytes", 16 << 20),
+                partition_max_bytes=clients.size_of(consumer, "max.partition.fetch.bytes", 4 << 20),
+                isolation=READ_COMMITTED if read_committed(consumer) else 0,
+            )
+            requests.append((leader, leader.send(FETCH, [body])))
+        fetched: list[FetchedPartition] = []
+        for leader, correlation in requests:
+            error, answers = fetch_response(self.pump.wait(leader, correlation, source.timeout))
+            if error:
+                raise BrokerError(leader.broker, "Fetch", error)
+            fetched.extend(answers)
+        return fetched
+
+    def restamped(self, remote: Key, batch: memoryview) -> tuple[Connection, list[Buffer]]:
+        """``batch`` re-stamped for the producer's next sequence on ``remote``, and the
+        connection to that partition's leader."""
+        assert self.target is not None and self.producer is not None
+        connection = self.target.leader(*remote)
+        sequence = self._sequences.get(remote, 0)
+        header, rest, self._sequences[remote] = restamp(batch, *self.producer, sequence)
+        return connection, [header, rest]
+
+    def close_source(self) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+
+    def close_target(self) -> None:
+        """Let the producer go with its connections: anything not yet written to a
+        socket is never sent; the next send gets a new producer id."""
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+        self.producer = None
+        self._sequences.clear()
+
+    def broken_target(self) -> bool:
+        return self.target is not None and self.target.broken
+
+    def close(self) -> None:
+        self.close_target()
+        self.close_source()
+
+
+def read_committed(consumer: Mapping[str, str]) -> bool:
+    return consumer.get("isolation.level") != "read_uncommitted"

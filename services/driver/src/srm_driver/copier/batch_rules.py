@@ -1,0 +1,139 @@
+"""Which fetched record batches a batch copy passes through, and what it does with each:
+pure decisions over the batch headers (nothing here decodes a record or does I/O).
+
+A fetched partition's bytes hold whole batches (and maybe a cut-off one at the end).
+:func:`data_batches` keeps what a ``read_committed`` consumer would hand over, batch by
+batch, as Kafka's own consumer decides it: control batches (transaction markers) are
+left out, and so is every batch of a transaction the fetch answer lists as aborted,
+from its first offset until that producer's next marker::
+
+    offsets   0..4 data   5..6 data (tx, pid 7)   7 marker (pid 7)   8..9 data
+    aborted   [(pid 7, first offset 5)]
+    kept      0..4                                                   8..9
+
+(``read_uncommitted`` keeps every data batch, as that consumer would.) The records left
+out are upstream gaps, as they are for the record-by-record copy.
+
+:func:`step` then decides one batch against its partition's position and reservation.
+A batch passes through only whole and unchanged, so it must be one the target broker
+keeps as it is and whose offsets map one to one:
+
+* it starts at the next offset to send (a batch wholly before it was already copied:
+  skipped; one that starts before it and ends after it cannot be split);
+* its offsets are contiguous (``record count == last offset delta + 1``): a compacted
+  source's batch with holes would be renumbered by the target broker;
+* its timestamps are the producers' (``CreateTime``): a ``LogAppendTime`` batch's records
+  carry the source broker's append time, which the record copy writes as each record's
+  timestamp, and a byte copy cannot;
+* it ends below the partition's reservation; one larger than the whole window
+  (``srm.batch.max.records``) never will.
+
+Each refusal is a sentence that names the batch, why, and how to copy it (the partition
+halts with it after ``srm.poison.max.tries``, docs/driver.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from srm_driver.copier.wire.batches import CONTROL, HEADER, TRANSACTIONAL
+
+LOG_APPEND_TIME = 0x08
+SKIP = "skip"
+SEND = "send"
+WAIT = "wait"
+# How to copy what a batch copy cannot (said in every refusal).
+_RECORD_BY_RECORD = (
+    "set srm.copy.batches = false for this flow to copy it record by record, then resume"
+    " the partition (srm-control partitions --resume ... --from copy-end)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One whole record batch of a fetch answer (``view`` a slice of it) and its header."""
+
+    view: memoryview
+    first: int
+    last: int
+    count: int
+    magic: int
+    attributes: int
+    max_timestamp: int
+    producer_id: int
+
+    @classmethod
+    def read(cls, view: memoryview) -> Batch:
+        (base, _, _, magic, _, attributes, last_delta, _, max_ts, pid, _, _, count) = (
+            HEADER.unpack_from(view)
+        )
+        return cls(view, base, base + last_delta, count, magic, attributes, max_ts, pid)
+
+
+def data_batches(
+    records: memoryview, aborted: Iterable[tuple[int, int]], *, read_committed: bool = True
+) -> tuple[list[Batch], int]:
+    """The data batches a consumer would see in a fetched partition's ``records`` (see
+    the module docstring), and the offset after the last whole batch of any kind (-1:
+    none). ``aborted`` is the fetch answer's (producer id, first offset) list."""
+    found: list[Batch] = []
+    pending = deque(sorted(aborted, key=lambda item: item[1]))
+    aborting: set[int] = set()
+    position, size, next_offset = 0, len(records), -1
+    while position + HEADER.size <= size:
+        length = int.from_bytes(records[position + 8 : position + 12], "big", signed=True)
+        end = position + 12 + length
+        if length <= 0 or end > size:
+            break  # cut off by the fetch's size: fetched again from its start
+        batch = Batch.read(records[position:end])
+        position = end
+        next_offset = batch.last + 1
+        control = batch.attributes & CONTROL
+        if read_committed and batch.producer_id >= 0:
+            while pending and pending[0][1] <= batch.last:
+                aborting.add(pending.popleft()[0])
+            if control:
+                aborting.discard(batch.producer_id)  # its marker ends the aborted transaction
+            elif batch.attributes & TRANSACTIONAL and batch.producer_id in aborting:
+                continue
+        if not control:
+            found.append(batch)
+    return found, next_offset
+
+
+def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
+    """What to do with ``batch`` for a partition whose next offset to send is
+    ``next_send`` and whose reservation ends at ``reserve`` (the whole window being
+    ``window`` offsets): :data:`SKIP`, :data:`SEND`, :data:`WAIT` (for the reservation to
+    move), or a refusal (a sentence, see the module docstring)."""
+    where = f"the source batch of offsets {batch.first}..{batch.last}"
+    if batch.last < next_send:
+        return SKIP
+    if batch.first < next_send:
+        return (
+            f"offset {next_send} lies inside {where}: a batch copy sends whole batches only;"
+            f" {_RECORD_BY_RECORD}"
+        )
+    if batch.magic != 2:
+        return f"{where} has the old format (magic {batch.magic}); {_RECORD_BY_RECORD}"
+    if batch.count != batch.last - batch.first + 1:
+        return (
+            f"{where} holds {batch.count} records, with gaps between their offsets (a"
+            f" compacted topic), which the target would renumber; {_RECORD_BY_RECORD}"
+        )
+    if batch.attributes & LOG_APPEND_TIME:
+        return (
+            f"{where} carries the source broker's LogAppendTime, which a batch copy cannot"
+            f" write as its records' timestamps; {_RECORD_BY_RECORD}"
+        )
+    if batch.last - batch.first + 1 > window:
+        return (
+            f"{where} spans {batch.last - batch.first + 1} offsets, more than"
+            f" srm.batch.max.records ({window}) lets a partition send past its recorded"
+            f" progress: raise srm.batch.max.records above it, or {_RECORD_BY_RECORD}"
+        )
+    if batch.last >= reserve:
+        return WAIT
+    return SEND

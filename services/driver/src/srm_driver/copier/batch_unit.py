@@ -1,0 +1,387 @@
+"""One flow's copy loop in one slot that passes whole record batches through
+(``srm.copy.batches``): Fetch from the source partitions' leaders, each data batch
+re-stamped for this unit's idempotent producer (its records never decoded, its codec
+kept), Produce to the remote partitions' leaders, with the slot's own protocol layer
+(:mod:`srm_driver.copier.wire`). Which batches pass through is
+:mod:`~srm_driver.copier.batch_rules`.
+
+It is a :class:`~srm_driver.copier.unit.FlowUnit` whose consumer and producer are
+replaced, so the unit's rules are the same code: plans, reservations and reports
+(:class:`~srm_driver.copier.assignment.Assignment`,
+:class:`~srm_driver.copier.partition.PartitionCopy`), the lease, the break and the
+recovery at a later epoch. Per batch:
+
+* nothing is sent without a valid lease (checked before every Produce request) or past
+  a partition's reservation (a batch must end below it, else the partition waits);
+* a new producer's first batch to a partition is acknowledged before it sends more
+  there (the rule of :meth:`Sender.establish <srm_driver.copier.sender.Sender.establish>`);
+  at most :data:`WINDOW` Produce requests are in flight per target broker, one batch per
+  partition in each, in sequence;
+* the Produce answer's base offset must be the planned downstream offset
+  (:meth:`PartitionCopy.land_batch`): any other means another writer and the unit breaks;
+  offset syncs follow batch boundaries (a batch's offsets are contiguous, so its first
+  record after a gap and the last acknowledged record at each report say everything);
+* the first refused Produce, one unanswered within the write timeout, or a lost target
+  connection breaks the unit: the target connections are closed (nothing queued behind
+  the failure is sent; the broker refuses anything out of sequence), every batch in
+  flight is of unknown fate, and every partition waits for a new plan, as FlowUnit's
+  failures do. A leader that moved on the target is one of those failures (the next
+  plan starts a new producer on fresh metadata); on the source it is only a new look
+  at the metadata before the next Fetch;
+* a batch that cannot pass through stops its partition alone as ``poison`` (the
+  driver halts it after ``srm.poison.max.tries``, with the sentence saying how to copy
+  it); an offset out of range stops it as ``out_of_range``, as the consumer's does.
+
+Threads as FlowUnit's: the loop waits on the sockets without the lock and takes it to
+act on what came. Counters: ``records`` counts records, ``bytes`` the batches' bytes as
+sent (compressed), latency every record of a batch at the batch's newest timestamp.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from srm_driver.copier import batch_rules, clients
+from srm_driver.copier.assignment import Key
+from srm_driver.copier.batch_clients import BatchClients, Connect, read_committed
+from srm_driver.copier.failures import conflict, failure, wire_kind
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.partition import SENDING, PartitionCopy
+from srm_driver.copier.plan import UnitPlan
+from srm_driver.copier.unit import FlowUnit
+from srm_driver.copier.wire.apis import PRODUCE
+from srm_driver.copier.wire.connection import Connection
+from srm_driver.copier.wire.errors import BrokerError, WireError, error_name
+from srm_driver.copier.wire.fetch import FetchedPartition
+from srm_driver.copier.wire.produce import Buffer, produce_request, produce_response
+
+WINDOW = 5  # Produce requests in flight per target broker (an idempotent producer's most)
+_BUSY_WAIT_MS = 5  # a Fetch's wait while Produce answers are due
+_OUT_OF_RANGE = 1
+_NOT_PASSED = "BatchNotPassedThrough"
+_MOVED = frozenset({3, 5, 6, 74, 75})  # the source partition's leader moved: look again
+
+
+class _Ends:
+    """What :class:`Assignment` asks of a consumer, for a unit that fetches by itself:
+    each partition is fetched from its own position, so assigning, pausing and seeking
+    change nothing here; a partition's end is what its last fetch answer said."""
+
+    def __init__(self) -> None:
+        self.ends: dict[Key, int] = {}
+
+    def get_watermark_offsets(self, tp: Any, cached: bool = True) -> tuple[int, int]:
+        return -1, self.ends.get((tp.topic, tp.partition), -1)
+
+    def _nothing(self, *_: Any) -> None:
+        return None
+
+    assign = incremental_assign = incremental_unassign = pause = resume = seek = _nothing
+    close = _nothing
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A Produce request in flight: its batches by remote partition (the partition, its
+    records, its first upstream offset)."""
+
+    connection: Connection
+    correlation: int
+    deadline_ns: int
+    batches: dict[Key, tuple[PartitionCopy, int, int]] = field(default_factory=dict)
+
+
+class BatchUnit(FlowUnit):
+    """See the module docstring. ``connect`` builds a cluster from a client's settings
+    (the slot's root: :func:`srm_driver.copier.clients.wire_cluster`)."""
+
+    batches = True
+
+    def __init__(
+        self,
+        plan: UnitPlan,
+        lease: Lease,
+        nudge: Callable[[], None],
+        connect: Connect = clients.wire_cluster,
+    ) -> None:
+        super().__init__(plan, lease, nudge)
+        self._clients = BatchClients(connect)
+        self._ends = _Ends()
+        self._producer_settings = plan.producer
+        self._sent: deque[_Sent] = deque()
+        # Where each partition (under its current plan) is fetched from next.
+        self._fetch_at: dict[Key, tuple[PartitionCopy, int]] = {}
+        self._write_timeout_ns = clients.size_of(plan.producer, "delivery.timeout.ms", 10_000)
+        self._write_timeout_ns *= 1_000_000
+
+    # -- FlowUnit's steps, for batches ---------------------------------------------------
+
+    def _open(self) -> None:
+        self._consumer = self._ends  # type: ignore[assignment]
+
+    def _poll(self, plan: UnitPlan) -> list[FetchedPartition]:  # type: ignore[override]
+        """Fetch what the sending partitions have next (waiting on the sockets without
+        the lock); a source that fails is said in the report and tried again in 1 s."""
+        try:
+            return self._fetch(plan)
+        except (WireError, BrokerError) as exc:
+            with self.lock:
+                if self._clients.broken_target():
+                    self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+                    return []
+                self._poll_error = f"reading {plan.source}: {exc}"
+                self._clients.close_source()
+            self._nudge()
+            time.sleep(1)
+            return []
+
+    def _copy(self, plan: UnitPlan, fetched: list[FetchedPartition]) -> None:  # type: ignore[override]
+        """Send what ``fetched`` holds, as the rules say (lock held); a target leader that
+        cannot be reached breaks the unit."""
+        if self._clients.producer is None or self._failure is not None:
+            return
+        try:
+            self._copy_fetched(plan, fetched)
+        except (WireError, BrokerError) as exc:
+            self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+
+    def _copy_fetched(self, plan: UnitPlan, fetched: list[FetchedPartition]) -> None:
+        rounds: list[dict[Connection, _Sent]] = []
+        bodies: list[dict[Connection, dict[str, list[tuple[int, list[Buffer]]]]]] = []
+        committed = read_committed(plan.consumer)
+        errors = 0
+        for answer in fetched:
+            key = (answer.topic, answer.partition)
+            p = self._parts.get(key)
+            at = self._fetch_at.get(key)
+            if p is None or p.state != SENDING or at is None or at[0] is not p:
+                continue
+            if answer.error:
+                errors += 1
+                self._fetch_refused(plan, p, answer)
+                continue
+            stable = answer.last_stable_offset if committed else answer.high_watermark
+            self._ends.ends[key] = stable if stable >= 0 else answer.high_watermark
+            found, after = batch_rules.data_batches(
+                answer.records, answer.aborted, read_committed=committed
+            )
+            position, k = at[1], 0
+            for batch in found:
+                decision = batch_rules.step(batch, p.next_send, p.reserve, plan.batch_window)
+                if decision == batch_rules.SKIP:
+                    position = batch.last + 1
+                    continue
+                if decision == batch_rules.WAIT:
+                    p.next_send = batch.first  # nothing lies between: sending goes on here
+                    p.await_reservation(batch.max_timestamp)
+                    self._nudge()
+                    break
+                if decision != batch_rules.SEND:
+                    why = failure("poison", decision, topic=p.topic, partition=p.partition,
+                                  offset=max(batch.first, p.next_send),
+                                  error_class=_NOT_PASSED)  # fmt: skip
+                    self._held.stop_one(self._ends, key, why)  # type: ignore[arg-type]
+                    self._nudge()
+                    break
+                if not p.established and p.inflight:
+                    break  # after this producer's first batch here is acknowledged
+                remote = (p.remote, p.partition)
+                connection, parts = self._clients.restamped(remote, batch.view)
+                while len(rounds) <= k:
+                    rounds.append({})
+                    bodies.append({})
+                sent = rounds[k].setdefault(connection, _Sent(connection, -1, 0))
+                sent.batches[remote] = (p, batch.count, batch.first)
+                body = bodies[k].setdefault(connection, {})
+                body.setdefault(p.remote, []).append((p.partition, parts))
+                p.sent_batch(batch.first, batch.last, batch.count, len(batch.view),
+                             batch.max_timestamp)  # fmt: skip
+                position, k = batch.last + 1, k + 1
+                if not p.established:
+                    break  # its first batch under this producer: acknowledged first
+            else:
+                position = max(position, after)  # past markers and aborted batches too
+            self._fetch_at[key] = (p, position)
+        if not errors:
+            self._poll_error = None
+        self._send(plan, rounds, bodies)
+
+    def _send(
+        self,
+        plan: UnitPlan,
+        rounds: list[dict[Connection, _Sent]],
+        bodies: list[dict[Connection, dict[str, list[tuple[int, list[Buffer]]]]]],
+    ) -> None:
+        """Send the Produce requests, round k carrying each partition's k-th batch, each
+        under a valid lease and within :data:`WINDOW` per broker (lock held)."""
+        timeout_ms = clients.size_of(plan.producer, "request.timeout.ms", 5_000)
+        for round_, body in zip(rounds, bodies, strict=True):
+            for connection, sent in round_.items():
+                while sum(s.connection is connection for s in self._sent) >= WINDOW:
+                    self._serve(0.01)
+                    if self._failure is not None:
+                        return
+                    # The control thread reports meanwhile (it only reads and confirms).
+                    self.lock.release()
+                    try:
+                        time.sleep(0.0005)
+                    finally:
+                        self.lock.acquire()
+                if time.monotonic_ns() >= self.lease.deadline_ns:
+                    message = f"the lease of {self.flow} ran out in this slot while copying"
+                    self._break("lease", None, -1, message)
+                    return
+                request = produce_request(body[connection], timeout_ms=timeout_ms)
+                try:
+                    sent.correlation = connection.send(PRODUCE, request)
+                except WireError as exc:
+                    self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+                    return
+                sent.deadline_ns = time.monotonic_ns() + self._write_timeout_ns
+                self._sent.append(sent)
+
+    def _serve(self, timeout: float = 0) -> None:
+        """Take the Produce answers that came (lock held), waiting up to ``timeout``."""
+        if not self._sent:
+            return
+        try:
+            self._clients.pump.turn(timeout)
+        except WireError:
+            pass  # whose connection it was is found below (or at the next fetch)
+        now_ms = time.time_ns() // 1_000_000
+        for sent in list(self._sent):
+            if self._failure is not None:
+                return
+            try:
+                answer = sent.connection.answer(sent.correlation)
+            except WireError as exc:
+                self._break("transient", None, -1, f"writing to {self.desired.target}: {exc}")
+                return
+            if answer is None:
+                if time.monotonic_ns() > sent.deadline_ns:
+                    self._break("transient", None, -1, f"broker {sent.connection.broker}: no"
+                                " answer to a Produce within the write timeout")  # fmt: skip
+                    return
+                continue
+            self._sent.remove(sent)
+            self._landed(sent, answer, now_ms)
+
+    def _landed(self, sent: _Sent, answer: memoryview, now_ms: int) -> None:
+        """A Produce answer: each batch landed where planned, or the unit breaks."""
+        for produced in produce_response(answer):
+            entry = sent.batches.get((produced.topic, produced.partition))
+            if entry is None or not entry[0].inflight:
+                continue
+            p, count, up = entry
+            if produced.error:
+                p.failed()
+                said = [produced.message] if produced.message else []
+                said += [f"record {index}: {text}" for index, text in produced.record_errors]
+                where = f"to {p.remote}-{p.partition}"
+                error = BrokerError(sent.connection.broker, "Produce", produced.error, where,
+                                    "; ".join(said) or None)  # fmt: skip
+                self._break(wire_kind(produced.error), p.key, up, str(error),
+                            error_name(produced.error))  # fmt: skip
+                return
+            if not p.land_batch(produced.base_offset, count, now_ms):
+                expected = p.inflight[0][1]
+                p.failed()
+                text = conflict(p.remote, p.partition, up, produced.base_offset, expected)
+                self._break("conflict", p.key, up, text)
+                return
+            p.established = True
+
+    def _follow_settings(self, plan: UnitPlan) -> None:
+        """New client settings (lock held): the source is connected again at once; the
+        target, with a new producer, once nothing is in flight."""
+        if plan.consumer != self._consumer_settings:
+            self._consumer_settings = plan.consumer
+            self._clients.close_source()
+        if plan.producer != self._producer_settings and not self._sent:
+            self._producer_settings = plan.producer
+            self._close_target()
+
+    def _break(
+        self, kind: str, key: Key | None, offset: int, message: str, error_class: str | None = None
+    ) -> None:
+        """FlowUnit's break, and this unit's producer let go: the target connections
+        closed, every batch in flight of unknown fate (lock held)."""
+        first = self._failure is None
+        super()._break(kind, key, offset, message, error_class)
+        if first:
+            self._close_target()
+
+    def _close(self) -> None:
+        """Stop every partition, let what was sent land (bounded), close the clusters."""
+        with self.lock:
+            for p in self._parts.values():
+                p.stop()
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not self._sent or self._failure is not None:
+                    break
+                self._serve(0.05)
+        with self.lock:
+            if self._sent:
+                self._break("transient", None, -1, "copies still unacknowledged at stop")
+            self._close_target()
+            self._clients.close_source()
+
+    # -- fetching ------------------------------------------------------------------------
+
+    def _fetch(self, plan: UnitPlan) -> list[FetchedPartition]:
+        """Connect what is missing, then fetch each sending partition at its position
+        (the lock let go while brokers answer)."""
+        with self.lock:
+            wanted: list[tuple[str, int, int]] = []
+            remotes: set[str] = set()
+            for key, p in self._parts.items():
+                if p.state != SENDING:
+                    continue
+                remotes.add(p.remote)
+                if not p.established and p.inflight:
+                    continue  # after its first batch is acknowledged
+                at = self._fetch_at.get(key)
+                if at is None or at[0] is not p:
+                    at = self._fetch_at[key] = (p, p.next_send)
+                wanted.append((key[0], key[1], at[1]))
+            busy = bool(self._sent)
+        self._clients.prepare(
+            plan.consumer, self._producer_settings, {t for t, _, _ in wanted}, remotes
+        )
+        if not wanted:
+            with self.lock:
+                self._serve(0.005)
+            return []
+        return self._clients.fetch(wanted, plan.consumer, _BUSY_WAIT_MS if busy else plan.poll_ms)
+
+    def _fetch_refused(self, plan: UnitPlan, p: PartitionCopy, answer: FetchedPartition) -> None:
+        """A partition's Fetch error (lock held): a leader that moved is looked up again
+        before the next Fetch; an offset out of range stops the partition (the driver
+        decides); anything else is said in the report and fetched again."""
+        error = BrokerError("(source)", "Fetch", answer.error, f"of {p.topic}-{p.partition}")
+        if answer.error == _OUT_OF_RANGE:
+            gone = f"offset {p.next_send} is no longer (or not yet) in the source partition"
+            why = failure("out_of_range", gone, topic=p.topic, partition=p.partition,
+                          offset=p.next_send)  # fmt: skip
+            self._held.stop_one(self._ends, p.key, why)  # type: ignore[arg-type]
+        elif answer.error in _MOVED:
+            self._clients.forget_leaders(p.topic)
+        else:
+            self._poll_error = f"reading {plan.source}: {error}"
+        self._nudge()
+
+    def _close_target(self) -> None:
+        """Let this unit's producer go (:meth:`BatchClients.close_target`): every batch in
+        flight is of unknown fate, and a new producer's first batch to each partition is
+        acknowledged before more go there."""
+        self._clients.close_target()
+        self._sent.clear()
+        for p in self._parts.values():
+            p.established = False
+            p.abandon()

@@ -1,0 +1,254 @@
+"""The batch copy's pure rules (``srm.copy.batches``): which fetched batches a
+``read_committed`` copy passes on (:func:`batch_rules.data_batches`), what it does with
+each (:func:`batch_rules.step`), a batch landing where planned with the offset syncs of
+its boundaries (:meth:`PartitionCopy.land_batch`), and which flows the driver copies with
+batches at all (:func:`batch_copy_refusal`, the answer's settings, the slot's plan)."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from hypothesis import given
+from hypothesis import strategies as st
+from srm_common.config.loader import parse_properties_text
+from srm_driver.copier import batch_rules
+from srm_driver.copier.batch_rules import SEND, SKIP, WAIT, Batch, data_batches, step
+from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
+from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.wire.batches import CONTROL
+from srm_driver.copying.clients import batch_copy_refusal, unit_settings
+
+TS = 1_700_000_000_000
+
+
+def _parsed(text: str):  # type: ignore[no-untyped-def]
+    return parse_properties_text(text, source="srm.properties")
+
+
+def _batch(
+    base: int,
+    count: int,
+    *,
+    pid: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    deltas: list[int] | None = None,
+    log_append_time: bool = False,
+) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=int(transactional),
+        producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+        base_sequence=0 if pid >= 0 else -1, batch_size=1 << 20,
+    )  # fmt: skip
+    for n, delta in enumerate(deltas or range(count)):
+        builder.append(delta, timestamp=TS + n, key=b"k%d" % n, value=b"v%d" % n, headers=[])
+    raw = bytearray(builder.build())
+    struct.pack_into(">q", raw, 0, base)
+    if control or log_append_time:
+        (attributes,) = struct.unpack_from(">h", raw, 21)
+        attributes |= (CONTROL if control else 0) | (batch_rules.LOG_APPEND_TIME * log_append_time)
+        struct.pack_into(">h", raw, 21, attributes)
+    return bytes(raw)
+
+
+def _kept(*batches: bytes, aborted=(), read_committed=True):  # type: ignore[no-untyped-def]
+    found, after = data_batches(
+        memoryview(b"".join(batches)), aborted, read_committed=read_committed
+    )
+    return [(b.first, b.last) for b in found], after
+
+
+# -- which batches a read_committed copy passes on ------------------------------------------
+
+
+def test_markers_and_aborted_transactions_are_left_out_as_a_read_committed_consumer_does() -> None:
+    log = (
+        _batch(0, 5),
+        _batch(5, 2, pid=7, transactional=True),  # aborted below
+        _batch(7, 1, pid=7, transactional=True, control=True),  # its abort marker
+        _batch(8, 2, pid=7, transactional=True),  # a later, committed transaction of pid 7
+        _batch(10, 1, pid=7, transactional=True, control=True),
+        _batch(11, 3),
+    )
+    assert _kept(*log, aborted=[(7, 5)]) == ([(0, 4), (8, 9), (11, 13)], 14)
+    assert _kept(*log) == ([(0, 4), (5, 6), (8, 9), (11, 13)], 14)  # nothing aborted
+    # read_uncommitted keeps every data batch, aborted or not (as that consumer would)
+    assert _kept(*log, aborted=[(7, 5)], read_committed=False)[0] == [
+        (0, 4), (5, 6), (8, 9), (11, 13)
+    ]  # fmt: skip
+
+
+def test_an_aborted_transaction_of_another_producer_leaves_the_others_alone() -> None:
+    log = (
+        _batch(0, 2, pid=3, transactional=True),
+        _batch(2, 2, pid=4, transactional=True),  # aborted
+        _batch(4, 1, pid=4, transactional=True, control=True),
+        _batch(5, 1, pid=3, transactional=True, control=True),
+    )
+    assert _kept(*log, aborted=[(4, 2)]) == ([(0, 1)], 6)
+
+
+def test_a_batch_cut_off_by_the_fetch_size_is_fetched_again() -> None:
+    whole, cut = _batch(0, 3), _batch(3, 3)
+    assert _kept(whole, cut[:-1]) == ([(0, 2)], 3)
+    assert _kept(cut[:40]) == ([], -1)
+
+
+# -- what is done with each -----------------------------------------------------------------
+
+
+def _read(raw: bytes) -> Batch:
+    return Batch.read(memoryview(raw))
+
+
+def test_a_whole_batch_at_the_position_below_the_reservation_is_sent() -> None:
+    batch = _read(_batch(100, 10))
+    assert step(batch, 100, 110, 50) == SEND
+    assert step(batch, 100, 109, 50) == WAIT  # its last offset must be below the reservation
+    assert step(batch, 110, 200, 50) == SKIP  # copied already
+    assert step(batch, 90, 200, 50) == SEND  # a gap before it (an aborted transaction)
+
+
+@pytest.mark.parametrize(
+    ("raw", "position", "window", "said"),
+    [
+        (_batch(100, 10), 105, 50, "offset 105 lies inside the source batch of offsets 100..109"),
+        (_batch(100, 3, deltas=[0, 2, 5]), 100, 50, "with gaps between their offsets"),
+        (_batch(100, 3, log_append_time=True), 100, 50, "LogAppendTime"),
+        (_batch(100, 10), 100, 9, "raise srm.batch.max.records above it"),
+    ],
+    ids=["inside-a-batch", "compacted", "log-append-time", "larger-than-the-window"],
+)
+def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it(
+    raw: bytes, position: int, window: int, said: str
+) -> None:
+    decision = step(_read(raw), position, 10**9, window)
+    assert said in decision
+    assert "srm.copy.batches = false" in decision
+
+
+# -- landing where planned, and the offset syncs ----------------------------------------------
+
+
+def _copy() -> PartitionCopy:
+    return PartitionCopy("t", 0, 1, "r", 0, 0, 10**9, False)
+
+
+def _records_landed(offsets: list[int], reports_after: set[int]) -> list[tuple[int, int]]:
+    p = _copy()
+    for n, up in enumerate(offsets):
+        p.sent(up, 1, TS)
+        assert p.land(n, TS + 5)
+        if n in reports_after:
+            p.report(True)
+    p.report(True)
+    return p.syncs
+
+
+def _runs(offsets: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for up in offsets:
+        if runs and up == runs[-1][-1] + 1 and len(runs[-1]) < 4:
+            runs[-1].append(up)
+        else:
+            runs.append([up])
+    return runs
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=40), st.integers(0, 2**32))
+def test_batches_give_the_offset_syncs_their_records_would_give(steps, seed) -> None:  # type: ignore[no-untyped-def]
+    """Contiguous batches landed whole give the syncs of the same records landed one by
+    one, with reports between batches at the same places."""
+    offsets = [sum(steps[: n + 1]) for n in range(len(steps))]
+    runs = _runs(offsets)
+    reports = {n for n in range(len(runs)) if random.Random(seed + n).random() < 0.3}
+    p = _copy()
+    down, ends = 0, set()
+    for n, run in enumerate(runs):
+        p.sent_batch(run[0], run[-1], len(run), 10 * len(run), TS)
+        assert p.land_batch(down, len(run), TS + 5)
+        down += len(run)
+        if n in reports:
+            p.report(True)
+            ends.add(down - 1)
+    p.report(True)
+    assert p.syncs == _records_landed(offsets, ends)
+    n = len(offsets)
+    assert (p.records, p.bytes, p.prev_up, p.prev_down) == (n, 10 * n, offsets[-1], n - 1)
+
+
+def test_a_batch_that_lands_elsewhere_changes_nothing_and_counts_every_record_when_it_lands() -> (
+    None
+):
+    p = _copy()
+    p.sent_batch(0, 9, 10, 5_000, TS)
+    p.sent_batch(10, 14, 5, 2_000, TS + 40)
+    assert p.next_send == 15 and p.next_down == 15
+    assert not p.land_batch(3, 10, TS + 100)  # another writer: the unit's failure
+    assert (p.records, len(p.inflight), p.syncs) == (0, 2, [])
+    assert p.land_batch(0, 10, TS + 100)
+    p.stop()
+    assert p.state == STOPPING
+    assert p.land_batch(10, 5, TS + 100)
+    assert p.state == STOPPED
+    assert (p.records, p.bytes, p.latency_sum_ms) == (15, 7_000, 10 * 100 + 5 * 60)
+    assert (p.latency_min_ms, p.latency_max_ms, sum(p.latency_hist)) == (60, 100, 15)
+    assert p.syncs == [(0, 0)]
+    assert p.report(True)["acked_up"] == 15
+
+
+# -- which flows copy batches -----------------------------------------------------------------
+
+
+def _flow(extra: str = "", policy: str = ""):  # type: ignore[no-untyped-def]
+    text = f"""
+clusters = primary, backup
+primary.bootstrap.servers = p:9092
+backup.bootstrap.servers = b:9092
+primary->backup.enabled = true
+srm.copy.batches = true
+{policy}
+{extra}
+"""
+    return _parsed(text).flow("primary", "backup")
+
+
+def test_the_setting_is_off_by_default_and_bad_input_is_one_clear_message() -> None:
+    clusters = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
+    plain = _parsed(clusters + "a->b.enabled = true\n").flow("a", "b")
+    assert plain.copy_batches is False
+    assert "batches" not in unit_settings(plain, write_timeout_ms=4000).to_json()
+    with pytest.raises(Exception, match=r"srm.copy.batches.*expected true or false.*'yes'"):
+        _parsed(clusters + "srm.copy.batches = yes\n")
+
+
+def test_a_flow_copies_batches_unless_its_target_is_shared_or_it_logs_in_with_gssapi() -> None:
+    flow = _flow("srm.batch.max.records = 700")
+    assert batch_copy_refusal(flow) is None
+    settings = unit_settings(flow, write_timeout_ms=4000).to_json()
+    assert settings["batches"] == {"window": 700}
+    body = {"epoch": 1, "settings": settings, "partitions": []}
+    assert parse_plan("primary->backup", 3, body).batch_window == 700
+    del body["settings"]["batches"]  # type: ignore[attr-defined]
+    assert not parse_plan("primary->backup", 3, body).batches
+
+    identity = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+    shared = _flow(policy=f"replication.policy.class = {identity}")
+    assert "shared" in (batch_copy_refusal(shared) or "")
+    assert "batches" not in unit_settings(shared, write_timeout_ms=4000).to_json()
+    kerberos = _flow(
+        "primary.security.protocol = SASL_PLAINTEXT\nprimary.sasl.mechanism = GSSAPI\n"
+        "primary.sasl.kerberos.service.name = kafka\nprimary.sasl.jaas.config ="
+        " com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true"
+        ' keyTab="/etc/srm/srm.keytab" principal="srm@REALM";'
+    )
+    assert "source logs in with SASL GSSAPI" in (batch_copy_refusal(kerberos) or "")
+    scram = _flow(
+        "backup.security.protocol = SASL_PLAINTEXT\nbackup.sasl.mechanism = SCRAM-SHA-512\n"
+        "backup.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule"
+        ' required username="u" password="p";'
+    )
+    assert batch_copy_refusal(scram) is None

@@ -1,0 +1,259 @@
+"""The batch copy (``srm.copy.batches = true``) on real brokers: whole record batches
+passed through by the copy slot, across kill -9 of the driver.
+
+A unit alone first (no driver): a zstd topic with an aborted and a committed transaction
+is copied with every committed record at its planned offset, the offset syncs it
+reports translate every record exactly, and a partition whose plan starts inside a
+batch stops alone, saying why, while the other copies on.
+
+Then the product: producers write numbered records the whole time to two topics of one flow, one
+uncompressed and one zstd, while the driver (Python and its Spark JVM) is killed with
+SIGKILL at random moments and started again. At the end every source partition and its
+remote twin hold the same records (keys, values, headers, timestamps) at the same
+offsets, none missing, none twice; the remote topics hold the source's batches as they
+were (the same batches, record counts, codecs and bytes: nothing was decoded or
+re-batched); and every offset sync the flow wrote maps a source record to its copy.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from srm_common.domain.records import OffsetSync
+from srm_driver.copier.batch_unit import BatchUnit
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.plan import parse_plan
+from srm_harness.clients import SteadyProducer, consume_all, end_offsets
+from srm_harness.compare import count_copy
+from srm_harness.control import write_config
+from srm_harness.log_batches import log_batches
+from srm_harness.processes import DriverProcess
+from srm_harness.records import RECENT_MS
+from srm_harness.waits import wait_caught_up, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PARTITIONS = 3
+KILLS = 3
+CODECS = ("none", "zstd")
+PER_TICK = 20
+SYNCS_TOPIC = "mm2-offset-syncs.backup.internal"  # on primary (location "source")
+
+
+def _plan(kafka, topic: str, remote: str, starts: dict[int, int]):  # type: ignore[no-untyped-def]
+    settings = {
+        "consumer": {"bootstrap.servers": kafka["primary"], "isolation.level": "read_committed"},
+        "producer": {"bootstrap.servers": kafka["backup"], "delivery.timeout.ms": "10000",
+                     "request.timeout.ms": "5000"},
+        "origin_header": None, "copy_header": None, "source": "primary", "target": "backup",
+        "poll_ms": 100, "batches": {"window": 50_000},
+    }  # fmt: skip
+    partitions = [
+        {"topic": topic, "partition": p, "plan": 1, "remote": remote, "start": start,
+         "down": 0, "reserve": 10**9}
+        for p, start in starts.items()
+    ]  # fmt: skip
+    return parse_plan("primary->backup", 1, {"epoch": 1, "settings": settings,
+                                             "partitions": partitions})  # fmt: skip
+
+
+def _produce_with_transactions(bootstrap: str, topic: str) -> None:
+    plain = Producer({"bootstrap.servers": bootstrap, "compression.type": "zstd", "linger.ms": 20})
+    tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx",
+                   "compression.type": "zstd"})  # fmt: skip
+    tx.init_transactions(30)
+
+    def records(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            plain.produce(topic, key=b"k%d" % n, value=b'{"n": %d}' % n * 10, partition=n % 2,
+                          timestamp=RECENT_MS + n, headers=[("n", b"%d" % n)])  # fmt: skip
+        assert plain.flush(30) == 0
+
+    def transaction(first: int, count: int, commit: bool) -> None:
+        tx.begin_transaction()
+        for n in range(first, first + count):
+            tx.produce(topic, key=b"t%d" % n, value=b"tx %d" % n, partition=n % 2)
+        tx.flush(30)
+        (tx.commit_transaction if commit else tx.abort_transaction)(30)
+
+    records(0, 1_000)
+    transaction(0, 200, commit=False)
+    records(1_000, 1_000)
+    transaction(200, 100, commit=True)
+    records(2_000, 500)
+
+
+def _run(unit: BatchUnit) -> threading.Thread:
+    unit.lease.grant(time.monotonic_ns(), 120_000)
+    thread = threading.Thread(target=unit.run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _report(unit: BatchUnit) -> dict[int, dict[str, Any]]:
+    entry, _ = unit.report({}, set(), None, full=True)
+    return {p["partition"]: p for p in entry["partitions"]}
+
+
+def test_a_unit_passes_committed_batches_through_with_exact_offset_syncs(kafka, unique_name):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("unit"), partitions=2)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    _produce_with_transactions(kafka["primary"], topic)
+    source = consume_all(kafka["primary"], topic)
+    unit = BatchUnit(_plan(kafka, topic, remote, {0: 0, 1: 0}), Lease(), lambda: None)
+    thread = _run(unit)
+    try:
+        wanted = {p: len(records) for p, records in source.items()}
+        wait_until(lambda: end_offsets(kafka["backup"], remote) == wanted, 60,
+                   "the committed records copied", detail=lambda: str(_report(unit)))  # fmt: skip
+        reported = _report(unit)
+    finally:
+        unit.request_stop()
+        thread.join(30)
+    target = consume_all(kafka["backup"], remote)
+    for partition, records in source.items():
+        assert [r.content() for r in target[partition]] == [r.content() for r in records]
+        report = reported[partition]
+        assert (report["records"], report["error"]) == (len(records), None)
+        syncs = sorted(tuple(pair) for pair in report["syncs"])
+        for down, record in enumerate(records):  # every record translates exactly
+            up, at = max(pair for pair in syncs if pair[0] <= record.offset)
+            assert at + record.offset - up == down, (record.offset, down, syncs)
+    batches = log_batches(kafka["backup"], remote)
+    assert {b.codec for bs in batches.values() for b in bs if b.records >= 10} == {"zstd"}
+    assert unit.exited
+
+
+def test_a_partition_whose_plan_starts_inside_a_batch_stops_alone_saying_why(kafka, unique_name):  # type: ignore[no-untyped-def]
+    topic = kafka.create_topic("primary", unique_name("inside"), partitions=2)
+    remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
+    plain = Producer({"bootstrap.servers": kafka["primary"], "linger.ms": 100})
+    for n in range(400):
+        plain.produce(topic, key=b"k%d" % n, value=b"v%d" % n, partition=n % 2)
+    assert plain.flush(30) == 0
+    unit = BatchUnit(_plan(kafka, topic, remote, {0: 5, 1: 0}), Lease(), lambda: None)
+    thread = _run(unit)
+    try:
+        wait_until(lambda: end_offsets(kafka["backup"], remote).get(1) == 200, 60,
+                   "partition 1 copied", detail=lambda: str(_report(unit)))  # fmt: skip
+        stopped = _report(unit)[0]
+    finally:
+        unit.request_stop()
+        thread.join(30)
+    assert stopped["state"] == "stopped" and stopped["records"] == 0
+    assert stopped["error"]["kind"] == "poison"
+    assert "offset 5 lies inside the source batch of offsets 0.." in stopped["error"]["message"]
+    assert end_offsets(kafka["backup"], remote)[0] == 0
+
+
+def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_were(
+    kafka, tmp_path, unique_name
+):  # type: ignore[no-untyped-def]
+    topics = {
+        codec: kafka.create_topic("primary", unique_name(f"batches-{codec}"), partitions=PARTITIONS)
+        for codec in CODECS
+    }
+    remotes = {codec: f"primary.{topic}" for codec, topic in topics.items()}
+    kafka.created += [("backup", remote) for remote in remotes.values()]
+    config = write_config(
+        tmp_path,
+        {"primary": kafka["primary"], "backup": kafka["backup"]},
+        flows={
+            "primary->backup": {
+                "enabled": True,
+                "topics": list(topics.values()),
+                "srm.copy.batches": True,
+                # Small reservations: batches wait for them to move many times.
+                "srm.batch.max.records": 300,
+            },
+            "backup->primary": {"enabled": False},
+        },
+        replication={"tasks.max": 2},
+    )
+    driver = DriverProcess(config, tmp_path / "driver.log")
+    producers = {
+        codec: SteadyProducer(kafka["primary"], topic, PARTITIONS, per_tick=PER_TICK, codec=codec)
+        for codec, topic in topics.items()
+    }
+
+    def on_target() -> int:
+        return sum(sum(end_offsets(kafka["backup"], r).values()) for r in remotes.values())
+
+    for producer in producers.values():
+        producer.start()
+    rng = random.Random(20261127)
+    try:
+        for kill in range(KILLS):
+            before = on_target()
+            driver.start()
+            wait_until(
+                lambda before=before: on_target() > before,  # type: ignore[misc]
+                180,
+                f"driver start {kill + 1} copies batches",
+                detail=lambda: driver.log_text()[-3000:],
+                step=0.3,
+            )
+            time.sleep(rng.uniform(0.5, 3.0))
+            driver.kill9()
+        for producer in producers.values():
+            producer.finish()
+        driver.start()
+        for codec, topic in topics.items():
+            wait_caught_up(
+                kafka["primary"],
+                topic,
+                kafka["backup"],
+                remotes[codec],
+                600,
+                stalled_after=180,
+                detail=lambda: driver.log_text()[-3000:],
+            )
+        assert driver.stop() == 0
+    finally:
+        for producer in producers.values():
+            producer.stop.set()
+        if driver.alive():
+            driver.kill9()
+
+    log = driver.log_text()
+    assert "BatchNotPassedThrough" not in log
+    syncs: dict[tuple[str, int], set[tuple[int, int]]] = {}
+    for records in consume_all(kafka["primary"], SYNCS_TOPIC).values():
+        for record in records:
+            sync = OffsetSync.decode(record.key, record.value)
+            syncs.setdefault((sync.topic, sync.partition), set()).add(
+                (sync.upstream_offset, sync.downstream_offset)
+            )
+    for codec, topic in topics.items():
+        source = consume_all(kafka["primary"], topic)
+        target = consume_all(kafka["backup"], remotes[codec])
+        count = count_copy(source, target)
+        print(f"\n{codec}: {count}, driver starts {driver.starts}")
+        assert count.produced == producers[codec].sent, codec
+        assert (count.missing, count.duplicated) == (0, 0), codec
+        for partition in range(PARTITIONS):
+            ours, theirs = source[partition], target[partition]
+            assert [(r.offset, *r.content()) for r in theirs] == [
+                (r.offset, *r.content()) for r in ours
+            ], f"{codec}: partition {partition}"
+            # Every sync maps a source record to its copy (the same offset here: no gaps).
+            pairs = syncs.get((topic, partition), set())
+            assert pairs, f"{codec}: no offset syncs for partition {partition}"
+            assert all(up == down and up < len(ours) for up, down in pairs), sorted(pairs)[:10]
+        # The source's batches, as they were: nothing decoded, re-batched or recompressed.
+        had, copied = (
+            log_batches(kafka["primary"], topic),
+            log_batches(kafka["backup"], remotes[codec]),
+        )
+        for partition in range(PARTITIONS):
+            shape = [(b.base_offset, b.records, b.codec, b.size) for b in had[partition]]
+            assert [(b.base_offset, b.records, b.codec, b.size) for b in copied[partition]] == shape
+        assert {b.codec for bs in copied.values() for b in bs if b.records >= 10} == {codec}
+    assert any(
+        "past the recorded position are verified copies" in line for line in log.splitlines()
+    ), "no kill left batches past the recorded position"
