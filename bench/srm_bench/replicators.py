@@ -8,6 +8,7 @@ they create, offsets flushed every 10 s, heartbeats and checkpoints on as by def
 * ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract): its copy
   slots are Python (librdkafka in PySpark's workers). Until issue 20's decision a JVM
   slot ran here and the Python one as ``srm_python``; result files of schema 3 hold both;
+* ``srm_batches`` (``--srm-batches``): the same driver with ``srm.copy.batches = true``;
 * ``mirrormaker2``: Apache MirrorMaker 2 in dedicated mode,
   ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``, with the heap and GC
   options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use, and every client
@@ -37,11 +38,16 @@ MM2_TUNED = "mirrormaker2_tuned"
 REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
 # SRM's driver again, on a Spark standalone cluster (--spark standalone:N, spark_run.py).
 SRM_STANDALONE = "srm_spark_standalone"
+# SRM's driver again with srm.copy.batches = true (--srm-batches): whole record batches
+# passed through by the copy slots (docs/driver.md, "Batch copy"), a column of its own.
+SRM_BATCHES = "srm_batches"
+SRM_DRIVERS = (SRM, SRM_STANDALONE, SRM_BATCHES)
 LABELS = {
     SRM: "SRM driver",
     MM2: "MirrorMaker 2",
     MM2_TUNED: "MM2 tuned",
     SRM_STANDALONE: "SRM on Spark standalone",
+    SRM_BATCHES: "SRM batches",
 }
 
 # MirrorMaker 2 tuned the way a careful operator would for this workload (1 KiB records,
@@ -184,6 +190,8 @@ def replicator_properties(
     (and the WAN ones in a WAN run)."""
     if name == MM2_TUNED:
         return {**shared, **MM2_TUNED_PROPERTIES, **(MM2_WAN_TUNED_PROPERTIES if wan else {})}
+    if name == SRM_BATCHES:
+        return {**shared, "srm.copy.batches": "true"}
     return dict(shared)
 
 
@@ -220,12 +228,14 @@ def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
 
 
 def srm_driver(folder: Path, spark_master: str | None, name: str = SRM) -> Replicator:
-    """SRM's driver as ``name``, with ``srm.properties`` and ``srm.log``."""
-    config = folder / "srm.properties"
+    """SRM's driver as ``name``, with ``srm.properties`` and ``srm.log`` (the batch copy's:
+    ``srm-batches.*``)."""
+    stem = "srm-batches" if name == SRM_BATCHES else "srm"
+    config = folder / f"{stem}.properties"
     command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:
         command += ["--spark-master", spark_master]
-    return Replicator(name, command, config, folder / "srm.log")
+    return Replicator(name, command, config, folder / f"{stem}.log")
 
 
 def srm_driver_command() -> list[str]:

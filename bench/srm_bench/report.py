@@ -22,6 +22,7 @@ from srm_bench.replicators import (
     MM2_TUNED_PROPERTIES,
     REPLICATORS,
     SRM,
+    SRM_BATCHES,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ _COLUMNS = (
     ("SRM/raw", 9),
 )
 _LABEL_WIDTH = 30
+# With --srm-batches: SRM's driver with srm.copy.batches = true, beside SRM's column.
+_BATCHES_COLUMN = (LABELS[SRM_BATCHES], 13)
+# Every replicator a run may have, in the JSON's order.
+_ALL = (*REPLICATORS, SRM_BATCHES)
 
 
 @dataclass(frozen=True)
@@ -107,16 +112,17 @@ class BenchReport:
     spark: StandaloneRun | None = None  # --spark standalone:N
 
     def throughput_mb_s(self) -> dict[str, float | None]:
-        rates = {name: self._figure(name, ("catchup", "mb_s")) for name in REPLICATORS}
+        rates = {name: self._figure(name, ("catchup", "mb_s")) for name in self._names()}
         return {**rates, "raw": self.raw.mb_s if self.raw else None}
 
     def throughput_records_s(self) -> dict[str, float | None]:
-        rates = {name: self._figure(name, ("catchup", "records_s")) for name in REPLICATORS}
+        rates = {name: self._figure(name, ("catchup", "records_s")) for name in self._names()}
         return {**rates, "raw": self.raw.records_s if self.raw else None}
 
     def cpu_s_per_gib(self) -> dict[str, float | None]:
         """Steady CPU seconds per GiB copied (start-up apart), and the raw limit's."""
-        per_gib = {name: self._figure(name, ("catchup", "cpu_s_per_gib")) for name in REPLICATORS}
+        names = self._names()
+        per_gib = {name: self._figure(name, ("catchup", "cpu_s_per_gib")) for name in names}
         return {**per_gib, "raw": self.raw.cpu_s_per_gib if self.raw else None}
 
     def row_ratios(self) -> dict[str, dict[str, float | None]]:
@@ -157,7 +163,7 @@ class BenchReport:
                     "p50": _round(self._figure(name, ("latency", "p50_ms")), 1),
                     "p99": _round(self._figure(name, ("latency", "p99_ms")), 1),
                 }
-                for name in REPLICATORS
+                for name in self._names()
             },
             "memory_mb": {
                 name: {
@@ -203,12 +209,14 @@ class BenchReport:
         return path
 
     def table(self) -> str:
-        heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in _COLUMNS]
+        batches = SRM_BATCHES in self.systems or SRM_BATCHES in self.errors
+        columns = (_COLUMNS[0], _BATCHES_COLUMN, *_COLUMNS[1:]) if batches else _COLUMNS
+        heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in columns]
         lines = ["".join(heading)]
         for row in self._rows():
             srm, mm2, tuned = (self._figure(name, row.path) for name in REPLICATORS)
             limit = getattr(self.raw, row.raw) if self.raw and row.raw else None
-            cells = (
+            cells = [
                 _cell(srm, row.spec),
                 _cell(mm2, row.spec),
                 _cell(tuned, row.spec),
@@ -216,8 +224,10 @@ class BenchReport:
                 _cell(_ratio(srm, mm2), ".2f"),
                 _cell(_ratio(srm, tuned), ".2f"),
                 _cell(_ratio(srm, limit), ".2f"),
-            )
-            padded = (f"{cell:>{width}}" for cell, (_, width) in zip(cells, _COLUMNS, strict=True))
+            ]
+            if batches:
+                cells.insert(1, _cell(self._figure(SRM_BATCHES, row.path), row.spec))
+            padded = (f"{cell:>{width}}" for cell, (_, width) in zip(cells, columns, strict=True))
             lines.append(f"{row.label:<{_LABEL_WIDTH}}" + "".join(padded))
         data = self.dataset
         cores = int(str(self.machine.get("cores") or 1))
@@ -237,6 +247,11 @@ class BenchReport:
             " over the GiB copied between them (start-up apart; brokers not included)"
         )
         notes += self._tuned_notes()
+        if batches:
+            notes.append(
+                f"{LABELS[SRM_BATCHES]}: SRM's driver with srm.copy.batches = true (whole record"
+                " batches passed through by the copy slots, never decoded)"
+            )
         if data.codec:
             notes.append(
                 f"--codec {data.codec}: {LABELS[MM2_TUNED]} also sets backup.producer.compression."
@@ -295,7 +310,13 @@ class BenchReport:
         return _get(self.systems.get(name), *path)
 
     def _ran(self) -> dict[str, SystemResult]:
-        return {name: self.systems[name] for name in REPLICATORS if name in self.systems}
+        return {name: self.systems[name] for name in _ALL if name in self.systems}
+
+    def _names(self) -> tuple[str, ...]:
+        """The replicators of the JSON's figures: the three always, the batch copy's when
+        it ran."""
+        ran = SRM_BATCHES in self.systems
+        return _ALL if ran else REPLICATORS
 
 
 _SHORT = {SRM: "srm", MM2: "mm2", MM2_TUNED: "mm2_tuned"}

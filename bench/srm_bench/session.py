@@ -38,6 +38,8 @@ from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
     SRM,
+    SRM_BATCHES,
+    SRM_DRIVERS,
     SRM_STANDALONE,
     TARGET,
     Replicator,
@@ -181,6 +183,8 @@ def systems_to_run(options: BenchOptions) -> list[str]:
         systems.append(MM2_TUNED)
     if not options.skip_srm:
         systems.append(SRM)
+    if options.srm_batches:
+        systems.append(SRM_BATCHES)
     return systems
 
 
@@ -204,7 +208,7 @@ def run_replicator(
     as the replicator starts and once every record is on the target (the Spark workers'
     CPU, spark_run.py)."""
     dataset = options.dataset()
-    if name in (SRM, SRM_STANDALONE) and not srm_driver_available():
+    if name in SRM_DRIVERS and not srm_driver_available():
         raise RuntimeError("srm-driver is not installed in this environment (.venv/bin/srm-driver)")
     say(f"  wiping and restarting backup ({stack.reset_target():.1f} s)")
     source_admin = stack.source_admin()
@@ -220,7 +224,7 @@ def run_replicator(
         [dataset.topic, latency],
         dataset.partitions,
     )
-    extra = options.srm_set if name in (SRM, SRM_STANDALONE) else options.mm2_set
+    extra = options.srm_set if name in SRM_DRIVERS else options.mm2_set
     if name == MM2_TUNED and options.codec:
         # A careful operator compresses a compressed topic's copy (srm_bench/codec.py).
         extra = (f"{TARGET}.producer.compression.type={options.codec}", *extra)
