@@ -16,9 +16,12 @@ from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
 from srm_driver.copier import batch_rules
 from srm_driver.copier.batch_rules import SEND, SKIP, WAIT, Batch, data_batches, step
+from srm_driver.copier.batch_unit import BatchUnit, _Sent
+from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
 from srm_driver.copier.plan import parse_plan
 from srm_driver.copier.wire.batches import CONTROL
+from srm_driver.copier.wire.primitives import Writer
 from srm_driver.copying.clients import batch_copy_refusal, unit_settings
 
 TS = 1_700_000_000_000
@@ -252,3 +255,62 @@ def test_a_flow_copies_batches_unless_its_target_is_shared_or_it_logs_in_with_gs
         ' required username="u" password="p";'
     )
     assert batch_copy_refusal(scram) is None
+
+
+# -- the unit's answer to a Produce: the fence's proof per batch ----------------------------
+
+
+class _Broker:
+    broker = "127.0.0.1:9092"
+
+
+def _produce_answer(remote: str, partition: int, error: int, base: int) -> memoryview:
+    writer = Writer().array(1).string(remote).array(1).int32(partition).int16(error)
+    writer.int64(base).int64(-1).int64(0).array(0).nullable_string("said so" if error else None)
+    return memoryview(bytes(writer.int32(0).buffer))
+
+
+def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, _Sent, PartitionCopy]:
+    settings = {"consumer": {}, "producer": {}, "source": "primary", "target": "backup",
+                "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
+    partitions = [{"topic": "t", "partition": n, "plan": 1, "remote": "primary.t",
+                   "start": 0, "down": 0, "reserve": 10**9} for n in (0, 1)]  # fmt: skip
+    plan = parse_plan("f", 1, {"epoch": 1, "settings": settings, "partitions": partitions})
+    unit = BatchUnit(plan, Lease(), lambda: None, connect=lambda *_: pytest.fail("no I/O"))
+    unit._open()
+    unit._apply(plan)
+    p, other = unit._parts[("t", 0)], unit._parts[("t", 1)]
+    p.sent_batch(0, 9, 10, 1_000, TS)
+    other.sent_batch(0, 4, 5, 500, TS)
+    sent = _Sent(_Broker(), 0, 0, {("primary.t", 0): (p, 10, 0)})  # type: ignore[arg-type]
+    unit._sent.append(sent)
+    return unit, sent, p
+
+
+def test_a_batch_landed_where_planned_counts_its_records() -> None:
+    unit, sent, p = _unit_with_a_batch_in_flight()
+    unit._landed(sent, _produce_answer("primary.t", 0, 0, 0), TS + 10)
+    assert (p.records, p.established, p.syncs, unit._failure) == (10, True, [(0, 0)], None)
+
+
+@pytest.mark.parametrize(
+    ("error", "base", "kind", "said"),
+    [
+        (0, 7, "conflict", "took upstream offset 0 at offset 7 where offset 0 was planned"),
+        (10, -1, "poison", "Produce to primary.t-0: error 10 MESSAGE_TOO_LARGE (said so)"),
+        (6, -1, "transient", "error 6 NOT_LEADER_OR_FOLLOWER"),
+    ],
+    ids=["another-writer", "refused", "leader-moved"],
+)
+def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_uncertain(
+    error: int, base: int, kind: str, said: str
+) -> None:
+    unit, sent, p = _unit_with_a_batch_in_flight()
+    unit._landed(sent, _produce_answer("primary.t", 0, error, base), TS + 10)
+    failure = unit._failure
+    assert failure is not None and failure["kind"] == kind and said in failure["message"]
+    assert (failure["topic"], failure["partition"], failure["offset"]) == ("t", 0, 0)
+    assert p.records == 0
+    for part in unit._parts.values():  # every partition waits for a new plan
+        assert part.state == STOPPED and part.uncertain and not part.inflight
+    assert not unit._sent and unit._clients.producer is None

@@ -250,8 +250,12 @@ class BatchUnit(FlowUnit):
             return
         try:
             self._clients.pump.turn(timeout)
-        except WireError:
-            pass  # whose connection it was is found below (or at the next fetch)
+        except WireError as exc:
+            # A broken source connection would stop every turn here: let it go (the next
+            # fetch connects again). A broken target is found below, on its answers.
+            if self._clients.source is not None and self._clients.source.broken:
+                self._poll_error = f"reading {self.desired.source}: {exc}"
+                self._clients.close_source()
         now_ms = time.time_ns() // 1_000_000
         for sent in list(self._sent):
             if self._failure is not None:
