@@ -3,7 +3,8 @@ slot (started by :class:`srm_driver.copying.job.CopyJob`).
 
 A slot asks the driver what to copy over the control channel
 (:mod:`srm_driver.copying.protocol`) and runs, per flow, a *unit*: a librdkafka consumer
-of the source and an idempotent producer to the target that stops at its first failure.
+of the source and an idempotent producer to the target that stops at its first failure
+(or, with ``srm.copy.batches``, the same unit passing whole batches through).
 Records never leave the worker process that copies them. The parts:
 
 * :mod:`~srm_driver.copier.control`: the slot's exchange with the driver (reports,
@@ -23,7 +24,11 @@ Records never leave the worker process that copies them. The parts:
 * :mod:`~srm_driver.copier.failures`: librdkafka's errors as the protocol's failure kinds;
 * :mod:`~srm_driver.copier.clients`: the unit's clients from the answer's settings;
 * :mod:`~srm_driver.copier.task`: the Spark task's entry point;
+* :mod:`~srm_driver.copier.batch_unit`: a unit that passes whole record batches through
+  (a flow's ``srm.copy.batches = true``), with :mod:`~srm_driver.copier.batch_rules`
+  (which batches, what is done with each) and :mod:`~srm_driver.copier.batch_clients`
+  (its clusters and producer id);
 * :mod:`~srm_driver.copier.wire`: a small Kafka protocol layer of the slot's own, for
-  copying record batches as they are (no unit uses it yet; ``make bench --batch-copy``'s
-  prototype runs on it, ``docs/design.md`` section 3e).
+  copying record batches as they are (the batch unit's, and ``make bench --batch-copy``'s
+  prototype; ``docs/design.md`` section 3e).
 """

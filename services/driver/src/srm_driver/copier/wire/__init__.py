@@ -23,5 +23,6 @@ copying it.
 Pure encode and decode (everything but ``connection``, ``pump`` and ``cluster``) is
 tested without Kafka. TLS is an ``ssl.SSLContext`` on the socket. Not yet spoken: GSSAPI
 and OAUTHBEARER logins, SASL re-authentication, fetch sessions, and leader moves beyond
-raising the broker's error for the caller to refresh on.
+raising the broker's error for the caller to refresh on (the batch unit looks a source
+leader up again, and breaks on a target's: :mod:`srm_driver.copier.batch_unit`).
 """
