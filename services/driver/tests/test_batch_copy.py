@@ -314,3 +314,32 @@ def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_u
     for part in unit._parts.values():  # every partition waits for a new plan
         assert part.state == STOPPED and part.uncertain and not part.inflight
     assert not unit._sent and unit._clients.producer is None
+
+
+def _old_message(offset: int, timestamp: int) -> bytes:
+    """A magic 1 message (offset, size, crc, magic, attributes, timestamp, key, value)."""
+    body = (
+        struct.pack(">bbq", 1, 0, timestamp) + struct.pack(">i", -1) + struct.pack(">i", 3) + b"abc"
+    )
+    return struct.pack(">qii", offset, 4 + len(body), 0) + body
+
+
+def test_a_message_of_the_old_format_is_refused_whole_and_nothing_after_it_is_read() -> None:
+    """Read as a v2 header, a magic 1 message's timestamp gave the CONTROL bit and a last
+    offset 275 million ahead: records skipped in silence. It is refused instead."""
+    records = _old_message(5, 0x018BEF106800) + _batch(6, 3)
+    found, after = data_batches(memoryview(records), [])
+    assert [(b.first, b.magic) for b in found] == [(5, 1)] and after == -1
+    decision = step(found[0], 0, 100, 100)
+    assert decision.startswith("the source message at offset 5 has the old format (magic 1)")
+    short = _old_message(5, 7)[:40]  # shorter than a v2 header: not taken for a cut-off batch
+    assert [b.magic for b in data_batches(memoryview(short), [])[0]] == [1]
+
+
+def test_a_batch_whose_checksum_does_not_hold_is_refused_not_sealed_again() -> None:
+    damaged = bytearray(_batch(0, 3))
+    damaged[-2] ^= 0xFF  # a byte of its last record's value
+    (batch,), _ = data_batches(memoryview(bytes(damaged)), [])
+    assert "fails its CRC-32C check" in step(batch, 0, 100, 100)
+    (intact,), _ = data_batches(memoryview(_batch(0, 3)), [])
+    assert step(intact, 0, 100, 100) == SEND

@@ -25,8 +25,13 @@ keeps as it is and whose offsets map one to one:
 * its timestamps are the producers' (``CreateTime``): a ``LogAppendTime`` batch's records
   carry the source broker's append time, which the record copy writes as each record's
   timestamp, and a byte copy cannot;
+* its CRC-32C holds (re-stamping seals the bytes with a new checksum, so a batch damaged
+  on its way would pass the target broker's check);
 * it ends below the partition's reservation; one larger than the whole window
   (``srm.batch.max.records``) never will.
+
+A message of the old formats (magic 0 or 1) is refused whole, and nothing after it in the
+fetch is read: its bytes are not a v2 header.
 
 Each refusal is a sentence that names the batch, why, and how to copy it (the partition
 halts with it after ``srm.poison.max.tries``, docs/driver.md).
@@ -38,9 +43,12 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from srm_driver.copier.wire.batches import CONTROL, HEADER, TRANSACTIONAL
+from srm_driver.copier.wire.batches import CONTROL, HEADER, TRANSACTIONAL, checksum_holds
 
 LOG_APPEND_TIME = 0x08
+# Where every format's magic byte lies: after the offset (8), the size (4) and the v2
+# batch's partition leader epoch or the old message's CRC (4).
+_MAGIC_AT = 16
 SKIP = "skip"
 SEND = "send"
 WAIT = "wait"
@@ -82,10 +90,19 @@ def data_batches(
     pending = deque(sorted(aborted, key=lambda item: item[1]))
     aborting: set[int] = set()
     position, size, next_offset = 0, len(records), -1
-    while position + HEADER.size <= size:
+    while position + _MAGIC_AT + 1 <= size:
         length = int.from_bytes(records[position + 8 : position + 12], "big", signed=True)
         end = position + 12 + length
-        if length <= 0 or end > size:
+        magic = records[position + _MAGIC_AT]
+        if magic != 2 or length < HEADER.size - 12:
+            # A message of the old formats (magic 0/1: its bytes past the magic are not a
+            # v2 header) or a v2 header too short to be one: nothing after it is read,
+            # and step refuses it whole (an offset read as a timestamp would move the
+            # position anywhere, records silently skipped).
+            offset = int.from_bytes(records[position : position + 8], "big", signed=True)
+            found.append(Batch(records[position:position], offset, offset, 0, magic, 0, -1, -1))
+            break
+        if end > size:
             break  # cut off by the fetch's size: fetched again from its start
         batch = Batch.read(records[position:end])
         position = end
@@ -109,6 +126,9 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
     ``window`` offsets): :data:`SKIP`, :data:`SEND`, :data:`WAIT` (for the reservation to
     move), or a refusal (a sentence, see the module docstring)."""
     where = f"the source batch of offsets {batch.first}..{batch.last}"
+    if batch.magic != 2:
+        where = f"the source message at offset {batch.first}"
+        return f"{where} has the old format (magic {batch.magic}); {_RECORD_BY_RECORD}"
     if batch.last < next_send:
         return SKIP
     if batch.first < next_send:
@@ -116,8 +136,6 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
             f"offset {next_send} lies inside {where}: a batch copy sends whole batches only;"
             f" {_RECORD_BY_RECORD}"
         )
-    if batch.magic != 2:
-        return f"{where} has the old format (magic {batch.magic}); {_RECORD_BY_RECORD}"
     if batch.count != batch.last - batch.first + 1:
         return (
             f"{where} holds {batch.count} records, with gaps between their offsets (a"
@@ -127,6 +145,12 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
         return (
             f"{where} carries the source broker's LogAppendTime, which a batch copy cannot"
             f" write as its records' timestamps; {_RECORD_BY_RECORD}"
+        )
+    if not checksum_holds(batch.view):
+        return (
+            f"{where} fails its CRC-32C check (damaged on its way or on the source); a batch"
+            " copy would seal the damage with a new checksum. The partition is planned again"
+            " and the batch fetched again; if it halts, the source's log is damaged"
         )
     if batch.last - batch.first + 1 > window:
         return (
