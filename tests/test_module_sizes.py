@@ -37,8 +37,19 @@ LONGER: dict[str, tuple[int, str]] = {
         " queue and the API's views over the same follower and term",
     ),
     "services/driver/src/srm_driver/copier/unit.py:FlowUnit": (
+        310,
+        "the copy loop, its stop and its failures share one state under one lock (and the"
+        " loop is cut into the steps the batch unit overrides)",
+    ),
+    "services/driver/src/srm_driver/copier/batch_unit.py:BatchUnit": (
+        310,
+        "FlowUnit's steps for whole batches (fetch, decide, send, take answers, break,"
+        " close) read and write the unit's one state under its one lock, as FlowUnit's do",
+    ),
+    "services/driver/src/srm_driver/copier/partition.py:PartitionCopy": (
         300,
-        "the copy loop, its stop and its failures share one state under one lock",
+        "one partition's copy: the record and the batch paths share the plan's offset"
+        " check, the reservation and the offset-sync rule over the same slots",
     ),
     "libs/srm_common/src/srm_common/adapters/event_log_reader.py:EventLogReader": (
         290,

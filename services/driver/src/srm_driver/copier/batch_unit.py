@@ -97,7 +97,8 @@ class _Sent:
 
 class BatchUnit(FlowUnit):
     """See the module docstring. ``connect`` builds a cluster from a client's settings
-    (the slot's root: :func:`srm_driver.copier.clients.wire_cluster`)."""
+    (the slot's root: :func:`srm_driver.copier.clients.wire_cluster`). About 300 lines:
+    FlowUnit's steps for whole batches share the unit's one state under its one lock."""
 
     batches = True
 
@@ -117,6 +118,7 @@ class BatchUnit(FlowUnit):
         self._fetch_at: dict[Key, tuple[PartitionCopy, int]] = {}
         self._write_timeout_ns = clients.size_of(plan.producer, "delivery.timeout.ms", 10_000)
         self._write_timeout_ns *= 1_000_000
+        self._lease_deadline = lambda: lease.deadline_ns
 
     # -- FlowUnit's steps, for batches ---------------------------------------------------
 
@@ -236,6 +238,9 @@ class BatchUnit(FlowUnit):
                     self._break("lease", None, -1, message)
                     return
                 request = produce_request(body[connection], timeout_ms=timeout_ms)
+                # Bytes the socket does not take now are written by later pump turns
+                # (a Fetch's wait, a metadata refresh): never once the lease ran out.
+                connection.write_by = self._lease_deadline
                 try:
                     sent.correlation = connection.send(PRODUCE, request)
                 except WireError as exc:

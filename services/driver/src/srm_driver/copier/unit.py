@@ -31,7 +31,7 @@ The parts: the loop, its lease, plans and failures are here; the partitions, the
 consumer's assignment and what the driver has of them are
 :mod:`~srm_driver.copier.assignment`; handing records to the producer and its
 acknowledgements are :mod:`~srm_driver.copier.sender`. (:class:`FlowUnit` keeps some
-290 lines: the loop, its stop and its failures share one state under one lock.)
+305 lines: the loop, its stop and its failures share one state under one lock.)
 """
 
 from __future__ import annotations

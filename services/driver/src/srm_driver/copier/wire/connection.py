@@ -25,8 +25,9 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 
 from srm_driver.copier.wire.apis import Api
@@ -57,6 +58,10 @@ class Connection:
         self._got = 0
         self._body: bytearray | None = None
         self._failed: WireError | None = None
+        # When bytes still queued must not be written any more (monotonic ns; None: no
+        # bound): a writer whose lease ran out closes the connection instead, and the
+        # broker drops the request it never received whole.
+        self.write_by: Callable[[], int] | None = None
 
     @classmethod
     def open(
@@ -106,8 +111,11 @@ class Connection:
         return len(self._waiting)
 
     def write(self) -> None:
-        """Send what the kernel takes now; the rest stays queued."""
+        """Send what the kernel takes now; the rest stays queued. Past :attr:`write_by`,
+        nothing more is written: the connection is closed (:class:`WireError`)."""
         outgoing = self._outgoing
+        if outgoing and self.write_by is not None and time.monotonic_ns() >= self.write_by():
+            raise self._fail("requests not written whole before the writer's lease ran out")
         while outgoing:
             try:
                 if self._tls:
