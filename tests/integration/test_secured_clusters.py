@@ -46,7 +46,8 @@ def _metadata_error(config: dict[str, str]) -> str:
 def test_scram_user_needs_acls_to_write_and_read(kafka_secured, unique_name) -> None:
     primary = kafka_secured["primary"]
     topic = kafka_secured.create_topic("primary", unique_name("orders"))
-    alice = primary.create_user(unique_name("alice"), "alice-password-1")
+    # Made with Kafka's own kafka-configs, as docs/security.md tells an operator to.
+    alice = primary.create_user(unique_name("alice"), "alice-password-1", with_kafka_configs=True)
 
     refused = _delivery_errors(primary.client_config(alice), topic)
     assert [e.code() for e in refused if e] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]

@@ -48,15 +48,43 @@ class SecuredTestCluster(SecuredCluster):
         return AdminClient(self.client_config(credential))
 
     def create_user(
-        self, username: str, password: str, mechanism: str = "SCRAM-SHA-512"
+        self,
+        username: str,
+        password: str,
+        mechanism: str = "SCRAM-SHA-512",
+        *,
+        with_kafka_configs: bool = False,
     ) -> Credential:
-        """A SCRAM user made with ``kafka-configs`` as an operator would; waits until it
-        can log in (the credential reaches the broker through the metadata log)."""
-        from srm_local.tools import run_tool  # Kafka's own kafka-configs, as an operator
-
+        """A SCRAM user, made through the Admin API (AlterUserScramCredentials, 4096
+        iterations: the request ``kafka-configs --alter --add-config`` sends, without a
+        JVM start per user) or, ``with_kafka_configs``, with Kafka's own ``kafka-configs``
+        as an operator would (docs/security.md); waits until it can log in (the
+        credential reaches the broker through the metadata log)."""
         credential = Credential(username, password, mechanism)
         if mechanism not in SCRAM_MECHANISMS:
             raise ValueError(f"{mechanism} users are static: pass plain_users to SecuredPool")
+        if with_kafka_configs:
+            self._create_user_with_kafka_configs(credential)
+        else:
+            from confluent_kafka.admin import (
+                ScramCredentialInfo,
+                ScramMechanism,
+                UserScramCredentialUpsertion,
+            )
+
+            upsert = UserScramCredentialUpsertion(
+                username,
+                ScramCredentialInfo(ScramMechanism[mechanism.replace("-", "_")], 4096),
+                password.encode(),
+            )
+            client = self.admin_client()  # must outlive its future
+            client.alter_user_scram_credentials([upsert])[username].result(30)
+        self.wait_can_log_in(credential)
+        return credential
+
+    def _create_user_with_kafka_configs(self, credential: Credential) -> None:
+        from srm_local.tools import run_tool  # Kafka's own kafka-configs, as an operator
+
         result = run_tool(
             "kafka-configs",
             [
@@ -66,21 +94,19 @@ class SecuredTestCluster(SecuredCluster):
                 str(self.java_properties()),
                 "--alter",
                 "--add-config",
-                f"{mechanism}=[password={password}]",
+                f"{credential.mechanism}=[password={credential.password}]",
                 "--entity-type",
                 "users",
                 "--entity-name",
-                username,
+                credential.username,
             ],
             check=False,
         )
         if result.returncode != 0:
             raise RuntimeError(
-                f"kafka-configs could not add user {username} on {self.alias}:"
-                f" {result.stdout}{result.stderr}".replace(password, "***")
+                f"kafka-configs could not add user {credential.username} on {self.alias}:"
+                f" {result.stdout}{result.stderr}".replace(credential.password, "***")
             )
-        self.wait_can_log_in(credential)
-        return credential
 
     def wait_can_log_in(self, credential: Credential, timeout: float = 20) -> None:
         from confluent_kafka.admin import AdminClient
