@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from srm_harness.records import Record
 
@@ -64,6 +72,32 @@ def delete_topics(
         except Exception as exc:  # noqa: BLE001 - a topic already gone is fine at clean-up
             if "UNKNOWN_TOPIC" not in str(exc):
                 raise
+
+
+@contextmanager
+def broker_setting(bootstrap: str, name: str, value: str) -> Iterator[None]:
+    """``name`` set to ``value`` on every broker of the cluster while the block runs (a
+    dynamic setting of each broker: librdkafka cannot name the cluster-wide default),
+    then taken out again: the brokers are back on their own setting for the tests that
+    follow. Only for settings Kafka changes at run time (``kafka-configs --alter
+    --entity-type brokers``)."""
+    handle = admin(bootstrap)
+    brokers = [str(node.id) for node in handle.describe_cluster().result(30).nodes]
+
+    def alter(operation: AlterConfigOpType, to: str | None) -> None:
+        change = ConfigEntry(name, to, incremental_operation=operation)
+        resources = [
+            ConfigResource(ResourceType.BROKER, broker, incremental_configs=[change])
+            for broker in brokers
+        ]
+        for future in handle.incremental_alter_configs(resources).values():
+            future.result(30)
+
+    alter(AlterConfigOpType.SET, value)
+    try:
+        yield
+    finally:
+        alter(AlterConfigOpType.DELETE, None)
 
 
 def list_topics(bootstrap: str, client: Mapping[str, str] | None = None) -> set[str]:
