@@ -13,8 +13,6 @@ from __future__ import annotations
 import gc
 import json
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -27,10 +25,18 @@ from srm_common.control.events import Envelope, TopicsAllowed, encode, event_key
 from srm_common.errors import Fenced
 from srm_control import cli as control_cli
 from srm_control.audit import format_time
-from srm_harness.clients import SteadyProducer, consume_all, delete_topics, end_offsets, list_topics
+from srm_harness.clients import (
+    SteadyProducer,
+    consume_all,
+    delete_topics,
+    end_offsets,
+    list_topics,
+    produce,
+)
 from srm_harness.compare import count_copy
 from srm_harness.control import control_config, control_log, control_state, get_json, write_config
 from srm_harness.processes import CoordinatorProcess, DriverProcess, GatewayProcess, log_tails
+from srm_harness.records import Record
 from srm_harness.waits import wait_caught_up, wait_until
 
 pytestmark = [pytest.mark.integration]
@@ -414,14 +420,7 @@ def test_junk_and_a_lost_event_log_stop_no_replication(kafka, tmp_path, unique_n
         driver_url = _state(config).drivers["d1"].url
 
         # 1. Junk in the event log.
-        subprocess.run(
-            f"echo junk | {Path(sys.executable).parent}/kafka-console-producer"
-            f" --bootstrap-server {kafka['backup']} --topic {settings.events_topic}",
-            shell=True,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        produce(kafka["backup"], settings.events_topic, [Record(None, b"junk")])
         wait_until(
             lambda: all(_leader_log(c)["skipped"] == 1 for c in coordinators),
             30,
