@@ -18,6 +18,7 @@ from typing import NoReturn
 
 import pytest
 from srm_common.config import load_config
+from srm_harness.spark_standalone import SparkStandalone
 
 
 class InProcessDriver:
@@ -85,6 +86,38 @@ def run_driver(spark, tmp_path) -> Iterator[Callable[[Path], InProcessDriver]]: 
     for driver in started:
         if driver._thread.is_alive():  # noqa: SLF001 - the fixture owns it
             driver.stop()
+
+
+# -- a Spark standalone cluster, shared ---------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _spark_standalone() -> Iterator[list[SparkStandalone]]:
+    """The session's standalone cluster, once a test asked for one (see ``spark_cluster``)."""
+    held: list[SparkStandalone] = []
+    yield held
+    for cluster in held:
+        cluster.stop()
+
+
+@pytest.fixture
+def spark_cluster(
+    _spark_standalone: list[SparkStandalone], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SparkStandalone]:
+    """A Spark standalone master and two 1-core workers from the PySpark install, shared
+    by the tests that ask (a start is seconds of three JVMs): a test reads only the
+    executor logs of its own applications, and a test that killed or added a worker
+    leaves it to be stopped, so the next one gets a cluster as ``start()`` made it."""
+    held = _spark_standalone
+    if not held:
+        folder = tmp_path_factory.mktemp("spark")
+        held.append(SparkStandalone(folder, workers=2, cores=1).start())
+    cluster = held[0]
+    cluster.forget_earlier_apps()
+    yield cluster
+    if not cluster.untouched():
+        held.clear()
+        cluster.stop()
 
 
 # -- MM2's own Java classes, run next to ours --------------------------------------------

@@ -10,26 +10,15 @@ do not trust, handed to them with the job) through an executor's loss and an add
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from srm_harness.clients import consume_all, produce
 from srm_harness.compare import content, copied
 from srm_harness.control import write_config
 from srm_harness.processes import DriverProcess
 from srm_harness.records import RECENT_MS, Record
-from srm_harness.spark_standalone import SparkStandalone
 from srm_harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-@pytest.fixture
-def spark_cluster(tmp_path: Path) -> Iterator[SparkStandalone]:
-    cluster = SparkStandalone(tmp_path / "spark", workers=2, cores=1).start()
-    yield cluster
-    cluster.stop()
 
 
 def test_the_copy_slots_run_on_the_workers_and_report_over_http(

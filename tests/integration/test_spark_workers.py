@@ -28,8 +28,6 @@ import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from srm_harness.clients import SteadyProducer, consume_all, end_offsets
@@ -43,13 +41,6 @@ from srm_local.tls_files import TlsFiles, write_tls_files
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 PARTITIONS = 4
-
-
-@pytest.fixture
-def spark_cluster(tmp_path: Path) -> Iterator[SparkStandalone]:
-    cluster = SparkStandalone(tmp_path / "spark", workers=2, cores=1).start()
-    yield cluster
-    cluster.stop()
 
 
 def _slot_worker(cluster: SparkStandalone, slot: int) -> str | None:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ class SparkStandalone:
     web_url: str = ""
     _processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _earlier_apps: set[Path] = field(default_factory=set)
 
     def start(self, timeout: float = 120) -> SparkStandalone:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -99,12 +101,19 @@ class SparkStandalone:
         tree (its executors' JVMs and their Python workers are below it)."""
         return [(name, process.pid) for name, process in self._workers.items()]
 
+    def untouched(self) -> bool:
+        """Its first workers only, all alive: as :meth:`start` left it (no worker killed
+        or added since)."""
+        return len(self._workers) == self.workers and self.alive_workers() == self.workers
+
+    def forget_earlier_apps(self) -> None:
+        """From now on the executor logs read are those of applications started after
+        this call: each test of a cluster that several share reads its own driver's."""
+        self._earlier_apps = {app for app in self.folder.glob("worker-*/*") if app.is_dir()}
+
     def executor_log(self, worker: str) -> str:
         """The stderr of every executor the worker ``worker`` ran, concatenated."""
-        return "\n".join(
-            path.read_text(errors="replace")
-            for path in sorted((self.folder / worker).rglob("stderr"))
-        )
+        return self._read((self.folder / worker).rglob("stderr"))
 
     def alive_workers(self) -> int:
         try:
@@ -116,8 +125,15 @@ class SparkStandalone:
 
     def executor_logs(self) -> str:
         """Every executor's stderr (the Python copy slots log there), concatenated."""
+        return self._read(self.folder.glob("worker-*/*/*/stderr"))
+
+    def _read(self, stderrs: Iterable[Path]) -> str:
+        """``<work dir>/<application>/<executor>/stderr`` files, but not those of an
+        application of before :meth:`forget_earlier_apps`, concatenated."""
         return "\n".join(
-            path.read_text(errors="replace") for path in sorted(self.folder.rglob("stderr"))
+            path.read_text(errors="replace")
+            for path in sorted(stderrs)
+            if path.parent.parent not in self._earlier_apps
         )
 
     def stop(self) -> None:
