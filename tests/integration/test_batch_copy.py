@@ -12,7 +12,8 @@ SIGKILL at random moments and started again. At the end every source partition a
 remote twin hold the same records (keys, values, headers, timestamps) at the same
 offsets, none missing, none twice; the remote topics hold the source's batches as they
 were (the same batches, record counts, codecs and bytes: nothing was decoded or
-re-batched); and every offset sync the flow wrote maps a source record to its copy.
+re-batched); every offset sync the flow wrote maps a source record to its copy, and the
+flow's offset translation (``FlowOffsets``, what checkpoints use) is exact at every offset.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from srm_common.adapters.flow_offsets import FlowOffsets
+from srm_common.config.loader import load_config
 from srm_common.domain.records import OffsetSync
 from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
@@ -237,6 +240,17 @@ def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_we
             syncs.setdefault((sync.topic, sync.partition), set()).add(
                 (sync.upstream_offset, sync.downstream_offset)
             )
+    # The flow's offset translation (what checkpoints and srm-control use) from those
+    # syncs and the recorded progress: every group offset translates exactly.
+    offsets = FlowOffsets(load_config(config).flow("primary", "backup"))
+    offsets.refresh()
+    for codec, topic in topics.items():
+        source = consume_all(kafka["primary"], topic)
+        for partition, records in source.items():
+            for c in range(len(records) + 1):
+                got = offsets.forward(topic, partition, c)
+                assert got.offset == c, f"{codec}: {topic}-{partition} at {c}: {got}"
+    offsets.close()
     for codec, topic in topics.items():
         source = consume_all(kafka["primary"], topic)
         target = consume_all(kafka["backup"], remotes[codec])

@@ -167,3 +167,33 @@ def test_forgetting_below_a_commit_keeps_that_commit_exact() -> None:
     h.forget_before(12)
     assert [h.forward(c) for c in range(12, 27)] == before
     assert h.forward(3).offset is None
+
+
+def test_syncs_written_again_after_a_restart_keep_the_history() -> None:
+    """A driver killed after writing syncs up to 199; the next one verifies the copies
+    past the recorded progress (120..199) and writes their syncs again, then copies on:
+    every offset before the restart still translates."""
+    h = history([(0, 0), (99, 99), (100, 100), (199, 199)])
+    for up in (120, 150, 199):
+        h.add(up, up)
+    h.add(200, 200)
+    h.add(250, 250)
+    assert h.points == ((0, 0), (250, 250))
+    assert h.forward(10) == Translation(10) and h.forward(150) == Translation(150)
+
+
+def test_a_sync_that_disagrees_with_the_history_still_starts_a_new_epoch() -> None:
+    h = history([(0, 0), (199, 199)])
+    h.add(150, 151)  # not what the run says: the copy started again
+    assert h.points == ((150, 151),)
+    gaps = history([(0, 0), (10, 3), (20, 13)])  # 1..9 are gaps: no one-to-one run
+    gaps.add(5, 1)
+    assert gaps.points == ((5, 1),)
+    shared = SyncHistory(shared=True)
+    for up, down in [(0, 0), (10, 10)]:
+        shared.add(up, down)
+    shared.add(5, 5)  # inside: a shared partition keeps no runs
+    assert shared.points == ((5, 5),)
+    shared.add(7, 7)
+    shared.add(5, 5)  # one of its points: unchanged
+    assert shared.points == ((5, 5), (7, 7))

@@ -107,7 +107,9 @@ class SyncHistory:
 
     A sync whose upstream is not past the last one starts a new epoch (the copy restarted
     from an earlier offset: an operator resume or a recreated topic) and replaces the
-    history, as MirrorMaker 2's store does. Inside runs copied one to one only the ends
+    history, as MirrorMaker 2's store does; unless it says what the history says already
+    (a restart after a kill writes the syncs of the copies it verified, below those the
+    killed driver wrote): then it changes nothing. Inside runs copied one to one only the ends
     are kept, so memory grows with gaps, not with batches; nothing exact is lost.
     """
 
@@ -120,6 +122,8 @@ class SyncHistory:
     def add(self, upstream: int, downstream: int) -> None:
         points = self._points
         if points and (upstream <= points[-1][0] or downstream <= points[-1][1]):
+            if _agrees(points, upstream, downstream, self.shared):
+                return  # written again (a restart's verified copies): nothing new
             points.clear()
         points.append((upstream, downstream))
         if self.shared or len(points) < 3:
@@ -170,3 +174,18 @@ class SyncHistory:
 
     def __len__(self) -> int:
         return len(self._points)
+
+
+def _agrees(points: list[Point], upstream: int, downstream: int, shared: bool) -> bool:
+    """Whether the sync ``(upstream, downstream)`` is one of ``points`` or (not shared)
+    lies inside a run they keep as copied one to one."""
+    index = bisect.bisect_right(points, (upstream, float("inf"))) - 1
+    if index < 0:
+        return False  # before the history kept: an older epoch or a new one, unknown
+    a_up, a_down = points[index]
+    if a_up == upstream:
+        return a_down == downstream
+    if shared or index + 1 == len(points):
+        return False
+    b_up, b_down = points[index + 1]
+    return b_up - a_up == b_down - a_down and downstream - a_down == upstream - a_up
