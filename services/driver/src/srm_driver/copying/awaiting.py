@@ -15,7 +15,7 @@ partition that cannot be read).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from srm_common.errors import SrmError
 
@@ -70,10 +70,16 @@ class Awaiting:
                 if state.status == "pending":  # not let go meanwhile
                     state.error = why
                     state.retry_at = retry_at
-        log.warning(
-            "%s: %d partitions wait for their offsets (retrying): %s",
-            flow,
-            len(unready),
-            next(iter(unready.values())),
-        )
+        log_waiting(flow, unready)
         return [s for s in due if s.key not in unready]
+
+
+def log_waiting(flow: str, reasons: Mapping[tuple[str, int], str]) -> None:
+    """One line for the partitions of ``flow`` that wait for their offsets: how many,
+    and the first one's reason (``reasons`` is not empty)."""
+    log.warning(
+        "%s: %d partitions wait for their offsets (retrying): %s",
+        flow,
+        len(reasons),
+        next(iter(reasons.values())),
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
 
-from srm_driver.copying.awaiting import Awaiting
+from srm_driver.copying.awaiting import Awaiting, log_waiting
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import position, sync_records
@@ -194,12 +194,7 @@ class Planner:
                     state.backoff = 0.0
                     state.retry_at = retry_at
                     state.awaiting = now
-        log.warning(
-            "%s: %d partitions wait for their offsets (retrying): %s",
-            flow,
-            len(unreadable),
-            next(iter(unreadable.values())),
-        )
+        log_waiting(flow, unreadable)
 
     def _decide(
         self,
