@@ -74,3 +74,30 @@ def test_a_refused_kerberos_login_names_the_principal_and_the_service() -> None:
         " primary.sasl.kerberos.service.name (GSSAPI login as 'srm@EX.COM' to the brokers'"
         " service 'kafka')"
     )
+
+
+def test_a_first_handshake_reported_as_a_transport_error_is_still_a_tls_refusal() -> None:
+    # librdkafka at times reports the first failed handshake without its _SSL code (seen in
+    # CI: _TRANSPORT, _ALL_BROKERS_DOWN, then _SSL); the probe must not call that "down".
+    errors = [
+        KafkaError(
+            KafkaError._TRANSPORT,
+            "sasl_ssl://127.0.0.1:30999/bootstrap: error:0A000086:SSL routines::certificate"
+            " verify failed (after 2ms in state SSL_HANDSHAKE)",
+        ),
+        KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"),
+    ]
+    error = _security_error(errors)
+    assert error is errors[0]
+    line = _explain("primary", {**KEYS, "bootstrap.servers": "127.0.0.1:30999"}, error)
+    assert line == (
+        "cluster 'primary' (127.0.0.1:30999): TLS handshake failed (SSL): error:0A000086:SSL"
+        " routines::certificate verify failed; check that primary.ssl.truststore.* holds the"
+        " CA that signed the broker's certificate"
+    )
+
+
+def test_a_coded_tls_error_is_preferred_to_a_transport_error_naming_openssl() -> None:
+    transport = KafkaError(KafkaError._TRANSPORT, "error:0A000086:SSL routines::x")
+    coded = KafkaError(KafkaError._SSL, "SSL handshake failed: error:0A000086:SSL routines::x")
+    assert _security_error([transport, coded]) is coded

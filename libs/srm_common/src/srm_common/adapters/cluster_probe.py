@@ -31,9 +31,13 @@ from srm_common.errors import SrmError
 from srm_common.redaction import redact_text
 
 PROBE_TIMEOUT_S = 10.0
+# After every broker went down, how long to wait for a later error that explains it: the
+# first failed handshake sometimes surfaces as a bare transport error, the next as _SSL.
+DOWN_GRACE_S = 1.0
 _SILENT = logging.getLogger("srm.kafka.probe")
 _SILENT.setLevel(logging.CRITICAL + 1)  # librdkafka's lines are read from error_cb instead
 _SILENT.propagate = False
+_OPENSSL = re.compile(r"SSL routines|SSL handshake failed")
 _NOISE = (
     re.compile(r"^\S+://\S+/(?:bootstrap|\d+): "),  # "sasl_ssl://host:port/bootstrap: "
     re.compile(r"\s*\(after \d+ms in state \w+\)$"),
@@ -71,6 +75,7 @@ def refusal(alias: str, keys: Mapping[str, str], timeout_s: float = PROBE_TIMEOU
     except SrmError as exc:
         return f"cluster {alias!r}: {exc}"
     deadline = time.monotonic() + timeout_s
+    down_since: float | None = None
     try:
         while time.monotonic() < deadline:
             try:
@@ -81,7 +86,9 @@ def refusal(alias: str, keys: Mapping[str, str], timeout_s: float = PROBE_TIMEOU
                 admin.poll(0)
             if _security_error(errors) is not None:
                 break
-            if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors):
+            if down_since is None and any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors):
+                down_since = time.monotonic()
+            if down_since is not None and time.monotonic() - down_since >= DOWN_GRACE_S:
                 return None  # refused connections or a timeout: down, not refusing us
     finally:
         admin.poll(0)
@@ -92,8 +99,16 @@ def refusal(alias: str, keys: Mapping[str, str], timeout_s: float = PROBE_TIMEOU
 
 
 def _security_error(errors: list[KafkaError]) -> KafkaError | None:
+    """The first login or TLS failure among ``errors``: one with librdkafka's code for it
+    first, else a transport error carrying OpenSSL's reason (how librdkafka sometimes
+    reports the very first failed handshake)."""
     wanted = (KafkaError._AUTHENTICATION, KafkaError._SSL)
-    return next((e for e in errors if e.code() in wanted), None)
+    coded = next((e for e in errors if e.code() in wanted), None)
+    if coded is not None:
+        return coded
+    return next(
+        (e for e in errors if e.code() == KafkaError._TRANSPORT and _OPENSSL.search(e.str())), None
+    )
 
 
 def _explain(alias: str, keys: Mapping[str, str], error: KafkaError) -> str:
