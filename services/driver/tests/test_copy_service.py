@@ -1669,6 +1669,39 @@ def test_a_slot_whose_report_is_still_being_recorded_keeps_its_leases(
     assert keep(h)[1]["recording"] is False, "answered: the slot waits for nothing more"
 
 
+def test_a_slot_keeps_its_leases_while_the_ledgers_lock_is_held(flow: FlowConfig) -> None:
+    """A report of 30,000 partitions holds the ledger's lock for seconds while it is taken
+    in: a keep takes the fence lock alone, so it is answered meanwhile, and its lease
+    counts into the slot's last one."""
+    h = Harness(flow)
+    started(h)
+    ledger = h.service._ledger
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with ledger.lock:
+            held.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    answered: list[tuple[int, dict]] = []  # type: ignore[type-arg]
+    try:
+        assert held.wait(10)
+        h.clock.now += 3
+        asking = threading.Thread(target=lambda: answered.append(keep(h)), daemon=True)
+        asking.start()
+        asking.join(10)
+        assert answered, "the keep waited for the ledger's lock"
+        assert answered[0] == (200, {"protocol": 2, "units": {FLOW: {"lease_ms": 5000}},
+                                     "recording": False})  # fmt: skip
+        with ledger.fence_lock:
+            assert ledger.granted[0] == h.clock.now + 5
+    finally:
+        done.set()
+        holder.join(10)
+
+
 def test_a_slot_lost_or_run_again_keeps_no_lease(flow: FlowConfig) -> None:
     """The fence holds for keeps as for reports: a lost run is told 410 and its last lease
     stays where the fence counted from; another run's keep is refused, and one of a run

@@ -105,13 +105,7 @@ class JobKeeper:
             ledger = self._ledger
             with ledger.lock:
                 self.id = self.job.start()
-                ledger.epochs.clear()
-                ledger.granted.clear()
-                ledger.last_seq.clear()
-                ledger.runs.clear()
-                ledger.live_slots.clear()
-                ledger.first_seen.clear()
-                ledger.fenced_runs.clear()
+                ledger.clear_slots()
                 self._slots.started(range(self.job.slots))
 
     def _retire(self, now: float) -> None:
@@ -122,7 +116,8 @@ class JobKeeper:
         self.job.cancel()  # the slots of its other Spark jobs end too
         with ledger.lock:
             old = self.id
-            last_lease = max(ledger.granted.values(), default=now)
+            with ledger.fence_lock:
+                last_lease = max(ledger.granted.values(), default=now)
             self._retired_until = last_lease + self._write_timeout_ms / 1000 + 1
             self.id = None
             for state in ledger.parts.values():

@@ -42,6 +42,15 @@ class Ledger:
         wait_out_s: float = 11.0,
     ) -> None:
         self.lock = threading.RLock()
+        # ``runs``, ``fenced_runs``, ``granted``, ``live_slots`` and ``slot_flows`` (the
+        # slots' runs, fences, leases and liveness) are changed under ``fence_lock``,
+        # taken after ``lock``, and under ``lock`` too but by a slot asking for its leases
+        # alone (ReportDesk.keep), which takes ``fence_lock`` only: a report being recorded
+        # holds ``lock`` as long as its partitions take, and must not make a slot's units
+        # run out of lease. So a fence (made under both) is atomic with a lease kept
+        # alive, and what keep changes (``granted``, ``live_slots``) is read under
+        # ``fence_lock``.
+        self.fence_lock = threading.RLock()
         self.flows = dict(flows)
         self.parts = Parts()
         # (slot, flow) -> the epoch of that unit's plans; raised after it broke.
@@ -56,6 +65,8 @@ class Ledger:
         # first of them, copying/slots.py); the (slot, run id) of runs fenced as lost.
         self.first_seen: dict[int, float] = {}
         self.fenced_runs: set[tuple[int, str]] = set()
+        # slot -> the flows its last answer named (those with partitions on it).
+        self.slot_flows: dict[int, frozenset[str]] = {}
         self.slot_events: deque[dict[str, object]] = deque(maxlen=SLOT_EVENTS_SHOWN)
         # slot -> its current run (copying/runs.py); the latest runs that took a slot over,
         # as the status shows them.
@@ -72,6 +83,23 @@ class Ledger:
         # What each partition did since the last raw metrics sample.
         self.meter = Meter()
 
+    def answering(self) -> list[int]:
+        """The slots that reported and were not lost since, in order."""
+        with self.fence_lock:
+            return sorted(self.live_slots)
+
+    def clear_slots(self) -> None:
+        """A new copy job: no slot, run, fence or lease of the last one counts."""
+        with self.fence_lock:
+            self.epochs.clear()
+            self.granted.clear()
+            self.last_seq.clear()
+            self.runs.clear()
+            self.live_slots.clear()
+            self.first_seen.clear()
+            self.fenced_runs.clear()
+            self.slot_flows.clear()
+
     def of_flow(self, flow: str) -> Iterator[PartitionState]:
         return self.parts.of_flow(flow)
 
@@ -81,7 +109,8 @@ class Ledger:
 
     def reported(self, slot: int, now: float) -> None:
         """``slot`` reported (its report was taken in)."""
-        self.live_slots[slot] = now
+        with self.fence_lock:
+            self.live_slots[slot] = now
         if slot not in self.first_seen:
             self.first_seen[slot] = now
             self.slot_event({"event": "reported", "slot": slot, "run": str(self.runs.get(slot))})
@@ -203,8 +232,6 @@ class Ledger:
             "job": job_id,
             "slot_reruns": list(self.reruns),
             # Partitions of this flow per slot that reports, and the latest slot changes.
-            "slots": {
-                str(slot): self.parts.count_of_slot(slot, flow) for slot in sorted(self.live_slots)
-            },
+            "slots": {str(slot): self.parts.count_of_slot(slot, flow) for slot in self.answering()},
             "slot_events": list(self.slot_events),
         }

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import replace
@@ -121,14 +121,15 @@ class ReportDesk:
         flows = {*ledger.flows, *(unit.flow for unit in report.units)}
         leases = {flow: self.lease(flow) for flow in flows}
         with ledger.lock:
-            over = self._over(report.slot, report.run)
-            if over is not None:
-                return 410, over
-            verdict = admit(ledger.runs.get(report.slot), report.run)
-            if verdict == "newer":
-                take_over(ledger, report.slot, report.run, now, int(time.time() * 1000))
-                self._answers.forget(report.slot)
-            ledger.runs.setdefault(report.slot, report.run)
+            with ledger.fence_lock:
+                over = self._over(report.slot, report.run)
+                if over is not None:
+                    return 410, over
+                verdict = admit(ledger.runs.get(report.slot), report.run)
+                if verdict == "newer":
+                    take_over(ledger, report.slot, report.run, now, int(time.time() * 1000))
+                    self._answers.forget(report.slot)
+                ledger.runs.setdefault(report.slot, report.run)
             if report.seq <= ledger.last_seq.get(report.slot, -1):
                 return 409, {"error": f"report {report.seq} is older than one already taken"}
             writing = {flow for flow, lease in leases.items() if lease > 0}
@@ -165,7 +166,8 @@ class ReportDesk:
             progress.pop(flow, None)
         written = writing - set(refused)
         with ledger.lock:
-            over = self._over(report.slot, report.run)
+            with ledger.fence_lock:
+                over = self._over(report.slot, report.run)
             if over is not None:
                 # Fenced (lost, or taken over by a newer run) while its writes ran: the
                 # fence counted from the leases granted before it; this run gets none.
@@ -176,14 +178,13 @@ class ReportDesk:
             ledger.last_seq[report.slot] = report.seq
             ledger.reported(report.slot, now)
             answer = self._answers.answer(report, leases, set(refused))
-            # Only units write, each under its own lease: the slot's last write ends with
-            # the longest of them.
             units = answer["units"]
             assert isinstance(units, dict)
-            longest = max((leases.get(flow, 0) for flow in units), default=0)
-            if longest > 0:
-                until = now + longest / 1000
-                ledger.granted[report.slot] = max(ledger.granted.get(report.slot, until), until)
+            with ledger.fence_lock:
+                # Checked again: a fence is only made under both locks, so none came
+                # since; the slot's leases now count into its next one.
+                ledger.slot_flows[report.slot] = frozenset(units)
+                self._grant(report.slot, now, (leases.get(flow, 0) for flow in units))
             return 200, answer
 
     def keep(self, slot: int, run: SlotRun, now: float) -> tuple[int, dict[str, object]]:
@@ -197,7 +198,9 @@ class ReportDesk:
         # Asked before the ledger's lock, as for a report (a task source may take locks of
         # its own); ``now`` was read when the request arrived, after the slot sent it.
         leases = {flow: self.lease(flow) for flow in list(ledger.flows)}
-        with ledger.lock:
+        # The fence lock alone, never the ledger's: a report being recorded holds that
+        # for as long as its partitions take (copying/ledger.py).
+        with ledger.fence_lock:
             over = self._over(slot, run)
             if over is not None:
                 return 410, over
@@ -207,15 +210,13 @@ class ReportDesk:
                     "error": f"no report of this run of copy slot {slot} ({run}) was taken in"
                     " yet: its leases come with the answer to its first"
                 }
+            # The flows of its last answer: the units it runs (a unit learns of a flow,
+            # and of its last partition leaving, only from an answer).
             units = {
                 flow: {"lease_ms": leases.get(flow, 0)}
-                for flow in self._adapters
-                if ledger.parts.count_of_slot(slot, flow)
+                for flow in sorted(ledger.slot_flows.get(slot, ()))
             }
-            longest = max((leases.get(flow, 0) for flow in units), default=0)
-            if longest > 0:
-                until = now + longest / 1000
-                ledger.granted[slot] = max(ledger.granted.get(slot, until), until)
+            self._grant(slot, now, (leases.get(flow, 0) for flow in units))
             if slot in ledger.live_slots:
                 # Alive and reaching this driver: a report slow to be recorded is not the
                 # slot's silence (copying/slots.py).
@@ -225,8 +226,17 @@ class ReportDesk:
         recording = (lock := self._slot_locks.get(slot)) is not None and lock.locked()
         return 200, {"protocol": DELTA_PROTOCOL, "units": units, "recording": recording}
 
+    def _grant(self, slot: int, now: float, leases: Iterable[int]) -> None:
+        """Only units write, each under its own lease: the slot's last write ends with the
+        longest of ``leases``, counted from ``now``. Call under the fence lock."""
+        longest = max(leases, default=0)
+        if longest > 0:
+            until = now + longest / 1000
+            self._ledger.granted[slot] = max(self._ledger.granted.get(slot, until), until)
+
     def _over(self, slot: int, run: SlotRun) -> dict[str, object] | None:
-        """Why ``run`` of ``slot`` may not be answered any more (410), or None."""
+        """Why ``run`` of ``slot`` may not be answered any more (410), or None. Call under
+        the fence lock."""
         ledger = self._ledger
         if (slot, run.id) in ledger.fenced_runs:
             return {

@@ -76,7 +76,7 @@ def admit(current: SlotRun | None, run: SlotRun) -> str:
 def fence(ledger: Ledger, slot: int, now: float, why: str) -> tuple[int, float]:
     """Stop every partition ``slot`` holds and keep it from being reconciled, by any slot,
     before the slot's last lease and the writes it handed over have run out: how many it
-    held, and until when (monotonic). Call under the ledger's lock."""
+    held, and until when (monotonic). Call under the ledger's lock and its fence lock."""
     granted = ledger.granted.get(slot)
     # (2 % of the lease left for the rates of two monotonic clocks, as the leader does.)
     until = now if granted is None else max(now, granted * 1.02 - now * 0.02 + ledger.wait_out_s)
@@ -96,7 +96,7 @@ def fence(ledger: Ledger, slot: int, now: float, why: str) -> tuple[int, float]:
 
 def take_over(ledger: Ledger, slot: int, run: SlotRun, now: float, wall_ms: int) -> Rerun:
     """``run`` replaces the slot's current run: fence the old one (see the module
-    docstring). Call under the ledger's lock."""
+    docstring). Call under the ledger's lock and its fence lock."""
     old = ledger.runs.get(slot, SlotRun())
     held, until = fence(ledger, slot, now, f"copy slot {slot} runs again")
     ledger.runs[slot] = run

@@ -84,7 +84,9 @@ class Slots:
 
     def live(self, now: float) -> list[int]:
         """Slots that reported within :data:`SLOT_SILENT_S`."""
-        return [s for s, seen in self._ledger.live_slots.items() if now - seen < SLOT_SILENT_S]
+        with self._ledger.fence_lock:
+            live = list(self._ledger.live_slots.items())
+        return [slot for slot, seen in live if now - seen < SLOT_SILENT_S]
 
     def waiting(self, now: float) -> bool:
         """Whether a partition placed on a slot that has not reported yet should wait for
@@ -107,14 +109,15 @@ class Slots:
         """Find lost slots and re-balance (the runtime thread, about every pass)."""
         ledger = self._ledger
         last, self._last_check = self._last_check, now
-        if last is not None and now - last > DRIVER_GAP_S:
-            # This driver was paused (or starved): its slots' silence says nothing.
-            for slot in ledger.live_slots:
-                ledger.live_slots[slot] = max(ledger.live_slots[slot], now)
-            return
-        for slot, seen in list(ledger.live_slots.items()):
-            if now - seen >= SLOT_LOST_S:
-                self._lost(slot, now)
+        with ledger.fence_lock:
+            if last is not None and now - last > DRIVER_GAP_S:
+                # This driver was paused (or starved): its slots' silence says nothing.
+                for slot in ledger.live_slots:
+                    ledger.live_slots[slot] = max(ledger.live_slots[slot], now)
+                return
+            for slot, seen in list(ledger.live_slots.items()):
+                if now - seen >= SLOT_LOST_S:
+                    self._lost(slot, now)
         if stopping or now < self._rebalance_at or self.waiting(now):
             return
         self._rebalance_at = now + REBALANCE_EVERY_S
@@ -129,12 +132,15 @@ class Slots:
         self._executors_seen |= running
         if not removed:
             return
-        for slot in list(self._ledger.live_slots):
-            run = self._ledger.runs.get(slot)
-            if run is not None and run.executor_id in removed:
-                self._lost(slot, now, f"Spark removed executor {run.executor_id}")
+        with self._ledger.fence_lock:
+            for slot in list(self._ledger.live_slots):
+                run = self._ledger.runs.get(slot)
+                if run is not None and run.executor_id in removed:
+                    self._lost(slot, now, f"Spark removed executor {run.executor_id}")
 
     def _lost(self, slot: int, now: float, why: str | None = None) -> None:
+        """Fence ``slot``'s run; call under the ledger's lock and its fence lock (a lease
+        kept alive in between would outlast the fence)."""
         ledger = self._ledger
         del ledger.live_slots[slot]
         self._expected.discard(slot)
