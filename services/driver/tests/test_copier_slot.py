@@ -174,6 +174,7 @@ class FakeDriver:
         self.paths: list[str] = []
         self.authorizations: list[str] = []
         self.answer = lambda report: (200, {})
+        self.stopping = False
         driver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -252,6 +253,57 @@ def test_a_slot_starts_the_planned_unit_with_its_flows_lease_and_ends_when_told_
     thread.join(10)
     assert not thread.is_alive() and unit.stop_requested and unit.exited
     assert driver.reports[-1]["exiting"] is True, "its last report says it is exiting"
+
+
+def _ending(driver: FakeDriver, refuse_s: float) -> list[int]:
+    """Answer every report, with stop once ``driver.stopping`` is set; refuse flow "f"'s
+    part of the exiting reports for ``refuse_s`` from the first (the driver's write of it
+    failing, or still running); the seqs of exiting reports taken."""
+    taken: list[int] = []
+    first: list[float] = []
+
+    def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        refused = []
+        if report["exiting"]:
+            first.append(first[0] if first else time.monotonic())
+            if time.monotonic() - first[0] < refuse_s:
+                refused = ["f"]
+            else:
+                taken.append(report["seq"])
+        return 200, _answer(report["seq"], {"f": _unit()}, stop=driver.stopping, refused=refused)
+
+    driver.answer = answer
+    return taken
+
+
+def test_an_ending_slot_reports_its_last_part_again_until_the_driver_takes_it(
+    driver: FakeDriver,
+) -> None:
+    taken = _ending(driver, refuse_s=1.0)
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    _wait(lambda: FakeUnit.made and len(driver.reports) > 2, "the unit runs")
+    driver.stopping = True
+    thread.join(10)
+    assert not thread.is_alive()
+    assert taken == [driver.reports[-1]["seq"]], "it ended before its last part was taken"
+    (unit,) = FakeUnit.made
+    exiting = [report for report in driver.reports if report["exiting"]]
+    assert len(exiting) > 3 and all(r["units"] for r in exiting), "its part, every time"
+    assert unit.confirmed, "confirmed once taken"
+
+
+def test_an_ending_slot_whose_last_part_is_never_taken_still_ends(
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(control, "FINAL_REPORT_S", 0.5)
+    taken = _ending(driver, refuse_s=60)
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    _wait(lambda: FakeUnit.made and len(driver.reports) > 2, "the unit runs")
+    driver.stopping = True
+    began = time.monotonic()
+    thread.join(10)
+    assert not thread.is_alive() and not taken
+    assert time.monotonic() - began < 3, "given up after FINAL_REPORT_S"
 
 
 def test_a_flow_that_copies_batches_gets_a_batch_unit_and_a_change_of_the_setting_restarts_it(

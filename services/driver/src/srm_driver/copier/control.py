@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 _UNIT_JOIN_S = 70.0
 # A report of every partition at least this often, whatever changed: a safety net.
 FULL_EVERY_S = 30.0
+# How long an ending slot asks the driver again to take its last report while the driver
+# refuses it (the flow's progress write failed, or takes longer than an answer waits):
+# until then the partitions' final progress is not recorded. Within the driver's own stop
+# bound (srm_common.shutdown.DRIVER_STOP_SECONDS, 20 s, of which its flow workers take at
+# most 5 s).
+FINAL_REPORT_S = 10.0
 
 
 @dataclass
@@ -115,7 +121,8 @@ class SlotRunner:
     def _control(self) -> None:
         interval = 0.2
         stopping = False
-        final_attempts = 0
+        final_from: float | None = None  # when the first report saying "exiting" left
+        unanswered = 0  # exiting reports in a row that got no answer at all
         while True:
             exiting = stopping and all(unit.exited for unit in self._units.values())
             snapshot = self._snapshot(exiting)
@@ -144,9 +151,32 @@ class SlotRunner:
                     self._answered = answer.version
             taken = answer is not None and not answer.refused
             if exiting:
-                final_attempts += 1
-                if taken or final_attempts >= 3:
+                # The last part (the final acknowledgements and syncs, the stopped plans)
+                # is what the driver records as the partitions' final progress: asked
+                # again while the driver refuses it (its write failed or still runs), not
+                # abandoned after a few tries; a driver that does not answer at all, or
+                # no longer knows the job, is not waited for.
+                now = time.monotonic()
+                final_from = now if final_from is None else final_from
+                unanswered = unanswered + 1 if answer is None else 0
+                gone = answer is not None and answer.gone
+                if taken or gone or unanswered >= 3 or now - final_from >= FINAL_REPORT_S:
+                    if not taken:
+                        why = (
+                            "the job is over" if gone
+                            else "no answer" if answer is None
+                            else f"refused for {now - final_from:.1f} s"
+                        )  # fmt: skip
+                        log.warning(
+                            "srm copy slot %d: ending with its last report not recorded (%s):"
+                            " the next start verifies from the last record",
+                            self.slot,
+                            why,
+                        )
                     return
+                self._signal.wait(interval)
+                self._signal.clear()
+                continue
             self._signal.wait(0.05 if stopping else interval)
             self._signal.clear()
 
