@@ -465,6 +465,27 @@ def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
     assert kinds == ["sync", "sync", "progress"], "the syncs were written again, then progress"
 
 
+def test_at_a_stop_a_final_report_refused_is_recorded_when_it_comes_again(
+    flow: FlowConfig,
+) -> None:
+    """The driver's half of a clean stop whose progress write fails once: nothing of the
+    refused part is taken in, and the same part sent again (the slot's half:
+    test_copier_slot.py, ``FINAL_REPORT_S``) records the final progress."""
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    store = FailingStore(h.journal, {})
+    h.service._adapters.get("primary->backup").store = store  # type: ignore[misc]
+    h.service.stop(1)
+    store.fail = True
+    _status, answer = h.report(part(plan, 30, 30, state="stopped", syncs=[[29, 29]]))
+    assert answer["stop"] and answer["refused"] == [FLOW]
+    assert h.journal.progress()[-1][1].inflight_end is not None, "nothing final recorded yet"
+    store.fail = False
+    _status, answer = h.report(part(plan, 30, 30, state="stopped", syncs=[[29, 29]]))
+    assert answer["refused"] == []
+    assert h.journal.progress()[-1] == (TP, Progress(30, 30, None, "S1", "T1"))
+
+
 def test_a_plan_a_broken_unit_never_applied_is_reconciled_not_stuck(flow: FlowConfig) -> None:
     h = Harness(flow)
     plan = started(h)["plan"]
