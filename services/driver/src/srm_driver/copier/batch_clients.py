@@ -102,14 +102,17 @@ class BatchClients:
             fetched.extend(answers)
         return fetched
 
-    def restamped(self, remote: Key, batch: memoryview) -> tuple[Connection, list[Buffer]]:
-        """``batch`` re-stamped for the producer's next sequence on ``remote``, and the
-        connection to that partition's leader."""
-        assert self.target is not None and self.producer is not None
-        connection = self.target.leader(*remote)
+    def leader(self, remote: Key) -> Connection:
+        """The connection to ``remote``'s leader, as the target's metadata says."""
+        assert self.target is not None
+        return self.target.leader(*remote)
+
+    def restamped(self, remote: Key, batch: memoryview) -> list[Buffer]:
+        """``batch`` re-stamped for the producer's next sequence on ``remote``."""
+        assert self.producer is not None
         sequence = self._sequences.get(remote, 0)
         header, rest, self._sequences[remote] = restamp(batch, *self.producer, sequence)
-        return connection, [header, rest]
+        return [header, rest]
 
     def close_source(self) -> None:
         if self.source is not None:

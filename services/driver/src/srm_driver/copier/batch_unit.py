@@ -27,7 +27,10 @@ recovery at a later epoch. Per batch:
   flight is of unknown fate, and every partition waits for a new plan, as FlowUnit's
   failures do. A leader that moved on the target is one of those failures (the next
   plan starts a new producer on fresh metadata); on the source it is only a new look
-  at the metadata before the next Fetch;
+  at the metadata before the next Fetch. Should the target's metadata name a new leader
+  while a partition has batches in flight to the old one (it is looked up again for a
+  new remote topic), its next batch waits for their answers: answers are matched to a
+  partition's batches in send order, which only one connection keeps;
 * a batch that cannot pass through stops its partition alone as ``poison`` (the
   driver halts it after ``srm.poison.max.tries``, with the sentence saying how to copy
   it); an offset out of range stops it as ``out_of_range``, as the consumer's does.
@@ -48,7 +51,7 @@ from typing import Any
 from srm_driver.copier import batch_rules, clients
 from srm_driver.copier.assignment import Key
 from srm_driver.copier.batch_clients import BatchClients, Connect, read_committed
-from srm_driver.copier.failures import conflict, failure, wire_kind
+from srm_driver.copier.failures import conflict, failure, overtaken, wire_kind
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
@@ -116,6 +119,10 @@ class BatchUnit(FlowUnit):
         self._sent: deque[_Sent] = deque()
         # Where each partition (under its current plan) is fetched from next.
         self._fetch_at: dict[Key, tuple[PartitionCopy, int]] = {}
+        # The target connection each remote partition's batches in flight went to, and
+        # the partitions waiting for those answers before they send to a new leader.
+        self._routes: dict[Key, Connection] = {}
+        self._rerouted: set[Key] = set()
         self._write_timeout_ns = clients.size_of(plan.producer, "delivery.timeout.ms", 10_000)
         self._write_timeout_ns *= 1_000_000
         self._lease_deadline = lambda: lease.deadline_ns
@@ -192,7 +199,15 @@ class BatchUnit(FlowUnit):
                 if not p.established and p.inflight:
                     break  # after this producer's first batch here is acknowledged
                 remote = (p.remote, p.partition)
-                connection, parts = self._clients.restamped(remote, batch.view)
+                connection = self._clients.leader(remote)
+                if p.inflight and self._routes.get(remote) is not connection:
+                    # The target's leader moved under batches still in flight to the old
+                    # one: the new leader's answer could come first and be matched
+                    # against them. The next batch waits for their answers.
+                    self._rerouted.add(key)
+                    break
+                self._routes[remote] = connection
+                parts = self._clients.restamped(remote, batch.view)
                 while len(rounds) <= k:
                     rounds.append({})
                     bodies.append({})
@@ -296,6 +311,12 @@ class BatchUnit(FlowUnit):
                 self._break(wire_kind(produced.error), p.key, up, str(error),
                             error_name(produced.error))  # fmt: skip
                 return
+            if p.inflight[0][0] != up:
+                # Answered before an older batch of the partition, sent to another broker:
+                # its place cannot be checked here, and is not another writer's doing.
+                text = overtaken(sent.connection.broker, p.remote, p.partition)
+                self._break("transient", p.key, up, text)
+                return
             if not p.land_batch(produced.base_offset, count, now_ms):
                 expected = p.inflight[0][1]
                 p.failed()
@@ -353,8 +374,9 @@ class BatchUnit(FlowUnit):
                 if p.state != SENDING:
                     continue
                 remotes.add(p.remote)
-                if not p.established and p.inflight:
-                    continue  # after its first batch is acknowledged
+                if p.inflight and (not p.established or key in self._rerouted):
+                    continue  # after its first batch (or those to an old leader) is answered
+                self._rerouted.discard(key)
                 at = self._fetch_at.get(key)
                 if at is None or at[0] is not p:
                     at = self._fetch_at[key] = (p, p.next_send)
@@ -391,6 +413,8 @@ class BatchUnit(FlowUnit):
         acknowledged before more go there."""
         self._clients.close_target()
         self._sent.clear()
+        self._routes.clear()
+        self._rerouted.clear()
         for p in self._parts.values():
             p.established = False
             p.abandon()

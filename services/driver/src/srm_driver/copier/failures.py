@@ -50,6 +50,15 @@ def conflict(remote: str, partition: int, up: int, offset: int, expected: int) -
     )
 
 
+def overtaken(broker: str, remote: str, partition: int) -> str:
+    """A batch's answer that came before an older batch's, sent to another broker."""
+    return (
+        f"broker {broker}: Produce to {remote}-{partition} answered before an older batch"
+        " sent to another broker (its leader moved): the next plan starts where the remote"
+        " partition ends"
+    )
+
+
 def kind_of(error: KafkaError) -> str:
     """``poison`` or ``transient`` for a failed send."""
     return "poison" if error.code() in POISON_CODES else "transient"

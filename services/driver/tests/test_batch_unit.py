@@ -1,0 +1,226 @@
+"""The batch copy's unit (:class:`BatchUnit`) through its loop's steps, on fakes of the
+wire layer: a source broker that answers every Fetch with its whole log, and target
+brokers that append each Produce's batches to one shared log (as a cluster's replicas
+would) and answer at once or when told. What is under test is the unit's own rules:
+which batch goes where, how answers are matched to what was sent, and what a failure
+says."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from srm_driver.copier.batch_unit import BatchUnit, _Sent
+from srm_driver.copier.lease import Lease
+from srm_driver.copier.plan import UnitPlan, parse_plan
+from srm_driver.copier.wire.apis import Api
+from srm_driver.copier.wire.primitives import Reader, Writer
+from srm_driver.copier.wire.pump import Pump
+
+TS = 1_700_000_000_000
+REMOTE = ("primary.t", 0)
+_COUNT_AT = 57  # a v2 batch header's record count
+
+
+def _batch(base: int, count: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=0, producer_id=-1, producer_epoch=-1,
+        base_sequence=-1, batch_size=1 << 20,
+    )  # fmt: skip
+    for n in range(count):
+        builder.append(n, timestamp=TS + n, key=b"k%d" % n, value=b"v%d" % n, headers=[])
+    raw = bytearray(builder.build())
+    struct.pack_into(">q", raw, 0, base)
+    return bytes(raw)
+
+
+def _count(batch: bytes | memoryview) -> tuple[int]:
+    return struct.unpack_from(">i", batch, _COUNT_AT)  # type: ignore[return-value]
+
+
+class _Source:
+    """A source broker: every Fetch is answered at once with each partition's whole log
+    (the unit skips what it copied already)."""
+
+    broker = "source:9092"
+    broken = False
+    write_by = None
+
+    def __init__(self) -> None:
+        self.log: dict[tuple[str, int], list[bytes]] = {}
+        self.fetches = 0
+
+    def send(self, api: Api, body: Sequence[bytes]) -> int:
+        self.fetches += 1
+        return self.fetches
+
+    def answer(self, correlation: int) -> memoryview:
+        writer = Writer().int32(0).int16(0).int32(0).array(len(self.log))
+        for (topic, partition), batches in self.log.items():
+            (base,), (count,) = struct.unpack_from(">q", batches[-1]), _count(batches[-1])
+            end = base + count
+            records = b"".join(batches)
+            writer.string(topic).array(1).int32(partition).int16(0)
+            writer.int64(end).int64(end).int64(0).array(0).int32(-1).int32(len(records))
+            writer.buffer += records
+        return memoryview(bytes(writer.buffer))
+
+
+class _Target:
+    """A target broker: each Produce's batches are appended to the cluster's ``log`` (next
+    offset per remote partition); the answer is handed out at once, or once
+    :meth:`release` is called while ``hold`` is set."""
+
+    broken = False
+    write_by = None
+
+    def __init__(self, broker: str, log: dict[tuple[str, int], int]) -> None:
+        self.broker, self.log = broker, log
+        self.hold = False
+        self.produced: list[list[tuple[str, int, int, int]]] = []  # (topic, partition, base, count)
+        self._answers: dict[int, memoryview] = {}
+        self._held: dict[int, memoryview] = {}
+
+    def send(self, api: Api, body: Sequence[bytes]) -> int:
+        reader = Reader(memoryview(b"".join(bytes(part) for part in body)))
+        reader.nullable_string(), reader.int16(), reader.int32()
+        landed = []
+        for _ in range(reader.array()):
+            topic = reader.string()
+            for _ in range(reader.array()):
+                partition, records = reader.int32(), reader.nullable_bytes()
+                assert records is not None
+                (count,) = _count(records)
+                base = self.log.get((topic, partition), 0)
+                self.log[(topic, partition)] = base + count
+                landed.append((topic, partition, base, count))
+        self.produced.append(landed)
+        writer = Writer().array(len(landed))
+        for topic, partition, base, _ in landed:
+            writer.string(topic).array(1).int32(partition).int16(0)
+            writer.int64(base).int64(-1).int64(0).array(0).nullable_string(None)
+        correlation = len(self.produced)
+        (self._held if self.hold else self._answers)[correlation] = memoryview(
+            bytes(writer.int32(0).buffer)
+        )
+        return correlation
+
+    def release(self) -> None:
+        self._answers.update(self._held)
+        self._held.clear()
+
+    def answer(self, correlation: int) -> memoryview | None:
+        return self._answers.pop(correlation, None)
+
+
+class _Cluster:
+    """A cluster of fake brokers: ``leaders`` says who leads each partition (as its
+    metadata would after a refresh)."""
+
+    timeout = 5.0
+    broken = False
+
+    def __init__(self, leaders: dict[tuple[str, int], object]) -> None:
+        self.leaders = leaders
+        self.metadata = SimpleNamespace(topics={})
+        self.closed = False
+
+    def refresh(self, topics: Sequence[str]) -> None:
+        self.metadata.topics.update(dict.fromkeys(topics, (0, {})))
+
+    def leader(self, topic: str, partition: int) -> object:
+        return self.leaders[(topic, partition)]
+
+    def init_producer_id(self) -> tuple[int, int]:
+        return 7, 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _plan() -> UnitPlan:
+    settings = {"consumer": {"bootstrap.servers": "source:9092"},
+                "producer": {"bootstrap.servers": "target:9092"}, "source": "primary",
+                "target": "backup", "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
+    partitions = [{"topic": "t", "partition": 0, "plan": 1, "remote": "primary.t",
+                   "start": 0, "down": 0, "reserve": 10**9}]  # fmt: skip
+    return parse_plan("f", 1, {"epoch": 1, "settings": settings, "partitions": partitions})
+
+
+def _unit(source: _Cluster, target: _Cluster) -> BatchUnit:
+    def connect(settings: dict[str, str], pump: Pump, timeout: float) -> _Cluster:
+        return source if settings["bootstrap.servers"] == "source:9092" else target
+
+    lease = Lease()
+    lease.grant(time.monotonic_ns(), 60_000)
+    unit = BatchUnit(_plan(), lease, lambda: None, connect=connect)  # type: ignore[arg-type]
+    unit._open()
+    return unit
+
+
+def _turn(unit: BatchUnit, plan: UnitPlan) -> None:
+    """One turn of the unit's loop (FlowUnit._loop)."""
+    assert unit._ready(plan)
+    fetched = unit._poll(plan)
+    with unit.lock:
+        if fetched:
+            unit._copy(plan, fetched)
+        unit._serve()
+
+
+def test_a_target_leader_that_moves_under_batches_in_flight_waits_for_their_answers() -> None:
+    """Batches of one partition in flight to its old leader, and the next one sent to the
+    new leader, whose answer came first: it was matched against the old leader's oldest
+    batch, and a false "conflict" halted the partition. The next batch now waits for
+    the old leader's answers, then goes to the new one."""
+    source = _Source()
+    source.log[("t", 0)] = [_batch(0, 10), _batch(10, 10)]
+    log: dict[tuple[str, int], int] = {}
+    old, new = _Target("a:9092", log), _Target("b:9092", log)
+    target = _Cluster({REMOTE: old})
+    unit, plan = _unit(_Cluster({("t", 0): source}), target), _plan()
+    _turn(unit, plan)  # the new producer's first batch, acknowledged before more go
+    p = unit._parts[("t", 0)]
+    assert (p.established, p.records) == (True, 10)
+    old.hold = True
+    _turn(unit, plan)  # 10..19 in flight to the old leader, its answer late
+    assert p.outstanding == 1
+    source.log[("t", 0)].append(_batch(20, 10))
+    target.leaders[REMOTE] = new  # the target's metadata now says the leader moved
+    _turn(unit, plan)
+    assert unit._failure is None
+    assert new.produced == [] and p.outstanding == 1  # 20..29 waits
+    fetches = source.fetches
+    _turn(unit, plan)  # and is not fetched again meanwhile
+    assert (source.fetches, new.produced, unit._failure) == (fetches, [], None)
+    old.release()
+    _turn(unit, plan)  # the old leader's answer lands
+    _turn(unit, plan)  # 20..29 to the new leader
+    assert unit._failure is None
+    assert new.produced == [[("primary.t", 0, 20, 10)]]
+    assert (p.records, p.outstanding, p.prev_down, log[REMOTE]) == (30, 0, 29, 30)
+
+
+def test_an_answer_that_overtakes_an_older_batch_of_its_partition_is_no_conflict() -> None:
+    """Should a partition's batches be in flight to two brokers, the later one's answer
+    cannot be checked against the plan before the older one's: the unit breaks as for
+    any target failure (a new plan), never as for another writer (a halt)."""
+    log: dict[tuple[str, int], int] = {}
+    old, new = _Target("a:9092", log), _Target("b:9092", log)
+    unit, plan = _unit(_Cluster({}), _Cluster({REMOTE: old})), _plan()
+    assert unit._ready(plan)
+    p = unit._parts[("t", 0)]
+    p.sent_batch(0, 9, 10, 1_000, TS)
+    p.sent_batch(10, 19, 10, 1_000, TS)
+    later = _Sent(new, 1, 0, {REMOTE: (p, 10, 10)})  # type: ignore[arg-type]
+    unit._sent.extend([_Sent(old, 1, 0, {REMOTE: (p, 10, 0)}), later])  # type: ignore[arg-type]
+    answer = Writer().array(1).string("primary.t").array(1).int32(0).int16(0).int64(10)
+    answer.int64(-1).int64(0).array(0).nullable_string(None).int32(0)
+    unit._landed(later, memoryview(bytes(answer.buffer)), TS)
+    failure = unit._failure
+    assert failure is not None and failure["kind"] == "transient"
+    assert "answered before an older batch sent to another broker" in failure["message"]
+    assert p.records == 0 and not unit._sent
