@@ -12,11 +12,14 @@ import time
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from srm_driver.copier import batch_unit
 from srm_driver.copier.batch_unit import BatchUnit, _Sent
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import UnitPlan, parse_plan
 from srm_driver.copier.wire.apis import Api
+from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.primitives import Reader, Writer
 from srm_driver.copier.wire.pump import Pump
 
@@ -224,3 +227,61 @@ def test_an_answer_that_overtakes_an_older_batch_of_its_partition_is_no_conflict
     assert failure is not None and failure["kind"] == "transient"
     assert "answered before an older batch sent to another broker" in failure["message"]
     assert p.records == 0 and not unit._sent
+
+
+class _Refusing(_Cluster):
+    """A target that cannot be reached, or refuses this producer an id."""
+
+    def __init__(self, error: Exception, at: str) -> None:
+        super().__init__({})
+        self.error, self.at = error, at
+
+    def refresh(self, topics: Sequence[str]) -> None:
+        if self.at == "refresh":
+            raise self.error
+
+    def init_producer_id(self) -> tuple[int, int]:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "at"),
+    [
+        (WireError("no bootstrap server answered: broker b:9092: cannot connect"), "refresh"),
+        (BrokerError("b:9092", "InitProducerId", 31), "init_producer_id"),
+    ],
+    ids=["unreachable", "no-idempotent-write"],
+)
+def test_a_target_that_fails_before_anything_is_sent_is_named_as_the_target(
+    error: Exception, at: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batch_unit.time, "sleep", lambda _s: None)
+    source, target = _Cluster({}), _Refusing(error, at)
+    unit, plan = _unit(source, target), _plan()
+    _turn(unit, plan)
+    said = unit._poll_error or ""
+    assert said.startswith(f"writing to target cluster 'backup': {error}; check that this")
+    assert "(backup.bootstrap.servers)" in said and "primary" not in said
+    assert not source.closed and target.closed  # the source is not the one started over
+    assert unit._failure is None
+
+
+def test_a_target_connection_lost_with_batches_in_flight_breaks_the_unit_naming_the_target() -> (
+    None
+):
+    source = _Source()
+    source.log[("t", 0)] = [_batch(0, 10)]
+    broken = _Target("b:9092", {})
+    broken.hold = True
+    unit, plan = _unit(_Cluster({("t", 0): source}), _Cluster({REMOTE: broken})), _plan()
+    _turn(unit, plan)
+
+    def lost(_correlation: int) -> None:
+        raise WireError("broker b:9092: the broker closed the connection")
+
+    broken.answer = lost  # type: ignore[method-assign]
+    with unit.lock:
+        unit._serve()
+    failure = unit._failure
+    assert failure is not None and failure["kind"] == "transient"
+    assert failure["message"].startswith("writing to target cluster 'backup': broker b:9092")

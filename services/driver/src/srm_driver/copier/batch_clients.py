@@ -20,7 +20,7 @@ from srm_driver.copier.wire.apis import FETCH
 from srm_driver.copier.wire.batches import restamp
 from srm_driver.copier.wire.cluster import Cluster
 from srm_driver.copier.wire.connection import Connection
-from srm_driver.copier.wire.errors import BrokerError
+from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.fetch import FetchedPartition, fetch_request, fetch_response
 from srm_driver.copier.wire.messages import READ_COMMITTED
 from srm_driver.copier.wire.produce import Buffer
@@ -28,6 +28,11 @@ from srm_driver.copier.wire.pump import Pump
 
 Connect = Callable[[dict[str, str], Pump, float], Cluster]
 Key = tuple[str, int]
+
+
+class TargetFailed(Exception):
+    """Connecting to the target cluster, looking its leaders up or getting a producer id
+    failed (the cause is the wire layer's error, which names the broker)."""
 
 
 class BatchClients:
@@ -51,7 +56,7 @@ class BatchClients:
     ) -> None:
         """Connect what is missing, look up the leaders of topics not looked up yet, and
         get a producer id when there are remote topics to write (this waits for brokers:
-        call it without the unit's lock)."""
+        call it without the unit's lock). A failure on the target is :class:`TargetFailed`."""
         timeout = clients.size_of(producer, "request.timeout.ms", 5_000) / 1000
         if self.source is None:
             self.source = self._connect(dict(consumer), self.pump, timeout)
@@ -59,12 +64,15 @@ class BatchClients:
         if not topics <= self._looked_up:
             self.source.refresh(sorted(topics))
             self._looked_up = set(topics)
-        if self.target is None:
-            self.target = self._connect(dict(producer), self.pump, timeout)
-        if not remotes <= set(self.target.metadata.topics):
-            self.target.refresh(sorted(remotes))
-        if self.producer is None and remotes:
-            self.producer = self.target.init_producer_id()
+        try:
+            if self.target is None:
+                self.target = self._connect(dict(producer), self.pump, timeout)
+            if not remotes <= set(self.target.metadata.topics):
+                self.target.refresh(sorted(remotes))
+            if self.producer is None and remotes:
+                self.producer = self.target.init_producer_id()
+        except (WireError, BrokerError, ValueError) as exc:
+            raise TargetFailed(exc) from exc
 
     def forget_leaders(self, topic: str) -> None:
         self._looked_up.discard(topic)

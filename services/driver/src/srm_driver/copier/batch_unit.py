@@ -50,8 +50,8 @@ from typing import Any
 
 from srm_driver.copier import batch_rules, clients
 from srm_driver.copier.assignment import Key
-from srm_driver.copier.batch_clients import BatchClients, Connect, read_committed
-from srm_driver.copier.failures import conflict, failure, overtaken, wire_kind
+from srm_driver.copier.batch_clients import BatchClients, Connect, TargetFailed, read_committed
+from srm_driver.copier.failures import conflict, failure, on_target, overtaken, wire_kind
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
@@ -137,16 +137,23 @@ class BatchUnit(FlowUnit):
         the lock); a source that fails is said in the report and tried again in 1 s."""
         try:
             return self._fetch(plan)
+        except TargetFailed as exc:
+            # Nothing was sent by what failed: said in the report, tried again in 1 s
+            # (from a new connection unless batches are in flight, whose answers say more).
+            with self.lock:
+                self._poll_error = on_target(plan.target, exc)
+                if not self._sent:
+                    self._close_target()
         except (WireError, BrokerError) as exc:
             with self.lock:
                 if self._clients.broken_target():
-                    self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+                    self._break("transient", None, -1, on_target(plan.target, exc))
                     return []
                 self._poll_error = f"reading {plan.source}: {exc}"
                 self._clients.close_source()
-            self._nudge()
-            time.sleep(1)
-            return []
+        self._nudge()
+        time.sleep(1)
+        return []
 
     def _copy(self, plan: UnitPlan, fetched: list[FetchedPartition]) -> None:  # type: ignore[override]
         """Send what ``fetched`` holds, as the rules say (lock held); a target leader that
@@ -156,7 +163,7 @@ class BatchUnit(FlowUnit):
         try:
             self._copy_fetched(plan, fetched)
         except (WireError, BrokerError) as exc:
-            self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+            self._break("transient", None, -1, on_target(plan.target, exc))
 
     def _copy_fetched(self, plan: UnitPlan, fetched: list[FetchedPartition]) -> None:
         rounds: list[dict[Connection, _Sent]] = []
@@ -259,7 +266,7 @@ class BatchUnit(FlowUnit):
                 try:
                     sent.correlation = connection.send(PRODUCE, request)
                 except WireError as exc:
-                    self._break("transient", None, -1, f"writing to {plan.target}: {exc}")
+                    self._break("transient", None, -1, on_target(plan.target, exc))
                     return
                 sent.deadline_ns = time.monotonic_ns() + self._write_timeout_ns
                 self._sent.append(sent)
@@ -283,12 +290,13 @@ class BatchUnit(FlowUnit):
             try:
                 answer = sent.connection.answer(sent.correlation)
             except WireError as exc:
-                self._break("transient", None, -1, f"writing to {self.desired.target}: {exc}")
+                self._break("transient", None, -1, on_target(self.desired.target, exc))
                 return
             if answer is None:
                 if time.monotonic_ns() > sent.deadline_ns:
-                    self._break("transient", None, -1, f"broker {sent.connection.broker}: no"
-                                " answer to a Produce within the write timeout")  # fmt: skip
+                    late = f"broker {sent.connection.broker}: no answer to a Produce within"
+                    late += " the write timeout"
+                    self._break("transient", None, -1, on_target(self.desired.target, late))
                     return
                 continue
             self._sent.remove(sent)

@@ -50,6 +50,16 @@ def conflict(remote: str, partition: int, up: int, offset: int, expected: int) -
     )
 
 
+def on_target(alias: str, error: object) -> str:
+    """A failure talking to the target cluster ``alias`` (the batch copy's own protocol
+    layer), and what to check."""
+    return (
+        f"writing to target cluster {alias!r}: {error}; check that this slot reaches its"
+        f" brokers ({alias}.bootstrap.servers) and that its principal may write the remote"
+        " topics (Write) and produce idempotently (IdempotentWrite)"
+    )
+
+
 def overtaken(broker: str, remote: str, partition: int) -> str:
     """A batch's answer that came before an older batch's, sent to another broker."""
     return (
