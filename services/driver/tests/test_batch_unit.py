@@ -8,8 +8,9 @@ says."""
 from __future__ import annotations
 
 import struct
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 import pytest
@@ -54,11 +55,19 @@ class _Source:
 
     def __init__(self) -> None:
         self.log: dict[tuple[str, int], list[bytes]] = {}
-        self.fetches = 0
+        self.asked: list[tuple[str, int, int]] = []  # (topic, partition, offset) fetched
 
     def send(self, api: Api, body: Sequence[bytes]) -> int:
-        self.fetches += 1
-        return self.fetches
+        reader = Reader(memoryview(b"".join(body)))
+        reader.int32(), reader.int32(), reader.int32(), reader.int32()  # replica, wait, sizes
+        reader.int8(), reader.int32(), reader.int32()  # isolation, no fetch session
+        for _ in range(reader.array()):
+            topic = reader.string()
+            for _ in range(reader.array()):
+                partition, _epoch, offset = reader.int32(), reader.int32(), reader.int64()
+                reader.int64(), reader.int32()
+                self.asked.append((topic, partition, offset))
+        return len(self.asked)
 
     def answer(self, correlation: int) -> memoryview:
         writer = Writer().int32(0).int16(0).int32(0).array(len(self.log))
@@ -120,22 +129,37 @@ class _Target:
 
 
 class _Cluster:
-    """A cluster of fake brokers: ``leaders`` says who leads each partition (as its
-    metadata would after a refresh)."""
+    """A cluster of fake brokers: ``leaders`` says who leads each partition, as its
+    metadata does (``moves`` are applied by the next refresh). A leader's connection is
+    opened by :meth:`leader` (``connecting`` runs first: a slow broker would block there)
+    and only then handed out by :meth:`open_leader`."""
 
     timeout = 5.0
     broken = False
 
     def __init__(self, leaders: dict[tuple[str, int], object]) -> None:
         self.leaders = leaders
+        self.moves: dict[tuple[str, int], object] = {}
+        self.opened: list[object] = []
+        self.connecting: Callable[[], None] = lambda: None
         self.metadata = SimpleNamespace(topics={})
         self.closed = False
 
     def refresh(self, topics: Sequence[str]) -> None:
         self.metadata.topics.update(dict.fromkeys(topics, (0, {})))
+        self.leaders.update(self.moves)
+        self.moves = {}
 
     def leader(self, topic: str, partition: int) -> object:
-        return self.leaders[(topic, partition)]
+        found = self.leaders[(topic, partition)]
+        if not any(known is found for known in self.opened):
+            self.connecting()
+            self.opened.append(found)
+        return found
+
+    def open_leader(self, topic: str, partition: int) -> object | None:
+        found = self.leaders[(topic, partition)]
+        return found if any(known is found for known in self.opened) else None
 
     def init_producer_id(self) -> tuple[int, int]:
         return 7, 0
@@ -144,13 +168,14 @@ class _Cluster:
         self.closed = True
 
 
-def _plan() -> UnitPlan:
+def _plan(topics: str = "t", version: int = 1) -> UnitPlan:
     settings = {"consumer": {"bootstrap.servers": "source:9092"},
                 "producer": {"bootstrap.servers": "target:9092"}, "source": "primary",
                 "target": "backup", "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
-    partitions = [{"topic": "t", "partition": 0, "plan": 1, "remote": "primary.t",
-                   "start": 0, "down": 0, "reserve": 10**9}]  # fmt: skip
-    return parse_plan("f", 1, {"epoch": 1, "settings": settings, "partitions": partitions})
+    partitions = [{"topic": topic, "partition": 0, "plan": 1, "remote": f"primary.{topic}",
+                   "start": 0, "down": 0, "reserve": 10**9} for topic in topics]  # fmt: skip
+    body = {"epoch": 1, "settings": settings, "partitions": partitions}
+    return parse_plan("f", version, body)
 
 
 def _unit(source: _Cluster, target: _Cluster) -> BatchUnit:
@@ -184,7 +209,7 @@ def test_a_target_leader_that_moves_under_batches_in_flight_waits_for_their_answ
     log: dict[tuple[str, int], int] = {}
     old, new = _Target("a:9092", log), _Target("b:9092", log)
     target = _Cluster({REMOTE: old})
-    unit, plan = _unit(_Cluster({("t", 0): source}), target), _plan()
+    unit, plan = _unit(_Cluster({("t", 0): source, ("u", 0): source}), target), _plan()
     _turn(unit, plan)  # the new producer's first batch, acknowledged before more go
     p = unit._parts[("t", 0)]
     assert (p.established, p.records) == (True, 10)
@@ -192,13 +217,18 @@ def test_a_target_leader_that_moves_under_batches_in_flight_waits_for_their_answ
     _turn(unit, plan)  # 10..19 in flight to the old leader, its answer late
     assert p.outstanding == 1
     source.log[("t", 0)].append(_batch(20, 10))
-    target.leaders[REMOTE] = new  # the target's metadata now says the leader moved
+    # A new remote topic: the target's metadata is looked up again, and says that
+    # primary.t-0's leader moved.
+    target.moves[REMOTE] = new
+    target.leaders[("primary.u", 0)] = old
+    plan = _plan("tu", version=2)
     _turn(unit, plan)
     assert unit._failure is None
     assert new.produced == [] and p.outstanding == 1  # 20..29 waits
-    fetches = source.fetches
+    asked = len(source.asked)
     _turn(unit, plan)  # and is not fetched again meanwhile
-    assert (source.fetches, new.produced, unit._failure) == (fetches, [], None)
+    assert [key for *key, _ in source.asked[asked:]] == [["u", 0]]
+    assert (new.produced, unit._failure) == ([], None)
     old.release()
     _turn(unit, plan)  # the old leader's answer lands
     _turn(unit, plan)  # 20..29 to the new leader
@@ -233,7 +263,7 @@ class _Refusing(_Cluster):
     """A target that cannot be reached, or refuses this producer an id."""
 
     def __init__(self, error: Exception, at: str) -> None:
-        super().__init__({})
+        super().__init__({REMOTE: _Target("b:9092", {})})
         self.error, self.at = error, at
 
     def refresh(self, topics: Sequence[str]) -> None:
@@ -285,3 +315,32 @@ def test_a_target_connection_lost_with_batches_in_flight_breaks_the_unit_naming_
     failure = unit._failure
     assert failure is not None and failure["kind"] == "transient"
     assert failure["message"].startswith("writing to target cluster 'backup': broker b:9092")
+
+
+def test_a_slow_target_broker_does_not_hold_the_units_lock_while_it_is_connected() -> None:
+    """The leader of a remote partition is connected before the lock is taken: the
+    control thread's reports go on while a broker takes its time to answer."""
+    source = _Source()
+    source.log[("t", 0)] = [_batch(0, 10)]
+    leader = _Target("b:9092", {})
+    target = _Cluster({REMOTE: leader})
+    connecting, slow = threading.Event(), threading.Event()
+
+    def slow_broker() -> None:
+        connecting.set()
+        slow.wait(10)
+
+    target.connecting = slow_broker
+    unit, plan = _unit(_Cluster({("t", 0): source}), target), _plan()
+    loop = threading.Thread(target=_turn, args=(unit, plan))
+    loop.start()
+    try:
+        assert connecting.wait(5)
+        reported = threading.Thread(target=unit.report, args=({}, set()))
+        reported.start()
+        reported.join(2)
+        assert not reported.is_alive(), "a report waited for the target's broker"
+    finally:
+        slow.set()
+        loop.join(5)
+    assert leader.produced == [[("primary.t", 0, 0, 10)]] and unit._failure is None

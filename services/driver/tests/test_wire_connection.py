@@ -13,9 +13,10 @@ import threading
 
 import pytest
 from srm_driver.copier.wire.apis import FETCH, PRODUCE
-from srm_driver.copier.wire.cluster import addresses
+from srm_driver.copier.wire.cluster import Cluster, addresses
 from srm_driver.copier.wire.connection import Connection
 from srm_driver.copier.wire.errors import WireError
+from srm_driver.copier.wire.messages import Broker, Metadata, PartitionLeader
 from srm_driver.copier.wire.pump import Pump
 
 
@@ -136,3 +137,18 @@ def test_bootstrap_servers_are_parsed_or_refused_clearly() -> None:
         addresses("h1")
     with pytest.raises(ValueError, match="no bootstrap server"):
         addresses(" , ")
+
+
+def test_an_open_leader_is_only_looked_up_never_connected(pair) -> None:  # type: ignore[no-untyped-def]
+    """What the batch copy's unit asks under its lock: the leader's connection if it is
+    open, else None (the port below has nothing listening: a connect would fail)."""
+    connection, _ = pair
+    cluster = Cluster("b:9092", client_id="cid", timeout=0.5)
+    leaders = {0: PartitionLeader(0, 0, 1, 0), 1: PartitionLeader(1, 0, 2, 0)}
+    brokers = {1: Broker(1, "b", 9092), 2: Broker(2, "127.0.0.1", 1)}
+    cluster.metadata = Metadata(brokers, {"t": (0, leaders)})
+    cluster._connections["b:9092"] = connection
+    assert cluster.open_leader("t", 0) is connection
+    assert cluster.open_leader("t", 1) is None
+    with pytest.raises(WireError, match="broker 127.0.0.1:1: cannot connect"):
+        cluster.leader("t", 1)

@@ -46,17 +46,19 @@ class BatchClients:
         self.producer: tuple[int, int] | None = None
         self._sequences: dict[Key, int] = {}
         self._looked_up: set[str] = set()  # source topics whose leaders are known
+        self._reached: set[Key] = set()  # remote partitions whose leader is connected
 
     def prepare(
         self,
         consumer: Mapping[str, str],
         producer: Mapping[str, str],
         topics: set[str],
-        remotes: set[str],
+        remotes: set[Key],
     ) -> None:
-        """Connect what is missing, look up the leaders of topics not looked up yet, and
-        get a producer id when there are remote topics to write (this waits for brokers:
-        call it without the unit's lock). A failure on the target is :class:`TargetFailed`."""
+        """Connect what is missing (the clusters, and the leaders of the ``remotes``
+        partitions), look up the leaders of topics not looked up yet, and get a producer
+        id when there are remote partitions to write (this waits for brokers: call it
+        without the unit's lock). A failure on the target is :class:`TargetFailed`."""
         timeout = clients.size_of(producer, "request.timeout.ms", 5_000) / 1000
         if self.source is None:
             self.source = self._connect(dict(consumer), self.pump, timeout)
@@ -67,8 +69,13 @@ class BatchClients:
         try:
             if self.target is None:
                 self.target = self._connect(dict(producer), self.pump, timeout)
-            if not remotes <= set(self.target.metadata.topics):
-                self.target.refresh(sorted(remotes))
+            remote_topics = {topic for topic, _ in remotes}
+            if not remote_topics <= set(self.target.metadata.topics):
+                self._reached = set()  # the leaders may have moved
+                self.target.refresh(sorted(remote_topics))
+            for remote in remotes - self._reached:
+                self.target.leader(*remote)
+                self._reached.add(remote)
             if self.producer is None and remotes:
                 self.producer = self.target.init_producer_id()
         except (WireError, BrokerError, ValueError) as exc:
@@ -110,10 +117,12 @@ class BatchClients:
             fetched.extend(answers)
         return fetched
 
-    def leader(self, remote: Key) -> Connection:
-        """The connection to ``remote``'s leader, as the target's metadata says."""
+    def leader(self, remote: Key) -> Connection | None:
+        """The connection to ``remote``'s leader, as the target's metadata says, if
+        :meth:`prepare` opened it (None: not yet). It never waits for a broker, so it
+        may be called under the unit's lock."""
         assert self.target is not None
-        return self.target.leader(*remote)
+        return self.target.open_leader(*remote)
 
     def restamped(self, remote: Key, batch: memoryview) -> list[Buffer]:
         """``batch`` re-stamped for the producer's next sequence on ``remote``."""
@@ -134,6 +143,7 @@ class BatchClients:
             self.target.close()
             self.target = None
         self.producer = None
+        self._reached = set()
         self._sequences.clear()
 
     def broken_target(self) -> bool:

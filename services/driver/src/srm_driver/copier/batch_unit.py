@@ -36,8 +36,10 @@ recovery at a later epoch. Per batch:
   it); an offset out of range stops it as ``out_of_range``, as the consumer's does.
 
 Threads as FlowUnit's: the loop waits on the sockets without the lock and takes it to
-act on what came. Counters: ``records`` counts records, ``bytes`` the batches' bytes as
-sent (compressed), latency every record of a batch at the batch's newest timestamp.
+act on what came; brokers are connected (clusters, remote partitions' leaders, the
+producer id) before it takes the lock, so a slow broker never holds up the reports.
+Counters: ``records`` counts records, ``bytes`` the batches' bytes as sent
+(compressed), latency every record of a batch at the batch's newest timestamp.
 """
 
 from __future__ import annotations
@@ -207,6 +209,8 @@ class BatchUnit(FlowUnit):
                     break  # after this producer's first batch here is acknowledged
                 remote = (p.remote, p.partition)
                 connection = self._clients.leader(remote)
+                if connection is None:
+                    break  # its leader is connected by the next fetch's turn, unlocked
                 if p.inflight and self._routes.get(remote) is not connection:
                     # The target's leader moved under batches still in flight to the old
                     # one: the new leader's answer could come first and be matched
@@ -377,11 +381,11 @@ class BatchUnit(FlowUnit):
         (the lock let go while brokers answer)."""
         with self.lock:
             wanted: list[tuple[str, int, int]] = []
-            remotes: set[str] = set()
+            remotes: set[Key] = set()
             for key, p in self._parts.items():
                 if p.state != SENDING:
                     continue
-                remotes.add(p.remote)
+                remotes.add((p.remote, p.partition))
                 if p.inflight and (not p.established or key in self._rerouted):
                     continue  # after its first batch (or those to an old leader) is answered
                 self._rerouted.discard(key)

@@ -130,7 +130,17 @@ class Cluster:
         return self.metadata
 
     def leader(self, topic: str, partition: int) -> Connection:
-        """The connection to ``topic-partition``'s leader (from the last refresh)."""
+        """The connection to ``topic-partition``'s leader (from the last refresh), opened
+        if it is not open yet."""
+        return self._connect(*self._leader_address(topic, partition))
+
+    def open_leader(self, topic: str, partition: int) -> Connection | None:
+        """The connection to ``topic-partition``'s leader if it is open, else None: this
+        never waits for a broker."""
+        host, port = self._leader_address(topic, partition)
+        return self._connections.get(f"{host}:{port}")
+
+    def _leader_address(self, topic: str, partition: int) -> tuple[str, int]:
         _, partitions = self.metadata.topics.get(topic, (3, {}))
         found = partitions.get(partition)
         where = f"{topic}-{partition}"
@@ -139,7 +149,7 @@ class Cluster:
         if found.error or found.leader < 0 or found.leader not in self.metadata.brokers:
             raise BrokerError("(metadata)", "Metadata", found.error or 5, f"of {where}")
         broker = self.metadata.brokers[found.leader]
-        return self._connect(broker.host, broker.port)
+        return broker.host, broker.port
 
     def init_producer_id(self, connection: Connection | None = None) -> tuple[int, int]:
         """An idempotent producer's (id, epoch); a coordinator still loading is waited for
