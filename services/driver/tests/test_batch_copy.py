@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import random
 import struct
+import subprocess
+import sys
+from dataclasses import replace
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
@@ -226,6 +229,38 @@ def test_the_setting_is_off_by_default_and_bad_input_is_one_clear_message() -> N
     assert "batches" not in unit_settings(plain, write_timeout_ms=4000).to_json()
     with pytest.raises(Exception, match=r"srm.copy.batches.*expected true or false.*'yes'"):
         _parsed(clusters + "srm.copy.batches = yes\n")
+    assert unit_settings(plain, write_timeout_ms=4000).window == 0  # unused when off
+
+
+@pytest.mark.parametrize("window", [0, -1])
+def test_a_batch_window_below_one_is_refused_where_it_is_read(window: int) -> None:
+    """At config load (one line naming the key and its range), and in a control answer
+    (which would otherwise read a window of 0 as "copy record by record")."""
+    said = rf"key 'srm.batch.max.records': expected a whole number >= 1, got '{window}'$"
+    with pytest.raises(Exception, match=said):
+        _flow(f"srm.batch.max.records = {window}")
+    said = rf"'window' \(srm.batch.max.records\) must be >= 1, got {window}$"
+    with pytest.raises(ValueError, match=said):
+        parse_plan("f", 1, {"epoch": 1, "partitions": [], "settings": {
+            "consumer": {}, "producer": {}, "source": "a", "target": "b", "poll_ms": 1,
+            "batches": {"window": window}}})  # fmt: skip
+    settings = unit_settings(_flow(), write_timeout_ms=4000)
+    with pytest.raises(ValueError, match=f"srm.batch.max.records must be >= 1.*got {window}$"):
+        replace(settings, window=window)
+
+
+def test_the_batch_unit_is_imported_only_by_a_slot_told_to_copy_batches() -> None:
+    code = (
+        "import sys, srm_driver.copier.control as c\n"
+        "assert 'srm_driver.copier.batch_unit' not in sys.modules\n"
+        "from srm_driver.copier.plan import parse_plan\n"
+        "settings = {'consumer': {}, 'producer': {}, 'source': 'a', 'target': 'b',"
+        " 'poll_ms': 1, 'batches': {'window': 5}}\n"
+        "plan = parse_plan('f', 1, {'epoch': 1, 'partitions': [], 'settings': settings})\n"
+        "print(c._unit_kind(plan).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr[-300:]) == (0, "BatchUnit\n", "")
 
 
 def test_a_flow_copies_batches_unless_its_target_is_shared_or_it_logs_in_with_gssapi() -> None:

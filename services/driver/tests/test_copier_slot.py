@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from srm_driver.copier import control
+from srm_driver.copier import batch_unit, control
 from srm_driver.copier import keep as keeping
 from srm_driver.copier.failures import fatal_kind, kind_of
 from srm_driver.copier.lease import Lease
@@ -208,7 +208,7 @@ class FakeBatchUnit(FakeUnit):
 def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDriver]:
     FakeUnit.made.clear()
     monkeypatch.setattr(control, "FlowUnit", FakeUnit)
-    monkeypatch.setattr(control, "BatchUnit", FakeBatchUnit)
+    monkeypatch.setattr(batch_unit, "BatchUnit", FakeBatchUnit)  # (imported when wanted)
     fake = FakeDriver()
     yield fake
     fake.server.shutdown()

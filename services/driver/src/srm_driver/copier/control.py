@@ -38,11 +38,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.driver_link import PROTOCOL, Answer, DriverLine, read_answer
 from srm_driver.copier.keep import ANSWER_TIMEOUT_S, LeaseKeeper
 from srm_driver.copier.lease import Lease
-from srm_driver.copier.plan import Desired
+from srm_driver.copier.plan import Desired, UnitPlan
 from srm_driver.copier.unit import FlowUnit, PlanKey
 
 log = logging.getLogger(__name__)
@@ -285,8 +284,7 @@ class SlotRunner:
             if unit is None:
                 lease = Lease()
                 lease.grant(sent_at, _lease_of(answer.units.get(flow), answer.lease_ms))
-                kind = BatchUnit if plan.batches else FlowUnit
-                unit = kind(plan, lease, self.nudge)
+                unit = _unit_kind(plan)(plan, lease, self.nudge)
                 thread = threading.Thread(
                     target=unit.run, name=f"srm-copy {flow} slot {self.slot}", daemon=True
                 )
@@ -312,3 +310,13 @@ class SlotRunner:
 def _lease_of(unit: Any, slot_lease_ms: int) -> int:
     value = unit.get("lease_ms") if isinstance(unit, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else slot_lease_ms
+
+
+def _unit_kind(plan: UnitPlan) -> type[FlowUnit]:
+    """The unit that copies ``plan``: the batch copy's (and its protocol layer) is
+    imported only by a slot told to copy batches."""
+    if not plan.batches:
+        return FlowUnit
+    from srm_driver.copier.batch_unit import BatchUnit
+
+    return BatchUnit

@@ -167,8 +167,19 @@ def _unit_plan(
         target=str(settings["target"]),
         poll_ms=_number(settings, "poll_ms"),
         partitions=partitions,
-        batch_window=_number(settings["batches"], "window") if settings.get("batches") else 0,
+        batch_window=_window(settings["batches"]) if settings.get("batches") else 0,
     )
+
+
+def _window(batches: Mapping[str, Any]) -> int:
+    """The batch copy's window: a unit told to copy batches never falls back to records
+    in silence (a window of 0 would read as "off")."""
+    window = _number(batches, "window")
+    if window < 1:
+        raise ValueError(
+            f"control answer: batches' 'window' (srm.batch.max.records) must be >= 1, got {window}"
+        )
+    return window
 
 
 def _number(body: Mapping[str, Any], key: str) -> int:

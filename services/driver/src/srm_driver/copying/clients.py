@@ -64,9 +64,16 @@ class UnitSettings:
     target: str
     poll_ms: int
     # Whole record batches passed through (``srm.copy.batches``), and the reservation
-    # window they must fit in (``srm.batch.max.records``); only sent when on.
+    # window they must fit in (``srm.batch.max.records``, at least 1); only sent when on
+    # (0 when off).
     batches: bool = False
     window: int = 0
+
+    def __post_init__(self) -> None:
+        if self.batches and self.window < 1:
+            raise ValueError(
+                f"srm.batch.max.records must be >= 1 to copy batches, got {self.window}"
+            )
 
     def to_json(self) -> dict[str, object]:
         settings: dict[str, object] = {
@@ -94,6 +101,7 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
             flow.name,
             refusal,
         )
+    batches = flow.copy_batches and refusal is None
     return UnitSettings(
         # Secrets from config providers go to the slots as placeholders, which they
         # resolve where they run (docs/security.md).
@@ -104,8 +112,8 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
         source=flow.source,
         target=flow.target,
         poll_ms=flow.idle_wait_ms,
-        batches=flow.copy_batches and refusal is None,
-        window=flow.batch_max_records,
+        batches=batches,
+        window=flow.batch_max_records if batches else 0,
     )
 
 
