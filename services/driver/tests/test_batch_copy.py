@@ -18,8 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
 from srm_driver.copier import batch_rules
+from srm_driver.copier.batch_clients import Sent
 from srm_driver.copier.batch_rules import SEND, SKIP, WAIT, Batch, data_batches, step
-from srm_driver.copier.batch_unit import BatchUnit, _Sent
+from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
 from srm_driver.copier.plan import parse_plan
@@ -305,7 +306,7 @@ def _produce_answer(remote: str, partition: int, error: int, base: int) -> memor
     return memoryview(bytes(writer.int32(0).buffer))
 
 
-def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, _Sent, PartitionCopy]:
+def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, Sent, PartitionCopy]:
     settings = {"consumer": {}, "producer": {}, "source": "primary", "target": "backup",
                 "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
     partitions = [{"topic": "t", "partition": n, "plan": 1, "remote": "primary.t",
@@ -317,7 +318,7 @@ def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, _Sent, PartitionCopy]:
     p, other = unit._parts[("t", 0)], unit._parts[("t", 1)]
     p.sent_batch(0, 9, 10, 1_000, TS)
     other.sent_batch(0, 4, 5, 500, TS)
-    sent = _Sent(_Broker(), 0, 0, {("primary.t", 0): (p, 10, 0)})  # type: ignore[arg-type]
+    sent = Sent(_Broker(), 0, 0, {("primary.t", 0): (p, 10, 0)})  # type: ignore[arg-type]
     unit._sent.append(sent)
     return unit, sent, p
 

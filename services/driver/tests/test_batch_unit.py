@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from srm_driver.copier import batch_unit
-from srm_driver.copier.batch_unit import BatchUnit, _Sent
+from srm_driver.copier.batch_clients import Sent
+from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import UnitPlan, parse_plan
 from srm_driver.copier.wire.apis import Api
@@ -248,14 +249,16 @@ def test_an_answer_that_overtakes_an_older_batch_of_its_partition_is_no_conflict
     p = unit._parts[("t", 0)]
     p.sent_batch(0, 9, 10, 1_000, TS)
     p.sent_batch(10, 19, 10, 1_000, TS)
-    later = _Sent(new, 1, 0, {REMOTE: (p, 10, 10)})  # type: ignore[arg-type]
-    unit._sent.extend([_Sent(old, 1, 0, {REMOTE: (p, 10, 0)}), later])  # type: ignore[arg-type]
+    later = Sent(new, 1, 0, {REMOTE: (p, 10, 10)})  # type: ignore[arg-type]
+    unit._sent.extend([Sent(old, 1, 0, {REMOTE: (p, 10, 0)}), later])  # type: ignore[arg-type]
     answer = Writer().array(1).string("primary.t").array(1).int32(0).int16(0).int64(10)
     answer.int64(-1).int64(0).array(0).nullable_string(None).int32(0)
     unit._landed(later, memoryview(bytes(answer.buffer)), TS)
     failure = unit._failure
     assert failure is not None and failure["kind"] == "transient"
-    assert "answered before an older batch sent to another broker" in failure["message"]
+    assert failure["message"].startswith(
+        "broker b:9092: Produce to primary.t-0 answered before an older batch sent to another"
+    )
     assert p.records == 0 and not unit._sent
 
 

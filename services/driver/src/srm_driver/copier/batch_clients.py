@@ -4,30 +4,39 @@ idempotent producer on the target (an id and epoch from InitProducerId, a sequen
 remote partition, counted from 0 for each new producer).
 
 Nothing here decides what is copied: it connects, looks leaders up, fetches, re-stamps
-and lets the producer go. Clusters are built by ``connect`` from a client's settings (the
-slot's root: :func:`srm_driver.copier.clients.wire_cluster`). A source leader that moved
-is looked up again before the next Fetch (:meth:`BatchClients.forget_leaders`); the
-target's leaders are those of the producer's cluster, which is closed with it.
+and lets the producer go; :class:`Sent` is a Produce request in flight (with the check
+of its answer, :meth:`Sent.land`) and :class:`FetchEnds` the unit's stand-in for a
+consumer. Clusters are built by ``connect`` from a client's settings (the slot's root:
+:func:`srm_driver.copier.clients.wire_cluster`). A source leader that moved is looked up
+again before the next Fetch (:meth:`BatchClients.forget_leaders`); the target's leaders
+are those of the producer's cluster, which is closed with it, and are connected by
+:meth:`BatchClients.prepare`, never under the unit's lock.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from srm_driver.copier import clients
+from srm_driver.copier.failures import conflict, overtaken, wire_kind
+from srm_driver.copier.partition import PartitionCopy
 from srm_driver.copier.wire.apis import FETCH
 from srm_driver.copier.wire.batches import restamp
 from srm_driver.copier.wire.cluster import Cluster
 from srm_driver.copier.wire.connection import Connection
-from srm_driver.copier.wire.errors import BrokerError, WireError
+from srm_driver.copier.wire.errors import BrokerError, WireError, error_name
 from srm_driver.copier.wire.fetch import FetchedPartition, fetch_request, fetch_response
 from srm_driver.copier.wire.messages import READ_COMMITTED
-from srm_driver.copier.wire.produce import Buffer
+from srm_driver.copier.wire.produce import Buffer, produce_response
 from srm_driver.copier.wire.pump import Pump
 
 Connect = Callable[[dict[str, str], Pump, float], Cluster]
 Key = tuple[str, int]
+# A unit's break: kind, partition, upstream offset, message, error class.
+Break = tuple[str, Key, int, str, str | None]
 
 
 class TargetFailed(Exception):
@@ -152,6 +161,66 @@ class BatchClients:
     def close(self) -> None:
         self.close_target()
         self.close_source()
+
+
+class FetchEnds:
+    """What :class:`~srm_driver.copier.assignment.Assignment` asks of a consumer, for a
+    unit that fetches by itself: each partition is fetched from its own position, so
+    assigning, pausing and seeking change nothing here; a partition's end is what its
+    last fetch answer said."""
+
+    def __init__(self) -> None:
+        self.ends: dict[Key, int] = {}
+
+    def get_watermark_offsets(self, tp: Any, cached: bool = True) -> tuple[int, int]:
+        return -1, self.ends.get((tp.topic, tp.partition), -1)
+
+    def _nothing(self, *_: Any) -> None:
+        return None
+
+    assign = incremental_assign = incremental_unassign = pause = resume = seek = _nothing
+    close = _nothing
+
+
+@dataclass(slots=True)
+class Sent:
+    """A Produce request in flight: its batches by remote partition (the partition, its
+    records, its first upstream offset)."""
+
+    connection: Connection
+    correlation: int
+    deadline_ns: int
+    batches: dict[Key, tuple[PartitionCopy, int, int]] = field(default_factory=dict)
+
+    def land(self, answer: memoryview, now_ms: int) -> Break | None:
+        """Its answer: each batch landed where planned (None), or the unit's break
+        (kind, partition, upstream offset, message, error class): a refusal, an answer
+        that overtook an older batch of its partition, or another writer (``conflict``)."""
+        for produced in produce_response(answer):
+            entry = self.batches.get((produced.topic, produced.partition))
+            if entry is None or not entry[0].inflight:
+                continue
+            p, count, up = entry
+            if produced.error:
+                p.failed()
+                said = [produced.message] if produced.message else []
+                said += [f"record {index}: {text}" for index, text in produced.record_errors]
+                where = f"to {p.remote}-{p.partition}"
+                error = BrokerError(self.connection.broker, "Produce", produced.error, where,
+                                    "; ".join(said) or None)  # fmt: skip
+                return wire_kind(produced.error), p.key, up, str(error), error_name(produced.error)
+            if p.inflight[0][0] != up:
+                # Answered before an older batch of the partition, sent to another broker:
+                # its place cannot be checked here, and is not another writer's doing.
+                text = overtaken(self.connection.broker, p.remote, p.partition)
+                return "transient", p.key, up, text, None
+            if not p.land_batch(produced.base_offset, count, now_ms):
+                expected = p.inflight[0][1]
+                p.failed()
+                text = conflict(p.remote, p.partition, up, produced.base_offset, expected)
+                return "conflict", p.key, up, text, None
+            p.established = True
+        return None
 
 
 def read_committed(consumer: Mapping[str, str]) -> bool:

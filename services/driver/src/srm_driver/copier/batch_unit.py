@@ -47,57 +47,33 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from srm_driver.copier import batch_rules, clients
 from srm_driver.copier.assignment import Key
-from srm_driver.copier.batch_clients import BatchClients, Connect, TargetFailed, read_committed
-from srm_driver.copier.failures import conflict, failure, on_target, overtaken, wire_kind
+from srm_driver.copier.batch_clients import (
+    BatchClients,
+    Connect,
+    FetchEnds,
+    Sent,
+    TargetFailed,
+    read_committed,
+)
+from srm_driver.copier.failures import failure, on_target
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
 from srm_driver.copier.unit import FlowUnit
 from srm_driver.copier.wire.apis import PRODUCE
 from srm_driver.copier.wire.connection import Connection
-from srm_driver.copier.wire.errors import BrokerError, WireError, error_name
+from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.fetch import FetchedPartition
-from srm_driver.copier.wire.produce import Buffer, produce_request, produce_response
+from srm_driver.copier.wire.produce import Buffer, produce_request
 
 WINDOW = 5  # Produce requests in flight per target broker (an idempotent producer's most)
 _BUSY_WAIT_MS = 5  # a Fetch's wait while Produce answers are due
 _OUT_OF_RANGE = 1
 _NOT_PASSED = "BatchNotPassedThrough"
 _MOVED = frozenset({3, 5, 6, 74, 75})  # the source partition's leader moved: look again
-
-
-class _Ends:
-    """What :class:`Assignment` asks of a consumer, for a unit that fetches by itself:
-    each partition is fetched from its own position, so assigning, pausing and seeking
-    change nothing here; a partition's end is what its last fetch answer said."""
-
-    def __init__(self) -> None:
-        self.ends: dict[Key, int] = {}
-
-    def get_watermark_offsets(self, tp: Any, cached: bool = True) -> tuple[int, int]:
-        return -1, self.ends.get((tp.topic, tp.partition), -1)
-
-    def _nothing(self, *_: Any) -> None:
-        return None
-
-    assign = incremental_assign = incremental_unassign = pause = resume = seek = _nothing
-    close = _nothing
-
-
-@dataclass(slots=True)
-class _Sent:
-    """A Produce request in flight: its batches by remote partition (the partition, its
-    records, its first upstream offset)."""
-
-    connection: Connection
-    correlation: int
-    deadline_ns: int
-    batches: dict[Key, tuple[PartitionCopy, int, int]] = field(default_factory=dict)
 
 
 class BatchUnit(FlowUnit):
@@ -116,9 +92,9 @@ class BatchUnit(FlowUnit):
     ) -> None:
         super().__init__(plan, lease, nudge)
         self._clients = BatchClients(connect)
-        self._ends = _Ends()
+        self._ends = FetchEnds()
         self._producer_settings = plan.producer
-        self._sent: deque[_Sent] = deque()
+        self._sent: deque[Sent] = deque()
         # Where each partition (under its current plan) is fetched from next.
         self._fetch_at: dict[Key, tuple[PartitionCopy, int]] = {}
         # The target connection each remote partition's batches in flight went to, and
@@ -168,7 +144,7 @@ class BatchUnit(FlowUnit):
             self._break("transient", None, -1, on_target(plan.target, exc))
 
     def _copy_fetched(self, plan: UnitPlan, fetched: list[FetchedPartition]) -> None:
-        rounds: list[dict[Connection, _Sent]] = []
+        rounds: list[dict[Connection, Sent]] = []
         bodies: list[dict[Connection, dict[str, list[tuple[int, list[Buffer]]]]]] = []
         committed = read_committed(plan.consumer)
         errors = 0
@@ -222,7 +198,7 @@ class BatchUnit(FlowUnit):
                 while len(rounds) <= k:
                     rounds.append({})
                     bodies.append({})
-                sent = rounds[k].setdefault(connection, _Sent(connection, -1, 0))
+                sent = rounds[k].setdefault(connection, Sent(connection, -1, 0))
                 sent.batches[remote] = (p, batch.count, batch.first)
                 body = bodies[k].setdefault(connection, {})
                 body.setdefault(p.remote, []).append((p.partition, parts))
@@ -241,7 +217,7 @@ class BatchUnit(FlowUnit):
     def _send(
         self,
         plan: UnitPlan,
-        rounds: list[dict[Connection, _Sent]],
+        rounds: list[dict[Connection, Sent]],
         bodies: list[dict[Connection, dict[str, list[tuple[int, list[Buffer]]]]]],
     ) -> None:
         """Send the Produce requests, round k carrying each partition's k-th batch, each
@@ -306,36 +282,10 @@ class BatchUnit(FlowUnit):
             self._sent.remove(sent)
             self._landed(sent, answer, now_ms)
 
-    def _landed(self, sent: _Sent, answer: memoryview, now_ms: int) -> None:
+    def _landed(self, sent: Sent, answer: memoryview, now_ms: int) -> None:
         """A Produce answer: each batch landed where planned, or the unit breaks."""
-        for produced in produce_response(answer):
-            entry = sent.batches.get((produced.topic, produced.partition))
-            if entry is None or not entry[0].inflight:
-                continue
-            p, count, up = entry
-            if produced.error:
-                p.failed()
-                said = [produced.message] if produced.message else []
-                said += [f"record {index}: {text}" for index, text in produced.record_errors]
-                where = f"to {p.remote}-{p.partition}"
-                error = BrokerError(sent.connection.broker, "Produce", produced.error, where,
-                                    "; ".join(said) or None)  # fmt: skip
-                self._break(wire_kind(produced.error), p.key, up, str(error),
-                            error_name(produced.error))  # fmt: skip
-                return
-            if p.inflight[0][0] != up:
-                # Answered before an older batch of the partition, sent to another broker:
-                # its place cannot be checked here, and is not another writer's doing.
-                text = overtaken(sent.connection.broker, p.remote, p.partition)
-                self._break("transient", p.key, up, text)
-                return
-            if not p.land_batch(produced.base_offset, count, now_ms):
-                expected = p.inflight[0][1]
-                p.failed()
-                text = conflict(p.remote, p.partition, up, produced.base_offset, expected)
-                self._break("conflict", p.key, up, text)
-                return
-            p.established = True
+        if (broken := sent.land(answer, now_ms)) is not None:
+            self._break(*broken)
 
     def _follow_settings(self, plan: UnitPlan) -> None:
         """New client settings (lock held): the source is connected again at once; the
