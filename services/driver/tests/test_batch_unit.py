@@ -56,6 +56,7 @@ class _Source:
 
     def __init__(self) -> None:
         self.log: dict[tuple[str, int], list[bytes]] = {}
+        self.errors: dict[tuple[str, int], int] = {}  # partitions answered with an error
         self.asked: list[tuple[str, int, int]] = []  # (topic, partition, offset) fetched
 
     def send(self, api: Api, body: Sequence[bytes]) -> int:
@@ -71,12 +72,14 @@ class _Source:
         return len(self.asked)
 
     def answer(self, correlation: int) -> memoryview:
-        writer = Writer().int32(0).int16(0).int32(0).array(len(self.log))
-        for (topic, partition), batches in self.log.items():
+        answered = {**dict.fromkeys(self.errors, [_batch(0, 1)]), **self.log}
+        writer = Writer().int32(0).int16(0).int32(0).array(len(answered))
+        for (topic, partition), batches in answered.items():
             (base,), (count,) = struct.unpack_from(">q", batches[-1]), _count(batches[-1])
             end = base + count
-            records = b"".join(batches)
-            writer.string(topic).array(1).int32(partition).int16(0)
+            error = self.errors.get((topic, partition), 0)
+            records = b"" if error else b"".join(batches)
+            writer.string(topic).array(1).int32(partition).int16(error)
             writer.int64(end).int64(end).int64(0).array(0).int32(-1).int32(len(records))
             writer.buffer += records
         return memoryview(bytes(writer.buffer))
@@ -93,11 +96,17 @@ class _Target:
     def __init__(self, broker: str, log: dict[tuple[str, int], int]) -> None:
         self.broker, self.log = broker, log
         self.hold = False
+        self.refuse: Exception | None = None  # raised by the next send
         self.produced: list[list[tuple[str, int, int, int]]] = []  # (topic, partition, base, count)
+        self.in_flight = self.most_in_flight = 0
         self._answers: dict[int, memoryview] = {}
         self._held: dict[int, memoryview] = {}
 
     def send(self, api: Api, body: Sequence[bytes]) -> int:
+        if self.refuse is not None:
+            raise self.refuse
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
         reader = Reader(memoryview(b"".join(bytes(part) for part in body)))
         reader.nullable_string(), reader.int16(), reader.int32()
         landed = []
@@ -126,7 +135,9 @@ class _Target:
         self._held.clear()
 
     def answer(self, correlation: int) -> memoryview | None:
-        return self._answers.pop(correlation, None)
+        found = self._answers.pop(correlation, None)
+        self.in_flight -= found is not None
+        return found
 
 
 class _Cluster:
@@ -145,8 +156,10 @@ class _Cluster:
         self.connecting: Callable[[], None] = lambda: None
         self.metadata = SimpleNamespace(topics={})
         self.closed = False
+        self.refreshes = 0
 
     def refresh(self, topics: Sequence[str]) -> None:
+        self.refreshes += 1
         self.metadata.topics.update(dict.fromkeys(topics, (0, {})))
         self.leaders.update(self.moves)
         self.moves = {}
@@ -169,23 +182,25 @@ class _Cluster:
         self.closed = True
 
 
-def _plan(topics: str = "t", version: int = 1) -> UnitPlan:
+def _plan(
+    topics: str = "t", version: int = 1, *, start: int = 0, reserve: int = 10**9, **producer: str
+) -> UnitPlan:
     settings = {"consumer": {"bootstrap.servers": "source:9092"},
-                "producer": {"bootstrap.servers": "target:9092"}, "source": "primary",
+                "producer": {"bootstrap.servers": "target:9092", **producer}, "source": "primary",
                 "target": "backup", "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
     partitions = [{"topic": topic, "partition": 0, "plan": 1, "remote": f"primary.{topic}",
-                   "start": 0, "down": 0, "reserve": 10**9} for topic in topics]  # fmt: skip
+                   "start": start, "down": 0, "reserve": reserve} for topic in topics]  # fmt: skip
     body = {"epoch": 1, "settings": settings, "partitions": partitions}
     return parse_plan("f", version, body)
 
 
-def _unit(source: _Cluster, target: _Cluster) -> BatchUnit:
+def _unit(source: _Cluster, target: _Cluster, plan: UnitPlan | None = None) -> BatchUnit:
     def connect(settings: dict[str, str], pump: Pump, timeout: float) -> _Cluster:
         return source if settings["bootstrap.servers"] == "source:9092" else target
 
     lease = Lease()
     lease.grant(time.monotonic_ns(), 60_000)
-    unit = BatchUnit(_plan(), lease, lambda: None, connect=connect)  # type: ignore[arg-type]
+    unit = BatchUnit(plan or _plan(), lease, lambda: None, connect=connect)  # type: ignore[arg-type]
     unit._open()
     return unit
 
@@ -347,3 +362,134 @@ def test_a_slow_target_broker_does_not_hold_the_units_lock_while_it_is_connected
         slow.set()
         loop.join(5)
     assert leader.produced == [[("primary.t", 0, 0, 10)]] and unit._failure is None
+
+
+# -- what a fetch's answer becomes (_copy_fetched), and how it is sent (_send) -------------
+
+
+def _one_partition(
+    *batches: bytes, plan: UnitPlan | None = None
+) -> tuple[BatchUnit, UnitPlan, _Source, _Target]:
+    source = _Source()
+    if batches:
+        source.log[("t", 0)] = list(batches)
+    leader, plan = _Target("b:9092", {}), plan or _plan()
+    unit = _unit(_Cluster({("t", 0): source}), _Cluster({REMOTE: leader}), plan)
+    return unit, plan, source, leader
+
+
+def test_each_round_carries_one_batch_per_partition_and_partitions_share_a_request() -> None:
+    source = _Source()
+    source.log[("t", 0)], source.log[("u", 0)] = [_batch(0, 10)], [_batch(0, 5)]
+    leader = _Target("b:9092", {})
+    target = _Cluster({REMOTE: leader, ("primary.u", 0): leader})
+    plan = _plan("tu")
+    unit = _unit(_Cluster({("t", 0): source, ("u", 0): source}), target, plan)
+    _turn(unit, plan)  # each partition's first batch (one request), acknowledged first
+    source.log[("t", 0)] += [_batch(10, 10), _batch(20, 10)]
+    source.log[("u", 0)] += [_batch(5, 5)]
+    _turn(unit, plan)  # what was copied is skipped; the rest goes in rounds
+    assert leader.produced == [
+        [("primary.t", 0, 0, 10), ("primary.u", 0, 0, 5)],
+        [("primary.t", 0, 10, 10), ("primary.u", 0, 5, 5)],
+        [("primary.t", 0, 20, 10)],
+    ]
+    t, u = unit._parts[("t", 0)], unit._parts[("u", 0)]
+    assert (t.records, t.prev_down, u.records, u.prev_down) == (30, 29, 10, 9)
+    assert (t.syncs, u.syncs, unit._failure) == ([(0, 0)], [(0, 0)], None)
+
+
+def test_a_batch_that_would_end_past_the_reservation_waits_at_its_first_offset() -> None:
+    unit, plan, _, leader = _one_partition(_batch(0, 10), _batch(10, 10), plan=_plan(reserve=15))
+    _turn(unit, plan)
+    _turn(unit, plan)
+    p = unit._parts[("t", 0)]
+    assert leader.produced == [[("primary.t", 0, 0, 10)]]
+    assert (p.state, p.next_send, p.waiting_ts) == ("waiting_reservation", 10, TS + 9)
+
+
+def test_a_plan_that_starts_inside_a_batch_stops_its_partition_as_poison() -> None:
+    unit, plan, _, leader = _one_partition(_batch(0, 10), plan=_plan(start=5))
+    _turn(unit, plan)
+    error = unit._parts[("t", 0)].error
+    assert error is not None and (error["kind"], error["class"]) == (
+        "poison",
+        "BatchNotPassedThrough",
+    )
+    assert "offset 5 lies inside the source batch of offsets 0..9" in error["message"]
+    assert leader.produced == [] and unit._failure is None
+
+
+def test_a_partition_whose_offset_is_out_of_range_stops_for_the_driver_to_decide() -> None:
+    unit, plan, source, leader = _one_partition()
+    source.errors[("t", 0)] = 1
+    _turn(unit, plan)
+    p = unit._parts[("t", 0)]
+    assert p.error is not None and p.error["kind"] == "out_of_range" and p.stopped
+    assert p.error["message"] == "offset 0 is no longer (or not yet) in the source partition"
+    assert leader.produced == [] and unit._failure is None
+
+
+def test_a_source_leader_that_moved_is_looked_up_again_and_other_errors_are_reported() -> None:
+    unit, plan, source, _ = _one_partition()
+    source.errors[("t", 0)] = 6
+    _turn(unit, plan)
+    looked_up = unit._clients.source.refreshes  # type: ignore[union-attr]
+    _turn(unit, plan)
+    assert unit._clients.source.refreshes == looked_up + 1  # type: ignore[union-attr]
+    assert unit._poll_error is None
+    source.errors[("t", 0)] = 29
+    _turn(unit, plan)
+    assert unit._poll_error == (
+        "reading primary: broker (source): Fetch of t-0: error 29 TOPIC_AUTHORIZATION_FAILED"
+    )
+    del source.errors[("t", 0)]
+    source.log[("t", 0)] = [_batch(0, 10)]
+    _turn(unit, plan)  # a fetch without errors clears it
+    assert unit._poll_error is None and unit._parts[("t", 0)].records == 10
+    assert unit._failure is None
+
+
+def test_at_most_five_produce_requests_are_in_flight_to_a_broker() -> None:
+    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    _turn(unit, plan)
+    source.log[("t", 0)] += [_batch(10 * n, 10) for n in range(1, 8)]
+    _turn(unit, plan)
+    assert (leader.most_in_flight, len(leader.produced)) == (batch_unit.WINDOW, 8)
+    assert (unit._parts[("t", 0)].records, unit._failure) == (80, None)
+
+
+def test_nothing_is_sent_once_the_lease_ran_out() -> None:
+    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    _turn(unit, plan)
+    source.log[("t", 0)].append(_batch(10, 10))
+    fetched = unit._poll(plan)
+    unit.lease.deadline_ns = time.monotonic_ns()
+    with unit.lock:
+        unit._copy(plan, fetched)
+    failure = unit._failure
+    assert failure is not None and failure["kind"] == "lease"
+    assert failure["message"] == "the lease of f ran out in this slot while copying"
+    assert leader.produced == [[("primary.t", 0, 0, 10)]]
+
+
+def test_a_send_refused_by_the_socket_or_an_answer_too_late_breaks_the_unit() -> None:
+    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    leader.refuse = WireError("broker b:9092: cannot send: [Errno 32] Broken pipe")
+    _turn(unit, plan)
+    failure = unit._failure
+    assert failure is not None and failure["kind"] == "transient"
+    assert failure["message"].startswith(f"writing to target cluster 'backup': {leader.refuse}")
+
+    plan = _plan(**{"delivery.timeout.ms": "1"})
+    unit, plan, source, leader = _one_partition(_batch(0, 10), plan=plan)
+    leader.hold = True
+    _turn(unit, plan)
+    time.sleep(0.005)
+    with unit.lock:
+        unit._serve()
+    failure = unit._failure
+    assert failure is not None and failure["message"].startswith(
+        "writing to target cluster 'backup': broker b:9092: no answer to a Produce within"
+        " the write timeout; check"
+    )
