@@ -112,7 +112,8 @@ class BatchUnit(FlowUnit):
 
     def _poll(self, plan: UnitPlan) -> list[FetchedPartition]:  # type: ignore[override]
         """Fetch what the sending partitions have next (waiting on the sockets without
-        the lock); a source that fails is said in the report and tried again in 1 s."""
+        the lock); a source, or a target before anything is sent, that fails is said in
+        the report (naming which) and tried again in 1 s."""
         try:
             return self._fetch(plan)
         except TargetFailed as exc:
