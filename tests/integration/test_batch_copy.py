@@ -243,7 +243,11 @@ def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_we
     # The flow's offset translation (what checkpoints and srm-control use) from those
     # syncs: every group offset up to one past the last sync translates exactly, those
     # before the restarts included (the syncs a restart writes again keep the history).
-    # Past the last sync it rests on the recorded progress, which may trail the copy.
+    # Past the last sync it rests on the recorded progress, which may trail the copy: the
+    # last start can be stopped before it took the partitions over (the backlog may be
+    # copied before it serves; its Spark may not even be up), and then no progress of
+    # theirs is recorded at its stop: they keep the killed driver's last commit, up to
+    # srm.commit.interval.ms behind the copy, and the next start verifies past it.
     offsets = FlowOffsets(load_config(config).flow("primary", "backup"))
     offsets.refresh()
     for codec, topic in topics.items():
