@@ -14,11 +14,12 @@ Once both copies caught up, both progress topics refuse every write (their
 take writes again once the driver said it cannot record progress and then a slot ended
 or 3 s passed. A slot asks the driver again to take its last report while it is refused
 (``copier/control.py``, ``FINAL_REPORT_S``); before, it gave up after three tries in
-about 0.15 s, and the progress stayed where the plan put it (seen as "the group is ahead
-of the copy" after the batch kill -9 test's clean stop). Then every partition's
-progress, read as the driver reads it (``ProgressStore``), says: the next upstream offset
-is the source's end, the next copy lands at the remote partition's end (the same
-offsets: no gaps), and nothing is reserved (the release's mark).
+about 0.15 s, and the progress stayed where the plan put it. (The progress left behind
+the copy after test_batch_copy.py's kill -9 test has another cause, by design: see the
+comment there.) Then every partition's progress, read as the driver reads it
+(``ProgressStore``), says: the next upstream offset is the source's end, the next copy
+lands at the remote partition's end (the same offsets: no gaps), and nothing is reserved
+(the release's mark).
 """
 
 from __future__ import annotations
