@@ -67,12 +67,15 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
             sum(end_offsets(kafka["backup"], remote).values()) for remote in remotes.values()
         )
 
+    def current_log() -> str:
+        return driver.log_text().rpartition(f"--- start {driver.starts}\n")[2]
+
     def copied_by_this_start() -> int:
         """Records the driver's current process has copied, as its REST API counts them
         (0 until it serves). The target's end offsets would not do: the killed process's
         last writes still land after the kill, so a kill could fall before the new
         process copied anything."""
-        current = driver.log_text().rpartition(f"--- start {driver.starts}\n")[2]
+        current = current_log()
         urls = [
             line.split("REST at ")[1].split(";")[0].strip()
             for line in current.splitlines()
@@ -107,6 +110,14 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
         for producer in producers.values():
             producer.finish()
         driver.start()
+        # Serving: its stop signal is handled from here on (a signal during start-up ends
+        # a process unhandled, and a small backlog may be copied before then).
+        wait_until(
+            lambda: "REST at " in current_log(),
+            180,
+            "the last driver start serves",
+            detail=lambda: driver.log_text()[-3000:],
+        )
         for codec, topic in topics.items():
             wait_caught_up(
                 kafka["primary"],
