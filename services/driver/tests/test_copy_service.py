@@ -20,6 +20,7 @@ from srm_common.testing import Clock
 from srm_driver.copying import reports
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
+from srm_driver.copying.protocol import SlotRun
 from srm_driver.copying.service import CLUSTER_SLOT_LEASE_MS, CopyService
 from srm_driver.copying.slots import SLOT_LOST_S
 from srm_driver.copying.state import PartitionState, ResumeRequest
@@ -1721,6 +1722,27 @@ def test_a_slot_keeps_its_leases_while_the_ledgers_lock_is_held(flow: FlowConfig
     finally:
         done.set()
         holder.join(10)
+
+
+def test_a_job_that_ended_by_itself_grants_no_lease_past_its_wait_out(
+    flow: FlowConfig,
+) -> None:
+    """A keep (or a report's answer) that passed the job's id check just before the job
+    was found ended: its run is over (410), so no lease outlasts the wait-out the driver
+    counted from the leases granted before."""
+    h = Harness(flow)
+    started(h)
+    ledger = h.service._ledger
+    h.job.active = 1  # a slot still runs on this host: the wait-out counts
+    h.job.cancel()  # the job ends by itself
+    h.tick()
+    with ledger.fence_lock:
+        granted = dict(ledger.granted)
+    h.clock.now += 1
+    status, answer = h.service._desk.keep(0, SlotRun(), h.clock.now)
+    assert status == 410, answer
+    with ledger.fence_lock:
+        assert ledger.granted == granted, "no lease past the wait-out"
 
 
 def test_a_slot_lost_or_run_again_keeps_no_lease(flow: FlowConfig) -> None:

@@ -117,6 +117,9 @@ class JobKeeper:
         with ledger.lock:
             old = self.id
             with ledger.fence_lock:
+                # Every run of the job is over: a keep or a report that passed the job's
+                # id check before this is answered 410, so no lease outlasts the wait-out.
+                ledger.fenced_runs.update((slot, run.id) for slot, run in ledger.runs.items())
                 last_lease = max(ledger.granted.values(), default=now)
             self._retired_until = last_lease + self._write_timeout_ms / 1000 + 1
             self.id = None

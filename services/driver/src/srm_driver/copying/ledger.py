@@ -110,7 +110,8 @@ class Ledger:
     def reported(self, slot: int, now: float) -> None:
         """``slot`` reported (its report was taken in)."""
         with self.fence_lock:
-            self.live_slots[slot] = now
+            # (A keep may have heard from the slot after this report arrived.)
+            self.live_slots[slot] = max(self.live_slots.get(slot, now), now)
         if slot not in self.first_seen:
             self.first_seen[slot] = now
             self.slot_event({"event": "reported", "slot": slot, "run": str(self.runs.get(slot))})
