@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from srm_bench.replicators import LABELS, MM2, MM2_TUNED, SRM
+from srm_bench.replicators import LABELS, MM2, MM2_TUNED, SRM, SRM_BATCHES
 
 COLUMNS = (SRM, MM2, MM2_TUNED)
+STYLES = {SRM: "o-", MM2: "s--", MM2_TUNED: "^-.", SRM_BATCHES: "D-"}
 BLOCKS = (
     ("copy rate, MB/s (first to last record)", "copy_mb_s", ".1f"),
     ("catch-up incl. start-up, s", "catchup_seconds", ".1f"),
@@ -26,19 +27,24 @@ def table(document: dict[str, Any]) -> str:
         f"make bench --wan {rtts}: {data['records']:,} records x {data['record_size']} B ="
         f" {data['mb']:,} MB in {data['partitions']} partitions; the source behind Toxiproxy"
     ]
+    columns = _columns(document)
+    batches = SRM_BATCHES in columns
     for title, key, spec in BLOCKS:
         lines += ["", title]
-        head = f"{'RTT ms':>7}" + "".join(f"{LABELS[c]:>15}" for c in COLUMNS)
+        head = f"{'RTT ms':>7}" + "".join(f"{LABELS[c]:>15}" for c in columns)
         rated = key == "copy_mb_s"
         lines.append(head + (f"{'raw limit':>11}" if rated else "") + f"{'SRM/MM2':>9}"
-                     f"{'SRM/tuned':>11}")  # fmt: skip
+                     f"{'SRM/tuned':>11}" + (f"{'batches/MM2':>13}{'batches/tuned':>15}"
+                     if batches else ""))  # fmt: skip
         for point in document["points"]:
-            values = [(point["systems"].get(c) or {}).get(key) for c in COLUMNS]
+            values = [(point["systems"].get(c) or {}).get(key) for c in columns]
             row = f"{point['rtt_ms']:>7}" + "".join(f"{_cell(v, spec):>15}" for v in values)
             if rated:
                 raw = (point.get("raw") or {}).get("mb_s")
                 row += f"{_cell(raw, spec):>11}"
             row += f"{_ratio(values[0], values[1]):>9}{_ratio(values[0], values[2]):>11}"
+            if batches:
+                row += f"{_ratio(values[3], values[1]):>13}{_ratio(values[3], values[2]):>15}"
             lines.append(row)
     lines.append("")
     lines += _notes(document)
@@ -85,7 +91,8 @@ def plot(document: dict[str, Any], path: Path) -> Path:
     points = document["points"]
     xs = [p["rtt_ms"] for p in points]
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for column, style in zip(COLUMNS, ("o-", "s--", "^-."), strict=True):
+    for column in _columns(document):
+        style = STYLES[column]
         values = [(p["systems"].get(column) or {}).get("copy_mb_s") for p in points]
         shown = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
         if shown:
@@ -108,6 +115,13 @@ def plot(document: dict[str, Any], path: Path) -> Path:
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def _columns(document: dict[str, Any]) -> tuple[str, ...]:
+    """SRM, both MirrorMaker 2 runs, and SRM's batch copy when the run had it."""
+    if any(SRM_BATCHES in point["systems"] for point in document["points"]):
+        return (*COLUMNS, SRM_BATCHES)
+    return COLUMNS
 
 
 def _cell(value: object, spec: str) -> str:

@@ -13,6 +13,7 @@ from srm_bench.replicators import (
     MM2_TUNED_PROPERTIES,
     MM2_WAN_TUNED_PROPERTIES,
     SRM,
+    SRM_BATCHES,
     replicator_properties,
 )
 from srm_bench.stack import wan_listener_properties
@@ -122,6 +123,23 @@ def test_the_table_has_a_row_per_round_trip_with_ratios_and_says_what_was_applie
     assert "WARNING at 50 ms" in text
     assert "at 150 ms MirrorMaker 2 FAILED: did not catch up" in text
     assert plot(_document(), tmp_path / "wan.png").stat().st_size > 0  # type: ignore[arg-type]
+
+
+def test_the_batch_copy_gets_a_column_and_its_ratios_when_the_run_had_it(
+    tmp_path: Path,
+) -> None:
+    document = _document()
+    for point in document["points"]:  # type: ignore[attr-defined]
+        point["systems"][SRM_BATCHES] = {"copy_mb_s": 150.0, "catchup_seconds": 12.0,
+                                         "cpu_seconds": 5.0, "peak_rss_mb": 700.0,
+                                         "receive_window_bytes": None}  # fmt: skip
+    text = table(document)  # type: ignore[arg-type]
+    assert "SRM batches" in text.splitlines()[3] and "batches/tuned" in text.splitlines()[3]
+    rows = [line.split() for line in text.splitlines() if line.strip().startswith("50 ")]
+    assert rows[0][4] == "150.0"
+    assert rows[0][-2:] == [f"{150.0 / (40.0 / 51):.2f}", f"{150.0 / 50.0:.2f}"]
+    assert "SRM batches" not in table(_document())  # type: ignore[arg-type]
+    assert plot(document, tmp_path / "wan.png").stat().st_size > 0  # type: ignore[arg-type]
 
 
 def test_without_go_the_bench_says_what_to_do(
