@@ -164,7 +164,12 @@ class _Cluster:
         self.leaders.update(self.moves)
         self.moves = {}
 
+    def leader_known(self, topic: str, partition: int) -> bool:
+        return topic in self.metadata.topics and (topic, partition) in self.leaders
+
     def leader(self, topic: str, partition: int) -> object:
+        if (topic, partition) not in self.leaders:
+            raise BrokerError("(metadata)", "Metadata", 3, f"of {topic}-{partition}")
         found = self.leaders[(topic, partition)]
         if not any(known is found for known in self.opened):
             self.connecting()
@@ -183,13 +188,20 @@ class _Cluster:
 
 
 def _plan(
-    topics: str = "t", version: int = 1, *, start: int = 0, reserve: int = 10**9, **producer: str
+    topics: str = "t",
+    version: int = 1,
+    *,
+    start: int = 0,
+    reserve: int = 10**9,
+    partitions: Sequence[int] = (0,),
+    **producer: str,
 ) -> UnitPlan:
     settings = {"consumer": {"bootstrap.servers": "source:9092"},
                 "producer": {"bootstrap.servers": "target:9092", **producer}, "source": "primary",
                 "target": "backup", "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
-    partitions = [{"topic": topic, "partition": 0, "plan": 1, "remote": f"primary.{topic}",
-                   "start": start, "down": 0, "reserve": reserve} for topic in topics]  # fmt: skip
+    partitions = [{"topic": topic, "partition": partition, "plan": 1, "remote": f"primary.{topic}",
+                   "start": start, "down": 0, "reserve": reserve}
+                  for topic in topics for partition in partitions]  # fmt: skip
     body = {"epoch": 1, "settings": settings, "partitions": partitions}
     return parse_plan("f", version, body)
 
@@ -311,6 +323,34 @@ def test_a_target_that_fails_before_anything_is_sent_is_named_as_the_target(
     assert said.startswith(f"writing to target cluster 'backup': {error}; check that this")
     assert "(backup.bootstrap.servers)" in said and "primary" not in said
     assert not source.closed and target.closed  # the source is not the one started over
+    assert unit._failure is None
+
+
+def test_a_source_connection_that_breaks_while_the_target_is_looked_up_is_the_sources() -> None:
+    """The pump serves the source's connections while the target's metadata is waited
+    for, so a source that breaks then fails the target's refresh: it is the source that
+    is named and started over, and the target's producer is kept."""
+    source = _Source()
+    source.log[("t", 0)] = [_batch(0, 10)]
+    sources = _Cluster({("t", 0): source, ("u", 0): source})
+    target = _Cluster({REMOTE: _Target("b:9092", {}), ("primary.u", 0): _Target("c:9092", {})})
+    unit, plan = _unit(sources, target), _plan()
+    _turn(unit, plan)
+    producer = unit._clients.producer
+    lost = WireError("broker source:9092: the broker closed the connection")
+
+    def refresh(_topics: Sequence[str]) -> None:
+        sources.broken = True
+        raise lost
+
+    target.refresh = refresh  # type: ignore[method-assign]
+    plan = _plan("tu", version=2)  # a new remote topic: the target is looked up again
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_unit.time, "sleep", lambda _s: None)
+        _turn(unit, plan)
+    assert unit._poll_error == f"reading primary: {lost}"
+    assert sources.closed and unit._clients.source is None
+    assert not target.closed and unit._clients.producer == producer
     assert unit._failure is None
 
 

@@ -67,7 +67,9 @@ class BatchClients:
         """Connect what is missing (the clusters, and the leaders of the ``remotes``
         partitions), look up the leaders of topics not looked up yet, and get a producer
         id when there are remote partitions to write (this waits for brokers: call it
-        without the unit's lock). A failure on the target is :class:`TargetFailed`."""
+        without the unit's lock). A failure on the target is :class:`TargetFailed`; a
+        source connection that broke meanwhile (the pump serves it while the target's
+        answers are waited for) raises its own error, as a failed fetch does."""
         timeout = clients.size_of(producer, "request.timeout.ms", 5_000) / 1000
         if self.source is None:
             self.source = self._connect(dict(consumer), self.pump, timeout)
@@ -78,16 +80,21 @@ class BatchClients:
         try:
             if self.target is None:
                 self.target = self._connect(dict(producer), self.pump, timeout)
+            target = self.target
             remote_topics = {topic for topic, _ in remotes}
-            if not remote_topics <= set(self.target.metadata.topics):
+            if not remote_topics <= set(target.metadata.topics):
                 self._reached = set()  # the leaders may have moved
-                self.target.refresh(sorted(remote_topics))
+                target.refresh(sorted(remote_topics))
             for remote in remotes - self._reached:
-                self.target.leader(*remote)
+                target.leader(*remote)
                 self._reached.add(remote)
             if self.producer is None and remotes:
-                self.producer = self.target.init_producer_id()
+                self.producer = target.init_producer_id()
         except (WireError, BrokerError, ValueError) as exc:
+            if self.source is not None and self.source.broken:
+                # The pump serves every connection while the target's answers are
+                # waited for: this is the source's break, for the source's handler.
+                raise
             raise TargetFailed(exc) from exc
 
     def forget_leaders(self, topic: str) -> None:
