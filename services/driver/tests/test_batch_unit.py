@@ -354,6 +354,24 @@ def test_a_source_connection_that_breaks_while_the_target_is_looked_up_is_the_so
     assert unit._failure is None
 
 
+def test_a_partition_added_to_a_remote_topic_has_its_leader_looked_up() -> None:
+    """The remote topic is known, its new partition is not: the target's metadata is
+    looked up again (not a "Metadata error 3" that stops every partition of the unit)."""
+    source = _Source()
+    source.log[("t", 0)], source.log[("t", 1)] = [_batch(0, 10)], [_batch(0, 5)]
+    sources = _Cluster({("t", 0): source, ("t", 1): source})
+    leader = _Target("b:9092", {})
+    target = _Cluster({REMOTE: leader})
+    unit = _unit(sources, target)
+    _turn(unit, _plan())
+    target.moves[("primary.t", 1)] = leader  # the partition the next refresh names
+    plan = _plan(version=2, partitions=(0, 1))
+    _turn(unit, plan)
+    assert (unit._poll_error, unit._failure) == (None, None)
+    assert leader.produced[-1] == [("primary.t", 1, 0, 5)]
+    assert unit._parts[("t", 1)].records == 5
+
+
 def test_a_target_connection_lost_with_batches_in_flight_breaks_the_unit_naming_the_target() -> (
     None
 ):

@@ -152,3 +152,17 @@ def test_an_open_leader_is_only_looked_up_never_connected(pair) -> None:  # type
     assert cluster.open_leader("t", 1) is None
     with pytest.raises(WireError, match="broker 127.0.0.1:1: cannot connect"):
         cluster.leader("t", 1)
+
+
+def test_a_leader_is_known_only_when_the_last_refresh_named_one() -> None:
+    """What tells the batch copy to look the leaders up again: a partition added to a
+    topic since the last refresh, one without a leader then, or an unknown topic."""
+    cluster = Cluster("b:9092", client_id="cid", timeout=0.5)
+    leaders = {0: PartitionLeader(0, 0, 1, 0), 1: PartitionLeader(1, 5, -1, 0),
+               2: PartitionLeader(2, 0, 3, 0)}  # fmt: skip
+    cluster.metadata = Metadata({1: Broker(1, "b", 9092)}, {"t": (0, leaders)})
+    assert cluster.leader_known("t", 0)
+    assert not cluster.leader_known("t", 1)  # LEADER_NOT_AVAILABLE
+    assert not cluster.leader_known("t", 2)  # a broker the metadata does not list
+    assert not cluster.leader_known("t", 3)  # added since
+    assert not cluster.leader_known("u", 0)

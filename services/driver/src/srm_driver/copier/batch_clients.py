@@ -81,10 +81,11 @@ class BatchClients:
             if self.target is None:
                 self.target = self._connect(dict(producer), self.pump, timeout)
             target = self.target
-            remote_topics = {topic for topic, _ in remotes}
-            if not remote_topics <= set(target.metadata.topics):
+            # A new remote topic, or a partition the metadata does not name (added to
+            # the topic since) or names without a leader: look the leaders up again.
+            if not all(target.leader_known(*remote) for remote in remotes):
                 self._reached = set()  # the leaders may have moved
-                target.refresh(sorted(remote_topics))
+                target.refresh(sorted({topic for topic, _ in remotes}))
             for remote in remotes - self._reached:
                 target.leader(*remote)
                 self._reached.add(remote)

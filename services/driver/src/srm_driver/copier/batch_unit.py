@@ -29,8 +29,9 @@ recovery at a later epoch. Per batch:
   plan starts a new producer on fresh metadata); on the source it is only a new look
   at the metadata before the next Fetch. Should the target's metadata name a new leader
   while a partition has batches in flight to the old one (it is looked up again for a
-  new remote topic), its next batch waits for their answers: answers are matched to a
-  partition's batches in send order, which only one connection keeps;
+  new remote topic or partition, or one without a leader), its next batch waits for
+  their answers: answers are matched to a partition's batches in send order, which
+  only one connection keeps;
 * a batch that cannot pass through stops its partition alone as ``poison`` (the
   driver halts it after ``srm.poison.max.tries``, with the sentence saying how to copy
   it); an offset out of range stops it as ``out_of_range``, as the consumer's does.

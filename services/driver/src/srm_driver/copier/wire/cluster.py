@@ -140,6 +140,15 @@ class Cluster:
         host, port = self._leader_address(topic, partition)
         return self._connections.get(f"{host}:{port}")
 
+    def leader_known(self, topic: str, partition: int) -> bool:
+        """Whether the last refresh named a leader of ``topic-partition`` (a partition
+        added to the topic since, or one without a leader then, is not known)."""
+        try:
+            self._leader_address(topic, partition)
+        except BrokerError:
+            return False
+        return True
+
     def _leader_address(self, topic: str, partition: int) -> tuple[str, int]:
         _, partitions = self.metadata.topics.get(topic, (3, {}))
         found = partitions.get(partition)
