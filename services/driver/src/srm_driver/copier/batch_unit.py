@@ -121,7 +121,7 @@ class BatchUnit(FlowUnit):
             # Nothing was sent by what failed: said in the report, tried again in 1 s
             # (from a new connection unless batches are in flight, whose answers say more).
             with self.lock:
-                self._poll_error = on_target(plan.target, exc)
+                self._poll_error = on_target(plan.target, exc.__cause__ or exc)
                 if not self._sent:
                     self._close_target()
         except (WireError, BrokerError) as exc:

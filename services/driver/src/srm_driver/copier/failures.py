@@ -20,6 +20,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from srm_driver.copier.wire.errors import BrokerError
+
 POISON_CODES = frozenset(
     {
         KafkaError.MSG_SIZE_TOO_LARGE,  # the broker's or our own message.max.bytes
@@ -50,13 +52,28 @@ def conflict(remote: str, partition: int, up: int, offset: int, expected: int) -
     )
 
 
+# Kafka error codes of a refused authorization, as a target's answer gives them to the
+# batch copy (which has no transactional id): TOPIC_AUTHORIZATION_FAILED (Metadata,
+# Produce) and CLUSTER_AUTHORIZATION_FAILED (InitProducerId without IdempotentWrite).
+WIRE_AUTHORIZATION_CODES = frozenset({29, 31})
+
+
 def on_target(alias: str, error: object) -> str:
     """A failure talking to the target cluster ``alias`` (the batch copy's own protocol
-    layer), and what to check."""
+    layer), and what to check: its ACLs when a broker refused an authorization, the way
+    to its brokers when none answered (a connection, a timeout, bad bootstrap servers);
+    another error code a broker answered with is said as it is."""
+    said = f"writing to target cluster {alias!r}: {error}"
+    if isinstance(error, BrokerError):
+        if error.code in WIRE_AUTHORIZATION_CODES:
+            return (
+                f"{said}; check that this slot's principal may write the remote topics"
+                " (Write) and produce idempotently (IdempotentWrite)"
+            )
+        return said
     return (
-        f"writing to target cluster {alias!r}: {error}; check that this slot reaches its"
-        f" brokers ({alias}.bootstrap.servers) and that its principal may write the remote"
-        " topics (Write) and produce idempotently (IdempotentWrite)"
+        f"{said}; check that this slot reaches its brokers ({alias}.bootstrap.servers)"
+        " over the network"
     )
 
 
