@@ -17,7 +17,6 @@ import subprocess
 import sys
 
 import pytest
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from confluent_kafka import Producer
 from srm_common.adapters import kafka_clients
 from srm_common.config.security import read_security
@@ -29,6 +28,7 @@ from srm_driver.copier.wire.fetch import fetch_request, fetch_response
 from srm_driver.copier.wire.fetch import raise_refusal as fetch_refusal
 from srm_driver.copier.wire.produce import produce_request, produce_response
 from srm_driver.copier.wire.produce import raise_refusal as produce_refusal
+from srm_driver.testing import record_batch
 from srm_harness.clients import consume_all, produce
 from srm_harness.compare import content
 from srm_harness.log_batches import log_batches
@@ -113,13 +113,7 @@ def test_batches_pass_through_with_every_record_and_the_source_codec(kafka, uniq
 
 
 def _batch(count: int) -> memoryview:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=0, producer_id=-1, producer_epoch=-1,
-        base_sequence=-1, batch_size=1 << 20,
-    )  # fmt: skip
-    for n in range(count):
-        builder.append(n, timestamp=RECENT_MS + n, key=b"k%d" % n, value=b"v%d" % n, headers=[])
-    return memoryview(bytearray(builder.build()))
+    return memoryview(bytearray(record_batch(0, count, timestamp=RECENT_MS)))
 
 
 def _latest(cluster: Cluster, topic: str) -> int:

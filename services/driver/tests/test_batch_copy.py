@@ -13,52 +13,21 @@ import sys
 from dataclasses import replace
 
 import pytest
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from hypothesis import given
 from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
-from srm_driver.copier import batch_rules
 from srm_driver.copier.batch_clients import Sent
 from srm_driver.copier.batch_rules import SEND, SKIP, WAIT, Batch, data_batches, step
 from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
 from srm_driver.copier.plan import parse_plan
-from srm_driver.copier.wire.batches import CONTROL
-from srm_driver.copier.wire.primitives import Writer
 from srm_driver.copying.clients import batch_copy_refusal, unit_settings
-
-TS = 1_700_000_000_000
+from srm_driver.testing import TS, produce_answer, record_batch
 
 
 def _parsed(text: str):  # type: ignore[no-untyped-def]
     return parse_properties_text(text, source="srm.properties")
-
-
-def _batch(
-    base: int,
-    count: int,
-    *,
-    pid: int = -1,
-    transactional: bool = False,
-    control: bool = False,
-    deltas: list[int] | None = None,
-    log_append_time: bool = False,
-) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=int(transactional),
-        producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
-        base_sequence=0 if pid >= 0 else -1, batch_size=1 << 20,
-    )  # fmt: skip
-    for n, delta in enumerate(deltas or range(count)):
-        builder.append(delta, timestamp=TS + n, key=b"k%d" % n, value=b"v%d" % n, headers=[])
-    raw = bytearray(builder.build())
-    struct.pack_into(">q", raw, 0, base)
-    if control or log_append_time:
-        (attributes,) = struct.unpack_from(">h", raw, 21)
-        attributes |= (CONTROL if control else 0) | (batch_rules.LOG_APPEND_TIME * log_append_time)
-        struct.pack_into(">h", raw, 21, attributes)
-    return bytes(raw)
 
 
 def _kept(*batches: bytes, aborted=(), read_committed=True):  # type: ignore[no-untyped-def]
@@ -73,12 +42,13 @@ def _kept(*batches: bytes, aborted=(), read_committed=True):  # type: ignore[no-
 
 def test_markers_and_aborted_transactions_are_left_out_as_a_read_committed_consumer_does() -> None:
     log = (
-        _batch(0, 5),
-        _batch(5, 2, pid=7, transactional=True),  # aborted below
-        _batch(7, 1, pid=7, transactional=True, control=True),  # its abort marker
-        _batch(8, 2, pid=7, transactional=True),  # a later, committed transaction of pid 7
-        _batch(10, 1, pid=7, transactional=True, control=True),
-        _batch(11, 3),
+        record_batch(0, 5),
+        record_batch(5, 2, producer_id=7, transactional=True),  # aborted below
+        record_batch(7, 1, producer_id=7, transactional=True, control=True),  # its abort marker
+        # a later, committed transaction of producer 7
+        record_batch(8, 2, producer_id=7, transactional=True),
+        record_batch(10, 1, producer_id=7, transactional=True, control=True),
+        record_batch(11, 3),
     )
     assert _kept(*log, aborted=[(7, 5)]) == ([(0, 4), (8, 9), (11, 13)], 14)
     assert _kept(*log) == ([(0, 4), (5, 6), (8, 9), (11, 13)], 14)  # nothing aborted
@@ -90,16 +60,16 @@ def test_markers_and_aborted_transactions_are_left_out_as_a_read_committed_consu
 
 def test_an_aborted_transaction_of_another_producer_leaves_the_others_alone() -> None:
     log = (
-        _batch(0, 2, pid=3, transactional=True),
-        _batch(2, 2, pid=4, transactional=True),  # aborted
-        _batch(4, 1, pid=4, transactional=True, control=True),
-        _batch(5, 1, pid=3, transactional=True, control=True),
+        record_batch(0, 2, producer_id=3, transactional=True),
+        record_batch(2, 2, producer_id=4, transactional=True),  # aborted
+        record_batch(4, 1, producer_id=4, transactional=True, control=True),
+        record_batch(5, 1, producer_id=3, transactional=True, control=True),
     )
     assert _kept(*log, aborted=[(4, 2)]) == ([(0, 1)], 6)
 
 
 def test_a_batch_cut_off_by_the_fetch_size_is_fetched_again() -> None:
-    whole, cut = _batch(0, 3), _batch(3, 3)
+    whole, cut = record_batch(0, 3), record_batch(3, 3)
     assert _kept(whole, cut[:-1]) == ([(0, 2)], 3)
     assert _kept(cut[:40]) == ([], -1)
 
@@ -112,7 +82,7 @@ def _read(raw: bytes) -> Batch:
 
 
 def test_a_whole_batch_at_the_position_below_the_reservation_is_sent() -> None:
-    batch = _read(_batch(100, 10))
+    batch = _read(record_batch(100, 10))
     assert step(batch, 100, 110, 50) == SEND
     assert step(batch, 100, 109, 50) == WAIT  # its last offset must be below the reservation
     assert step(batch, 110, 200, 50) == SKIP  # copied already
@@ -122,10 +92,10 @@ def test_a_whole_batch_at_the_position_below_the_reservation_is_sent() -> None:
 @pytest.mark.parametrize(
     ("raw", "position", "window", "said"),
     [
-        (_batch(100, 10), 105, 50, "offset 105 lies inside the source batch of offsets 100..109"),
-        (_batch(100, 3, deltas=[0, 2, 5]), 100, 50, "with gaps between their offsets"),
-        (_batch(100, 3, log_append_time=True), 100, 50, "LogAppendTime"),
-        (_batch(100, 10), 100, 9, "raise srm.batch.max.records above it"),
+        (record_batch(100, 10), 105, 50, "lies inside the source batch of offsets 100..109"),
+        (record_batch(100, 3, deltas=[0, 2, 5]), 100, 50, "with gaps between their offsets"),
+        (record_batch(100, 3, log_append_time=True), 100, 50, "LogAppendTime"),
+        (record_batch(100, 10), 100, 9, "raise srm.batch.max.records above it"),
     ],
     ids=["inside-a-batch", "compacted", "log-append-time", "larger-than-the-window"],
 )
@@ -300,12 +270,6 @@ class _Broker:
     broker = "127.0.0.1:9092"
 
 
-def _produce_answer(remote: str, partition: int, error: int, base: int) -> memoryview:
-    writer = Writer().array(1).string(remote).array(1).int32(partition).int16(error)
-    writer.int64(base).int64(-1).int64(0).array(0).nullable_string("said so" if error else None)
-    return memoryview(bytes(writer.int32(0).buffer))
-
-
 def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, Sent, PartitionCopy]:
     settings = {"consumer": {}, "producer": {}, "source": "primary", "target": "backup",
                 "poll_ms": 100, "batches": {"window": 1000}}  # fmt: skip
@@ -325,7 +289,7 @@ def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, Sent, PartitionCopy]:
 
 def test_a_batch_landed_where_planned_counts_its_records() -> None:
     unit, sent, p = _unit_with_a_batch_in_flight()
-    unit._landed(sent, _produce_answer("primary.t", 0, 0, 0), TS + 10)
+    unit._landed(sent, produce_answer(("primary.t", 0, 0, 0)), TS + 10)
     assert (p.records, p.established, p.syncs, unit._failure) == (10, True, [(0, 0)], None)
 
 
@@ -342,7 +306,7 @@ def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_u
     error: int, base: int, kind: str, said: str
 ) -> None:
     unit, sent, p = _unit_with_a_batch_in_flight()
-    unit._landed(sent, _produce_answer("primary.t", 0, error, base), TS + 10)
+    unit._landed(sent, produce_answer(("primary.t", 0, error, base)), TS + 10)
     failure = unit._failure
     assert failure is not None and failure["kind"] == kind and said in failure["message"]
     assert (failure["topic"], failure["partition"], failure["offset"]) == ("t", 0, 0)
@@ -363,7 +327,7 @@ def _old_message(offset: int, timestamp: int) -> bytes:
 def test_a_message_of_the_old_format_is_refused_whole_and_nothing_after_it_is_read() -> None:
     """Read as a v2 header, a magic 1 message's timestamp gave the CONTROL bit and a last
     offset 275 million ahead: records skipped in silence. It is refused instead."""
-    records = _old_message(5, 0x018BEF106800) + _batch(6, 3)
+    records = _old_message(5, 0x018BEF106800) + record_batch(6, 3)
     found, after = data_batches(memoryview(records), [])
     assert [(b.first, b.magic) for b in found] == [(5, 1)] and after == -1
     decision = step(found[0], 0, 100, 100)
@@ -373,9 +337,9 @@ def test_a_message_of_the_old_format_is_refused_whole_and_nothing_after_it_is_re
 
 
 def test_a_batch_whose_checksum_does_not_hold_is_refused_not_sealed_again() -> None:
-    damaged = bytearray(_batch(0, 3))
+    damaged = bytearray(record_batch(0, 3))
     damaged[-2] ^= 0xFF  # a byte of its last record's value
     (batch,), _ = data_batches(memoryview(bytes(damaged)), [])
     assert "fails its CRC-32C check" in step(batch, 0, 100, 100)
-    (intact,), _ = data_batches(memoryview(_batch(0, 3)), [])
+    (intact,), _ = data_batches(memoryview(record_batch(0, 3)), [])
     assert step(intact, 0, 100, 100) == SEND

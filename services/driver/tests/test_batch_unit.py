@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 import pytest
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from srm_driver.copier import batch_unit
 from srm_driver.copier.batch_clients import Sent
 from srm_driver.copier.batch_unit import BatchUnit
@@ -24,22 +23,10 @@ from srm_driver.copier.wire.apis import Api
 from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.primitives import Reader, Writer
 from srm_driver.copier.wire.pump import Pump
+from srm_driver.testing import TS, produce_answer, record_batch
 
-TS = 1_700_000_000_000
 REMOTE = ("primary.t", 0)
 _COUNT_AT = 57  # a v2 batch header's record count
-
-
-def _batch(base: int, count: int) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=0, producer_id=-1, producer_epoch=-1,
-        base_sequence=-1, batch_size=1 << 20,
-    )  # fmt: skip
-    for n in range(count):
-        builder.append(n, timestamp=TS + n, key=b"k%d" % n, value=b"v%d" % n, headers=[])
-    raw = bytearray(builder.build())
-    struct.pack_into(">q", raw, 0, base)
-    return bytes(raw)
 
 
 def _count(batch: bytes | memoryview) -> tuple[int]:
@@ -72,7 +59,7 @@ class _Source:
         return len(self.asked)
 
     def answer(self, correlation: int) -> memoryview:
-        answered = {**dict.fromkeys(self.errors, [_batch(0, 1)]), **self.log}
+        answered = {**dict.fromkeys(self.errors, [record_batch(0, 1)]), **self.log}
         writer = Writer().int32(0).int16(0).int32(0).array(len(answered))
         for (topic, partition), batches in answered.items():
             (base,), (count,) = struct.unpack_from(">q", batches[-1]), _count(batches[-1])
@@ -120,14 +107,11 @@ class _Target:
                 self.log[(topic, partition)] = base + count
                 landed.append((topic, partition, base, count))
         self.produced.append(landed)
-        writer = Writer().array(len(landed))
-        for topic, partition, base, _ in landed:
-            writer.string(topic).array(1).int32(partition).int16(0)
-            writer.int64(base).int64(-1).int64(0).array(0).nullable_string(None)
-        correlation = len(self.produced)
-        (self._held if self.hold else self._answers)[correlation] = memoryview(
-            bytes(writer.int32(0).buffer)
+        answer = produce_answer(
+            *[(topic, partition, 0, base) for topic, partition, base, _ in landed]
         )
+        correlation = len(self.produced)
+        (self._held if self.hold else self._answers)[correlation] = answer
         return correlation
 
     def release(self) -> None:
@@ -233,7 +217,7 @@ def test_a_target_leader_that_moves_under_batches_in_flight_waits_for_their_answ
     batch, and a false "conflict" halted the partition. The next batch now waits for
     the old leader's answers, then goes to the new one."""
     source = _Source()
-    source.log[("t", 0)] = [_batch(0, 10), _batch(10, 10)]
+    source.log[("t", 0)] = [record_batch(0, 10), record_batch(10, 10)]
     log: dict[tuple[str, int], int] = {}
     old, new = _Target("a:9092", log), _Target("b:9092", log)
     target = _Cluster({REMOTE: old})
@@ -244,7 +228,7 @@ def test_a_target_leader_that_moves_under_batches_in_flight_waits_for_their_answ
     old.hold = True
     _turn(unit, plan)  # 10..19 in flight to the old leader, its answer late
     assert p.outstanding == 1
-    source.log[("t", 0)].append(_batch(20, 10))
+    source.log[("t", 0)].append(record_batch(20, 10))
     # A new remote topic: the target's metadata is looked up again, and says that
     # primary.t-0's leader moved.
     target.moves[REMOTE] = new
@@ -278,9 +262,7 @@ def test_an_answer_that_overtakes_an_older_batch_of_its_partition_is_no_conflict
     p.sent_batch(10, 19, 10, 1_000, TS)
     later = Sent(new, 1, 0, {REMOTE: (p, 10, 10)})  # type: ignore[arg-type]
     unit._sent.extend([Sent(old, 1, 0, {REMOTE: (p, 10, 0)}), later])  # type: ignore[arg-type]
-    answer = Writer().array(1).string("primary.t").array(1).int32(0).int16(0).int64(10)
-    answer.int64(-1).int64(0).array(0).nullable_string(None).int32(0)
-    unit._landed(later, memoryview(bytes(answer.buffer)), TS)
+    unit._landed(later, produce_answer(("primary.t", 0, 0, 10)), TS)
     failure = unit._failure
     assert failure is not None and failure["kind"] == "transient"
     assert failure["message"].startswith(
@@ -345,7 +327,7 @@ def test_a_source_connection_that_breaks_while_the_target_is_looked_up_is_the_so
     for, so a source that breaks then fails the target's refresh: it is the source that
     is named and started over, and the target's producer is kept."""
     source = _Source()
-    source.log[("t", 0)] = [_batch(0, 10)]
+    source.log[("t", 0)] = [record_batch(0, 10)]
     sources = _Cluster({("t", 0): source, ("u", 0): source})
     target = _Cluster({REMOTE: _Target("b:9092", {}), ("primary.u", 0): _Target("c:9092", {})})
     unit, plan = _unit(sources, target), _plan()
@@ -372,7 +354,7 @@ def test_a_partition_added_to_a_remote_topic_has_its_leader_looked_up() -> None:
     """The remote topic is known, its new partition is not: the target's metadata is
     looked up again (not a "Metadata error 3" that stops every partition of the unit)."""
     source = _Source()
-    source.log[("t", 0)], source.log[("t", 1)] = [_batch(0, 10)], [_batch(0, 5)]
+    source.log[("t", 0)], source.log[("t", 1)] = [record_batch(0, 10)], [record_batch(0, 5)]
     sources = _Cluster({("t", 0): source, ("t", 1): source})
     leader = _Target("b:9092", {})
     target = _Cluster({REMOTE: leader})
@@ -390,7 +372,7 @@ def test_a_target_connection_lost_with_batches_in_flight_breaks_the_unit_naming_
     None
 ):
     source = _Source()
-    source.log[("t", 0)] = [_batch(0, 10)]
+    source.log[("t", 0)] = [record_batch(0, 10)]
     broken = _Target("b:9092", {})
     broken.hold = True
     unit, plan = _unit(_Cluster({("t", 0): source}), _Cluster({REMOTE: broken})), _plan()
@@ -414,7 +396,7 @@ def test_a_slow_target_broker_does_not_hold_the_units_lock_while_it_is_connected
     """The leader of a remote partition is connected before the lock is taken: the
     control thread's reports go on while a broker takes its time to answer."""
     source = _Source()
-    source.log[("t", 0)] = [_batch(0, 10)]
+    source.log[("t", 0)] = [record_batch(0, 10)]
     leader = _Target("b:9092", {})
     target = _Cluster({REMOTE: leader})
     connecting, slow = threading.Event(), threading.Event()
@@ -455,14 +437,14 @@ def _one_partition(
 
 def test_each_round_carries_one_batch_per_partition_and_partitions_share_a_request() -> None:
     source = _Source()
-    source.log[("t", 0)], source.log[("u", 0)] = [_batch(0, 10)], [_batch(0, 5)]
+    source.log[("t", 0)], source.log[("u", 0)] = [record_batch(0, 10)], [record_batch(0, 5)]
     leader = _Target("b:9092", {})
     target = _Cluster({REMOTE: leader, ("primary.u", 0): leader})
     plan = _plan("tu")
     unit = _unit(_Cluster({("t", 0): source, ("u", 0): source}), target, plan)
     _turn(unit, plan)  # each partition's first batch (one request), acknowledged first
-    source.log[("t", 0)] += [_batch(10, 10), _batch(20, 10)]
-    source.log[("u", 0)] += [_batch(5, 5)]
+    source.log[("t", 0)] += [record_batch(10, 10), record_batch(20, 10)]
+    source.log[("u", 0)] += [record_batch(5, 5)]
     _turn(unit, plan)  # what was copied is skipped; the rest goes in rounds
     assert leader.produced == [
         [("primary.t", 0, 0, 10), ("primary.u", 0, 0, 5)],
@@ -475,7 +457,9 @@ def test_each_round_carries_one_batch_per_partition_and_partitions_share_a_reque
 
 
 def test_a_batch_that_would_end_past_the_reservation_waits_at_its_first_offset() -> None:
-    unit, plan, _, leader = _one_partition(_batch(0, 10), _batch(10, 10), plan=_plan(reserve=15))
+    unit, plan, _, leader = _one_partition(
+        record_batch(0, 10), record_batch(10, 10), plan=_plan(reserve=15)
+    )
     _turn(unit, plan)
     _turn(unit, plan)
     p = unit._parts[("t", 0)]
@@ -484,7 +468,7 @@ def test_a_batch_that_would_end_past_the_reservation_waits_at_its_first_offset()
 
 
 def test_a_plan_that_starts_inside_a_batch_stops_its_partition_as_poison() -> None:
-    unit, plan, _, leader = _one_partition(_batch(0, 10), plan=_plan(start=5))
+    unit, plan, _, leader = _one_partition(record_batch(0, 10), plan=_plan(start=5))
     _turn(unit, plan)
     error = unit._parts[("t", 0)].error
     assert error is not None and (error["kind"], error["class"]) == (
@@ -519,25 +503,25 @@ def test_a_source_leader_that_moved_is_looked_up_again_and_other_errors_are_repo
         "reading primary: broker (source): Fetch of t-0: error 29 TOPIC_AUTHORIZATION_FAILED"
     )
     del source.errors[("t", 0)]
-    source.log[("t", 0)] = [_batch(0, 10)]
+    source.log[("t", 0)] = [record_batch(0, 10)]
     _turn(unit, plan)  # a fetch without errors clears it
     assert unit._poll_error is None and unit._parts[("t", 0)].records == 10
     assert unit._failure is None
 
 
 def test_at_most_five_produce_requests_are_in_flight_to_a_broker() -> None:
-    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    unit, plan, source, leader = _one_partition(record_batch(0, 10))
     _turn(unit, plan)
-    source.log[("t", 0)] += [_batch(10 * n, 10) for n in range(1, 8)]
+    source.log[("t", 0)] += [record_batch(10 * n, 10) for n in range(1, 8)]
     _turn(unit, plan)
     assert (leader.most_in_flight, len(leader.produced)) == (batch_unit.WINDOW, 8)
     assert (unit._parts[("t", 0)].records, unit._failure) == (80, None)
 
 
 def test_nothing_is_sent_once_the_lease_ran_out() -> None:
-    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    unit, plan, source, leader = _one_partition(record_batch(0, 10))
     _turn(unit, plan)
-    source.log[("t", 0)].append(_batch(10, 10))
+    source.log[("t", 0)].append(record_batch(10, 10))
     fetched = unit._poll(plan)
     unit.lease.deadline_ns = time.monotonic_ns()
     with unit.lock:
@@ -549,7 +533,7 @@ def test_nothing_is_sent_once_the_lease_ran_out() -> None:
 
 
 def test_a_send_refused_by_the_socket_or_an_answer_too_late_breaks_the_unit() -> None:
-    unit, plan, source, leader = _one_partition(_batch(0, 10))
+    unit, plan, source, leader = _one_partition(record_batch(0, 10))
     leader.refuse = WireError("broker b:9092: cannot send: [Errno 32] Broken pipe")
     _turn(unit, plan)
     failure = unit._failure
@@ -557,7 +541,7 @@ def test_a_send_refused_by_the_socket_or_an_answer_too_late_breaks_the_unit() ->
     assert failure["message"] == f"writing to target cluster 'backup': {leader.refuse}{_REACH}"
 
     plan = _plan(**{"delivery.timeout.ms": "1"})
-    unit, plan, source, leader = _one_partition(_batch(0, 10), plan=plan)
+    unit, plan, source, leader = _one_partition(record_batch(0, 10), plan=plan)
     leader.hold = True
     _turn(unit, plan)
     time.sleep(0.005)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatch
 from srm_driver.copier.wire.batches import (
     CONTROL,
     UnsupportedBatch,
@@ -18,21 +18,9 @@ from srm_driver.copier.wire.batches import (
     restamp,
     split,
 )
+from srm_driver.testing import record_batch
 
 GZIP = 1
-
-
-def _batch(base: int, count: int, *, codec: int = 0, transactional: bool = False) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=codec, is_transactional=int(transactional),
-        producer_id=900, producer_epoch=4, base_sequence=17, batch_size=1 << 20,
-    )  # fmt: skip
-    for n in range(count):
-        builder.append(n, timestamp=1_700_000_000_000 + n, key=b"k%d" % n,
-                       value=b"v" * (50 + n), headers=[("h", b"%d" % n)])  # fmt: skip
-    raw = bytearray(builder.build())
-    struct.pack_into(">q", raw, 0, base)  # the offset the source's log gave it
-    return bytes(raw)
 
 
 def _records(batch: DefaultRecordBatch) -> list[tuple[object, ...]]:
@@ -41,7 +29,8 @@ def _records(batch: DefaultRecordBatch) -> list[tuple[object, ...]]:
 
 @pytest.mark.parametrize("codec", [0, GZIP])
 def test_a_restamped_batch_is_valid_for_the_new_producer_with_the_same_records(codec: int) -> None:
-    source = memoryview(bytearray(_batch(1000, 5, codec=codec, transactional=True)))
+    batch = record_batch(1000, 5, codec=codec, producer_id=900, transactional=True, headers=True)
+    source = memoryview(bytearray(batch))
     header, rest, after = restamp(source, producer_id=42, epoch=3, sequence=2_147_483_645)
     assert rest.obj is source.obj  # the records are a slice of the fetched bytes
     assert after == 2  # 2147483645 + 5 wraps past the int32 maximum, as Kafka's sequence does
@@ -60,14 +49,14 @@ def test_a_restamped_batch_is_valid_for_the_new_producer_with_the_same_records(c
 
 
 def test_a_batch_older_than_v2_is_refused() -> None:
-    old = bytearray(_batch(0, 1))
+    old = bytearray(record_batch(0, 1))
     old[16] = 1
     with pytest.raises(UnsupportedBatch, match="magic 1"):
         restamp(memoryview(old), 1, 0, 0)
 
 
 def test_split_keeps_whole_data_batches_and_skips_markers_and_a_partial_tail() -> None:
-    data, marker, tail = _batch(10, 3), bytearray(_batch(13, 1)), _batch(14, 2)
+    data, marker, tail = record_batch(10, 3), bytearray(record_batch(13, 1)), record_batch(14, 2)
     struct.pack_into(">h", marker, 21, CONTROL)  # a transaction marker's attributes
     fetched = memoryview(bytearray(data + marker + tail[:-7]))
     batches, next_offset = split(fetched)
@@ -80,14 +69,14 @@ def test_split_keeps_whole_data_batches_and_skips_markers_and_a_partial_tail() -
 
 
 def test_checksum_holds_only_for_untouched_bytes() -> None:
-    raw = bytearray(_batch(0, 2))
+    raw = bytearray(record_batch(0, 2))
     assert checksum_holds(memoryview(raw))
     raw[-1] ^= 1
     assert not checksum_holds(memoryview(raw))
 
 
 def test_a_broken_source_crc_is_not_checked_by_the_restamp_but_can_be() -> None:
-    source = bytearray(_batch(0, 1))
+    source = bytearray(record_batch(0, 1))
     source[-1] ^= 0xFF  # a flipped record byte: the source's CRC no longer matches
     header, rest, _ = restamp(memoryview(source), producer_id=1, epoch=0, sequence=0)
     # the copy's CRC covers what it sends (the target's broker checks that); the source's

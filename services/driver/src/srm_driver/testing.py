@@ -1,17 +1,72 @@
 """Fakes of the driver's ports shared by its unit tests (the shared fakes of every
-package are in :mod:`srm_common.testing`: clock, discovery, the event log). Nothing here
-talks to Kafka or starts a thread.
+package are in :mod:`srm_common.testing`: clock, discovery, the event log), and the
+bytes the batch copy's tests hand its protocol layer (:func:`record_batch`,
+:func:`produce_answer`). Nothing here talks to Kafka or starts a thread.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+
+from srm_driver.copier.batch_rules import LOG_APPEND_TIME
+from srm_driver.copier.wire.batches import CONTROL, CRC_FROM
+from srm_driver.copier.wire.primitives import Writer
+
+TS = 1_700_000_000_000  # the first record's timestamp in a record_batch
+
+
+def record_batch(
+    base: int,
+    count: int,
+    *,
+    codec: int = 0,
+    producer_id: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    deltas: Sequence[int] | None = None,
+    log_append_time: bool = False,
+    timestamp: int = TS,
+    headers: bool = False,
+) -> bytes:
+    """A v2 record batch (aiokafka builds it) as a source's log holds it at offset
+    ``base``: ``count`` records with keys ``k<n>``, values ``v<n>``, timestamps
+    ``timestamp + n``, offset deltas ``deltas`` (else 0, 1, ...) and, with ``headers``,
+    a header ``h=<n>``; written by ``producer_id`` (epoch and base sequence 0; -1:
+    no producer) with the attributes asked for."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=int(transactional),
+        producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
+        base_sequence=0 if producer_id >= 0 else -1, batch_size=1 << 20,
+    )  # fmt: skip
+    for n, delta in enumerate(deltas or range(count)):
+        builder.append(delta, timestamp=timestamp + n, key=b"k%d" % n, value=b"v%d" % n,
+                       headers=[("h", b"%d" % n)] if headers else [])  # fmt: skip
+    raw = bytearray(builder.build())
+    struct.pack_into(">q", raw, 0, base)
+    if control or log_append_time:
+        (attributes,) = struct.unpack_from(">h", raw, CRC_FROM)  # the attributes come first
+        attributes |= (CONTROL if control else 0) | (LOG_APPEND_TIME if log_append_time else 0)
+        struct.pack_into(">h", raw, CRC_FROM, attributes)
+    return bytes(raw)
+
+
+def produce_answer(*landed: tuple[str, int, int, int]) -> memoryview:
+    """A Produce answer's body (v8) with one entry per (topic, partition, error code,
+    base offset) in ``landed``; a refusal says "said so"."""
+    writer = Writer().array(len(landed))
+    for topic, partition, error, base in landed:
+        writer.string(topic).array(1).int32(partition).int16(error).int64(base)
+        writer.int64(-1).int64(0).array(0).nullable_string("said so" if error else None)
+    return memoryview(bytes(writer.int32(0).buffer))
 
 
 class NoBeats:
