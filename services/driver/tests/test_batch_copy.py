@@ -299,8 +299,16 @@ def test_a_batch_landed_where_planned_counts_its_records() -> None:
         (0, 7, "conflict", "took upstream offset 0 at offset 7 where offset 0 was planned"),
         (10, -1, "poison", "Produce to primary.t-0: error 10 MESSAGE_TOO_LARGE (said so)"),
         (6, -1, "transient", "error 6 NOT_LEADER_OR_FOLLOWER"),
+        (
+            29,
+            -1,
+            "transient",
+            "writing to target cluster 'backup': broker 127.0.0.1:9092: Produce"
+            " to primary.t-0: error 29 TOPIC_AUTHORIZATION_FAILED (said so); check that this"
+            " slot's principal may write the remote topics (Write)",
+        ),
     ],
-    ids=["another-writer", "refused", "leader-moved"],
+    ids=["another-writer", "refused", "leader-moved", "no-write-access"],
 )
 def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_uncertain(
     error: int, base: int, kind: str, said: str
@@ -309,6 +317,7 @@ def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_u
     unit._landed(sent, produce_answer(("primary.t", 0, error, base)), TS + 10)
     failure = unit._failure
     assert failure is not None and failure["kind"] == kind and said in failure["message"]
+    assert ("; check that" in failure["message"]) == (error == 29)  # ACLs: authorization only
     assert (failure["topic"], failure["partition"], failure["offset"]) == ("t", 0, 0)
     assert p.records == 0
     for part in unit._parts.values():  # every partition waits for a new plan

@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm_driver.copier import clients
-from srm_driver.copier.failures import conflict, overtaken, wire_kind
+from srm_driver.copier.failures import (
+    WIRE_AUTHORIZATION_CODES,
+    conflict,
+    on_target,
+    overtaken,
+    wire_kind,
+)
 from srm_driver.copier.partition import PartitionCopy
 from srm_driver.copier.wire.apis import FETCH
 from srm_driver.copier.wire.batches import restamp
@@ -200,10 +206,11 @@ class Sent:
     deadline_ns: int
     batches: dict[Key, tuple[PartitionCopy, int, int]] = field(default_factory=dict)
 
-    def land(self, answer: memoryview, now_ms: int) -> Break | None:
+    def land(self, answer: memoryview, now_ms: int, alias: str) -> Break | None:
         """Its answer: each batch landed where planned (None), or the unit's break
         (kind, partition, upstream offset, message, error class): a refusal, an answer
-        that overtook an older batch of its partition, or another writer (``conflict``)."""
+        that overtook an older batch of its partition, or another writer (``conflict``).
+        A refused authorization names the target cluster ``alias`` and its ACLs."""
         for produced in produce_response(answer):
             entry = self.batches.get((produced.topic, produced.partition))
             if entry is None or not entry[0].inflight:
@@ -216,7 +223,10 @@ class Sent:
                 where = f"to {p.remote}-{p.partition}"
                 error = BrokerError(self.connection.broker, "Produce", produced.error, where,
                                     "; ".join(said) or None)  # fmt: skip
-                return wire_kind(produced.error), p.key, up, str(error), error_name(produced.error)
+                text = str(error)
+                if produced.error in WIRE_AUTHORIZATION_CODES:
+                    text = on_target(alias, error)
+                return wire_kind(produced.error), p.key, up, text, error_name(produced.error)
             if p.inflight[0][0] != up:
                 # Answered before an older batch of the partition, sent to another broker:
                 # its place cannot be checked here, and is not another writer's doing.

@@ -286,7 +286,7 @@ class BatchUnit(FlowUnit):
 
     def _landed(self, sent: Sent, answer: memoryview, now_ms: int) -> None:
         """A Produce answer: each batch landed where planned, or the unit breaks."""
-        if (broken := sent.land(answer, now_ms)) is not None:
+        if (broken := sent.land(answer, now_ms, self.desired.target)) is not None:
             self._break(*broken)
 
     def _follow_settings(self, plan: UnitPlan) -> None:
