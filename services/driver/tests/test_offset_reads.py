@@ -87,3 +87,30 @@ def test_failed_reads_of_many_topics_list_the_cluster_at_most_every_few_seconds(
     another = FakeAdmin(ends, waiting)  # another client (another cluster) lists its own
     kafka_admin.read_end_offsets(another, ends)  # type: ignore[arg-type]
     assert another.listed == [None]
+
+
+class SilentAdmin(FakeAdmin):
+    """A cluster that takes the requests and never answers (its futures never finish)."""
+
+    def list_offsets(self, request: dict[Any, Any], **_kwargs: Any) -> dict[Any, Future[Any]]:
+        self.requests += 1
+        return {tp: Future() for tp in request}
+
+    def describe_topics(self, topics: Any, **_kwargs: Any) -> dict[str, Future[Any]]:
+        return {name: Future() for name in topics.topic_names}
+
+
+def test_reads_a_cluster_never_answers_fail_with_a_reason_not_a_bare_timeout(
+    clock: list[float],
+) -> None:
+    """Seen at 30,000 partitions: a describe the brokers did not answer in time ended a
+    flow's pass with a bare TimeoutError and its traceback. Unanswered reads are now the
+    driver's own errors (a partition that waits, or one line naming the topic)."""
+    ends = _partitions(2)
+    admin = SilentAdmin(ends, set())
+    admin.refreshes = False
+    found, failed = kafka_admin.read_end_offsets(admin, ends, timeout=0.01)  # type: ignore[arg-type]
+    assert not found and set(failed) == set(ends)
+    assert all("no answer within" in why for why in failed.values())
+    with pytest.raises(kafka_admin.KafkaAdminError, match="no answer about topic 't000'"):
+        kafka_admin.topic_ids(admin, ["t000"], timeout=0.01)  # type: ignore[arg-type]

@@ -88,6 +88,10 @@ def topic_ids(
     for name, future in futures.items():
         try:
             found[name] = checked_topic_id(name, str(future.result(timeout).topic_id))
+        except FutureTimeoutError as exc:
+            raise KafkaAdminError(
+                f"no answer about topic {name!r} within {timeout:g} s; is the cluster reachable?"
+            ) from exc
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -116,6 +120,10 @@ def create_topic(
     future = admin.create_topics([topic], operation_timeout=timeout)[name]
     try:
         future.result(timeout)
+    except FutureTimeoutError as exc:
+        raise KafkaAdminError(
+            f"cannot create topic {name!r}: no answer within {timeout:g} s"
+        ) from exc
     except KafkaException as exc:
         if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return False
@@ -150,8 +158,9 @@ def increase_partitions(
     future = admin.create_partitions([NewPartitions(name, total)], operation_timeout=timeout)[name]
     try:
         future.result(timeout)
-    except KafkaException as exc:
-        raise KafkaAdminError(f"cannot grow topic {name!r} to {total} partitions: {exc}") from exc
+    except (FutureTimeoutError, KafkaException) as exc:
+        why = f"no answer within {timeout:g} s" if isinstance(exc, FutureTimeoutError) else exc
+        raise KafkaAdminError(f"cannot grow topic {name!r} to {total} partitions: {why}") from exc
 
 
 def partition_offsets(
@@ -254,6 +263,8 @@ def _list_offsets(
         for tp, future in futures.items():
             try:
                 found[(tp.topic, tp.partition)] = future.result(timeout).offset
+            except FutureTimeoutError:
+                failed[(tp.topic, tp.partition)] = f"no answer within {timeout:g} s"
             except KafkaException as exc:
                 failed[(tp.topic, tp.partition)] = str(exc)
         if not failed or attempt:
