@@ -5,6 +5,7 @@ the slot locks that tell the driver no slot process runs (:mod:`srm_driver.copie
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import random
 import threading
@@ -175,6 +176,7 @@ class FakeDriver:
         self.authorizations: list[str] = []
         self.answer = lambda report: (200, {})
         self.stopping = False
+        self.exiting_at: list[float] = []
         driver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -255,17 +257,23 @@ def test_a_slot_starts_the_planned_unit_with_its_flows_lease_and_ends_when_told_
     assert driver.reports[-1]["exiting"] is True, "its last report says it is exiting"
 
 
-def _ending(driver: FakeDriver, refuse_s: float) -> list[int]:
+def _ending(driver: FakeDriver, refuse_s: float, first_answer_s: float = 0.0) -> list[int]:
     """Answer every report, with stop once ``driver.stopping`` is set; refuse flow "f"'s
     part of the exiting reports for ``refuse_s`` from the first (the driver's write of it
-    failing, or still running); the seqs of exiting reports taken."""
+    failing, or still running), the first answered only after ``first_answer_s`` (a write
+    that takes the driver's whole budget); the seqs of exiting reports taken. When each
+    exiting report came: ``driver.exiting_at``."""
     taken: list[int] = []
     first: list[float] = []
+    driver.exiting_at = []
 
     def answer(report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         refused = []
         if report["exiting"]:
+            driver.exiting_at.append(time.monotonic())
             first.append(first[0] if first else time.monotonic())
+            if len(first) == 1:
+                time.sleep(first_answer_s)
             if time.monotonic() - first[0] < refuse_s:
                 refused = ["f"]
             else:
@@ -293,17 +301,39 @@ def test_an_ending_slot_reports_its_last_part_again_until_the_driver_takes_it(
 
 
 def test_an_ending_slot_whose_last_part_is_never_taken_still_ends(
-    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """It asks again for about FINAL_REPORT_S (not a few tries), then ends and says so."""
     monkeypatch.setattr(control, "FINAL_REPORT_S", 0.5)
     taken = _ending(driver, refuse_s=60)
     thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
     _wait(lambda: FakeUnit.made and len(driver.reports) > 2, "the unit runs")
-    driver.stopping = True
-    began = time.monotonic()
-    thread.join(10)
+    with caplog.at_level(logging.WARNING, logger=control.__name__):
+        driver.stopping = True
+        thread.join(10)
     assert not thread.is_alive() and not taken
-    assert time.monotonic() - began < 3, "given up after FINAL_REPORT_S"
+    asked = driver.exiting_at
+    assert len(asked) > 3, "more than the three tries of old"
+    assert 0.3 <= asked[-1] - asked[0] <= 0.5, "asked again for FINAL_REPORT_S, no longer"
+    said = [r.getMessage() for r in caplog.records]
+    assert any("ending with its last report not recorded (refused for" in m for m in said)
+
+
+def test_an_ending_slot_counts_its_time_from_when_its_first_exiting_report_left(
+    driver: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first answer takes the driver's whole write budget: that counts into
+    FINAL_REPORT_S (the driver's stop bound is counted from its stop, not from an answer),
+    so the slot ends within FINAL_REPORT_S of its first exiting report, plus one try."""
+    monkeypatch.setattr(control, "FINAL_REPORT_S", 1.0)
+    taken = _ending(driver, refuse_s=60, first_answer_s=1.0)
+    thread = _run(control.SlotRunner(driver.url, "job1", 0, "s"))
+    _wait(lambda: FakeUnit.made and len(driver.reports) > 2, "the unit runs")
+    driver.stopping = True
+    thread.join(10)
+    ended = time.monotonic()
+    assert not thread.is_alive() and not taken
+    assert ended - driver.exiting_at[0] < 1.5, "the slow first answer counted in"
 
 
 def test_a_flow_that_copies_batches_gets_a_batch_unit_and_a_change_of_the_setting_restarts_it(

@@ -51,10 +51,14 @@ _UNIT_JOIN_S = 70.0
 FULL_EVERY_S = 30.0
 # How long an ending slot asks the driver again to take its last report while the driver
 # refuses it (the flow's progress write failed, or takes longer than an answer waits):
-# until then the partitions' final progress is not recorded. Within the driver's own stop
-# bound (srm_common.shutdown.DRIVER_STOP_SECONDS, 20 s, of which its flow workers take at
-# most 5 s).
-FINAL_REPORT_S = 10.0
+# until then the partitions' final progress is not recorded. Counted from when its first
+# exiting report leaves; no try starts past it, so the slot ends at most this plus one
+# try (the driver answers a refused part within its write budget,
+# copying.reports.WRITE_BUDGET_S, 1 s) after that. Sized to what the driver's own stop
+# leaves it (srm_common.shutdown.DRIVER_STOP_SECONDS, 20 s): its flow workers first (up
+# to 5 s), then this, then the copy job's end, the heartbeat and checkpoint threads,
+# the last metrics samples, the goodbye beat and Spark's stop, which need the rest.
+FINAL_REPORT_S = 5.0
 
 
 @dataclass
@@ -124,6 +128,8 @@ class SlotRunner:
         unanswered = 0  # exiting reports in a row that got no answer at all
         while True:
             exiting = stopping and all(unit.exited for unit in self._units.values())
+            if exiting and final_from is None:
+                final_from = time.monotonic()  # before it is sent: its answer may be slow
             snapshot = self._snapshot(exiting)
             sent_at = time.monotonic_ns()
             answer = self._exchange(snapshot)
@@ -155,11 +161,12 @@ class SlotRunner:
                 # again while the driver refuses it (its write failed or still runs), not
                 # abandoned after a few tries; a driver that does not answer at all, or
                 # no longer knows the job, is not waited for.
+                assert final_from is not None
                 now = time.monotonic()
-                final_from = now if final_from is None else final_from
                 unanswered = unanswered + 1 if answer is None else 0
                 gone = answer is not None and answer.gone
-                if taken or gone or unanswered >= 3 or now - final_from >= FINAL_REPORT_S:
+                late = now + interval - final_from > FINAL_REPORT_S  # a next try starts past it
+                if taken or gone or unanswered >= 3 or late:
                     if not taken:
                         why = (
                             "the job is over" if gone
