@@ -487,6 +487,37 @@ def test_at_a_stop_a_final_report_refused_is_recorded_when_it_comes_again(
     assert h.journal.progress()[-1] == (TP, Progress(30, 30, None, "S1", "T1"))
 
 
+def test_at_a_stop_a_final_report_whose_write_is_slow_is_recorded_when_sent_after_it(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final progress write takes longer than an answer waits: that report is
+    refused, so is the next one while the write still runs (two writes of a flow never
+    overlap); once it ended, the part sent again records the final progress."""
+    monkeypatch.setattr(reports, "WRITE_BUDGET_S", 0.1)
+    h = Harness(flow, store=lambda journal, _facts: BlockingStore(journal))
+    plan = started(h)["plan"]
+    store = h.service._adapters.get(FLOW).store
+    assert isinstance(store, BlockingStore)
+    h.service.stop(1)
+    store.armed = True
+    final = part(plan, 30, 30, state="stopped", syncs=[[29, 29]])
+    try:
+        _status, answer = h.report(final)
+        assert answer["stop"] and answer["refused"] == [FLOW]
+        assert "takes longer than 0.1 s" in h.service.status(FLOW)["errors"][0]
+        _status, answer = h.report(final)
+        assert answer["refused"] == [FLOW]
+        assert "has not ended" in h.service.status(FLOW)["errors"][0]
+        assert h.journal.progress()[-1][1].inflight_end is not None, "nothing final yet"
+    finally:
+        store.armed = False
+        store.release.set()
+    h.service._desk._writing[FLOW].result(10)  # the slow write ended
+    _status, answer = h.report(final)
+    assert answer["refused"] == []
+    assert h.journal.progress()[-1] == (TP, Progress(30, 30, None, "S1", "T1"))
+
+
 def test_a_plan_a_broken_unit_never_applied_is_reconciled_not_stuck(flow: FlowConfig) -> None:
     h = Harness(flow)
     plan = started(h)["plan"]
