@@ -17,7 +17,7 @@ from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.testing import Clock
-from srm_driver.copying import reports
+from srm_driver.copying import reports, write_failures
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.protocol import SlotRun
@@ -464,6 +464,35 @@ def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
     assert answer["units"][FLOW]["partitions"][0]["reserve"] == 140
     kinds = [kind for kind, _ in h.journal.entries[1:]]
     assert kinds == ["sync", "sync", "progress"], "the syncs were written again, then progress"
+
+
+def test_a_write_that_keeps_failing_is_logged_once_per_flow_with_a_count_not_per_report(
+    flow: FlowConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A slot sends a refused part again every report (and, ending, every 200 ms): the
+    same failure is one error line per REPEAT_S, the next says how many it left out, and
+    the write that succeeds after them says so."""
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    store = FailingStore(h.journal, {})
+    h.service._adapters.get("primary->backup").store = store  # type: ignore[misc]
+    store.fail = True
+    h.clock.now += 2
+    again = part(plan, 40, 40, syncs=[[39, 39]], records=40)
+    with caplog.at_level(logging.INFO, logger="srm_driver.copying"):
+        for _ in range(20):
+            h.clock.now += 0.2
+            assert h.report(again)[1]["refused"] == [FLOW]
+        h.clock.now += write_failures.REPEAT_S
+        for _ in range(2):
+            assert h.report(again)[1]["refused"] == [FLOW]
+        store.fail = False
+        assert h.report(again)[1]["refused"] == []
+    said = [r.getMessage() for r in caplog.records if "progress of" in r.getMessage()]
+    assert len(said) == 3, said
+    assert said[0].startswith("copy slot 0: cannot record progress of primary->backup: could")
+    assert said[1].endswith("timed out (and 19 more failed writes since the last line)")
+    assert said[2] == "progress of primary->backup recorded again (1 more failed writes not logged)"
 
 
 def test_at_a_stop_a_final_report_refused_is_recorded_when_it_comes_again(

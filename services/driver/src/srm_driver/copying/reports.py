@@ -63,6 +63,7 @@ from srm_driver.copying.protocol import (
 )
 from srm_driver.copying.runs import admit, take_over
 from srm_driver.copying.state import PartitionState
+from srm_driver.copying.write_failures import WriteFailures
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class ReportDesk:
         # Each flow's write still running (at most one per flow), on threads of its own.
         self._writing: dict[str, Future[None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="progress-write")
+        self._failures = WriteFailures()  # one log line per flow for writes that keep failing
         self._answers = Answers(ledger, adapters, stopping)
         self._intake = Intake(ledger, adapters, stopping)
 
@@ -156,12 +158,12 @@ class ReportDesk:
                 continue
             error = write.exception()
             if isinstance(error, SrmError):
-                log.error(
-                    "copy slot %d: cannot record progress of %s: %s", report.slot, flow, error
-                )
+                self._failures.failed(report.slot, flow, error, now)
                 refused[flow] = f"cannot record progress: {error}"
             elif error is not None:
                 raise error
+            else:
+                self._failures.recorded(flow)
         for flow in refused:
             progress.pop(flow, None)
         written = writing - set(refused)
