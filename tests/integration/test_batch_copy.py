@@ -224,6 +224,23 @@ def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_we
                 stalled_after=180,
                 detail=lambda: driver.log_text()[-3000:],
             )
+        # Taken over: the last start claimed every partition after the copies it verified,
+        # which records where each copy ends. (Stopped before that, it would leave the
+        # killed driver's last commit, behind the copy: verified by the next start.)
+        ends = {topic: end_offsets(kafka["primary"], topic) for topic in topics.values()}
+        taken = FlowOffsets(load_config(config).flow("primary", "backup"))
+
+        def claimed() -> bool:
+            taken.refresh()
+            return all(
+                getattr(taken.positions.get((topic, p)), "next_upstream", -1) == end
+                for topic, by_partition in ends.items()
+                for p, end in by_partition.items()
+            )
+
+        wait_until(claimed, 180, "the last start records where every copy ends",
+                   detail=lambda: str(taken.positions))  # fmt: skip
+        taken.close()
         assert driver.stop() == 0
     finally:
         for producer in producers.values():
@@ -241,19 +258,17 @@ def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_we
                 (sync.upstream_offset, sync.downstream_offset)
             )
     # The flow's offset translation (what checkpoints and srm-control use) from those
-    # syncs: every group offset up to one past the last sync translates exactly, those
-    # before the restarts included (the syncs a restart writes again keep the history).
-    # Past the last sync it rests on the recorded progress, which may trail the copy: the
-    # last start can be stopped before it took the partitions over (the backlog may be
-    # copied before it serves; its Spark may not even be up), and then no progress of
-    # theirs is recorded at its stop: they keep the killed driver's last commit, up to
-    # srm.commit.interval.ms behind the copy, and the next start verifies past it.
+    # syncs and the recorded progress: every group offset translates exactly, those
+    # before the restarts included (the syncs a restart writes again keep the history),
+    # and those past the last sync too: the last start took every partition over (above)
+    # and its clean stop recorded each one's final progress where its copy ends.
     offsets = FlowOffsets(load_config(config).flow("primary", "backup"))
     offsets.refresh()
     for codec, topic in topics.items():
-        for partition in consume_all(kafka["primary"], topic):
-            last = max(up for up, _ in syncs[(topic, partition)])
-            for c in range(last + 2):
+        for partition, records in consume_all(kafka["primary"], topic).items():
+            final = offsets.positions[(topic, partition)]
+            assert (final.next_upstream, final.inflight_end) == (len(records), None), final
+            for c in range(len(records) + 1):
                 got = offsets.forward(topic, partition, c)
                 assert got.offset == c, f"{codec}: {topic}-{partition} at {c}: {got}"
     offsets.close()
