@@ -188,3 +188,36 @@ def test_a_round_of_a_few_changes_logs_each_at_info(caplog: pytest.LogCaptureFix
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("INFO", f"primary->backup: {c}") for c in changes
     ]
+
+
+class Unreachable(FakeController):
+    """The target's brokers cut off: every describe fails with a transport error (what
+    librdkafka answers for a topic when it cannot reach the broker), and a whole listing
+    raises, as for a cluster that does not answer."""
+
+    cut = False
+
+    def describe_topics(self, topics, request_timeout: float = 0):  # type: ignore[no-untyped-def]
+        if not self.cut:
+            return super().describe_topics(topics, request_timeout)
+        from confluent_kafka import KafkaError
+        from srm_driver.testing import failed_future
+
+        self.described_topics.append(list(topics.topic_names))
+        return {name: failed_future(KafkaError._TRANSPORT) for name in topics.topic_names}
+
+
+def test_a_target_cut_off_does_not_make_its_remote_topics_absent(now: list[float]) -> None:
+    """Seen in test_site_loss: a describe that failed with a transport error was read as
+    "this topic does not exist", so a flow let go of every partition it was copying into
+    the cut-off site (and did not take them back). Now such a listing is an error: the
+    partitions stay as they were listed last, and are copied on once it answers."""
+    source, target = source_with(3, 2), Unreachable()
+    topics = FlowTopics(flow(), source, target)  # type: ignore[arg-type]
+    owned = owned_of(source)
+    assert passes(topics, owned, now, 5.0) == 6
+    target.cut = True
+    refresh = flow().refresh_topics_interval_seconds  # every owned topic is listed again
+    assert passes(topics, owned, now, refresh + 5.0) == 6, "still ready while cut off"
+    target.cut = False
+    assert passes(topics, owned, now, 30.0) == 6
