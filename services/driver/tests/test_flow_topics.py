@@ -221,3 +221,22 @@ def test_a_target_cut_off_does_not_make_its_remote_topics_absent(now: list[float
     assert passes(topics, owned, now, refresh + 5.0) == 6, "still ready while cut off"
     target.cut = False
     assert passes(topics, owned, now, 30.0) == 6
+
+
+def test_a_describe_the_broker_answered_with_an_error_is_an_absent_topic() -> None:
+    """A remote name the broker refuses (TOPIC_EXCEPTION for a name past Kafka's
+    limit) is an answer: that topic is absent, the listing of the others goes on."""
+    from confluent_kafka import KafkaError
+    from srm_driver.testing import failed_future
+    from srm_driver.topic_listing import list_topics_of
+
+    class Refusing(FakeController):
+        def describe_topics(self, topics, request_timeout: float = 0):  # type: ignore[no-untyped-def]
+            found = super().describe_topics(topics, request_timeout)
+            found["bad"] = failed_future(KafkaError.TOPIC_EXCEPTION)
+            return found
+
+    target = Refusing()
+    target.topics = {"good": 2}
+    listing = list_topics_of(target, ["good", "bad"])  # type: ignore[arg-type]
+    assert listing.counts == {"good": 2} and not listing.unsettled

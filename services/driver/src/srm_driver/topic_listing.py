@@ -96,8 +96,10 @@ def _described(admin: AdminClient, names: Collection[str], timeout: float) -> To
             code = error.code() if isinstance(error, KafkaError) else None
             if code in _TRANSIENT:
                 unsettled.add(name)
-            elif code != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                # Not an answer about the topic (the broker unreachable, a timeout): were
-                # it read as "absent", a flow would let go of its copying partitions.
+            elif code is None or code < 0:
+                # librdkafka's own (negative) codes: no answer about the topic (the broker
+                # unreachable, a timeout). Read as "absent", a flow would let go of its
+                # copying partitions; a broker's answer (no such topic, an invalid name)
+                # still means the topic is not there.
                 raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
     return TopicListing(counts, frozenset(unsettled))
