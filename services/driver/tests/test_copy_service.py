@@ -444,15 +444,22 @@ class FailingStore(FakeStore):
         super().write(updates)
 
 
-def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
-    flow: FlowConfig,
-) -> None:
+def failing_after_start(flow: FlowConfig) -> tuple[Harness, int, FailingStore]:
+    """A partition copying, its flow's progress writes failing from now on, the commit
+    interval past: the harness, the plan id and the store."""
     h = Harness(flow)
     plan = started(h)["plan"]
     store = FailingStore(h.journal, {})
     h.service._adapters.get("primary->backup").store = store  # type: ignore[misc]
     store.fail = True
     h.clock.now += 2
+    return h, plan, store
+
+
+def test_a_report_that_cannot_be_recorded_is_not_taken_in_and_comes_again_whole(
+    flow: FlowConfig,
+) -> None:
+    h, plan, store = failing_after_start(flow)
     status, answer = h.report(part(plan, 40, 40, syncs=[[39, 39]], records=40))
     assert status == 200 and answer["refused"] == [FLOW], "the slot keeps this flow's part"
     assert h.service.status(FLOW)["records"] == 0, "counters wait for the report to be recorded"
@@ -472,12 +479,7 @@ def test_a_write_that_keeps_failing_is_logged_once_per_flow_with_a_count_not_per
     """A slot sends a refused part again every report (and, ending, every 200 ms): the
     same failure is one error line per REPEAT_S, the next says how many it left out, and
     the write that succeeds after them says so."""
-    h = Harness(flow)
-    plan = started(h)["plan"]
-    store = FailingStore(h.journal, {})
-    h.service._adapters.get("primary->backup").store = store  # type: ignore[misc]
-    store.fail = True
-    h.clock.now += 2
+    h, plan, store = failing_after_start(flow)
     again = part(plan, 40, 40, syncs=[[39, 39]], records=40)
     with caplog.at_level(logging.INFO, logger="srm_driver.copying"):
         for _ in range(20):
