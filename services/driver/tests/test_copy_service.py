@@ -143,12 +143,14 @@ class Harness:
         grace_s: float = 0.0,
         local: bool = True,
         spark: bool | SparkSetupError = True,
+        shared: bool = False,
     ) -> None:
         """``store``: the progress store of ``flow`` (default: one holding ``loaded``);
         ``grace_s``: the start-up grace for slots still to report. Most tests let slot 0
         alone report (of the job's 2), so by default nothing waits for slot 1: the grace is
         tested on its own. ``local``: whether the slots run in local mode (else on a
-        cluster's executors). ``spark``: Spark up, still starting, or failed to start."""
+        cluster's executors). ``spark``: Spark up, still starting, or failed to start.
+        ``shared``: whether other writers write into the remote partitions too."""
         self.journal = Journal()
         self.journals = {flow.name: self.journal} | {f.name: Journal() for f in others}
         self.facts = FakeFacts()
@@ -170,7 +172,7 @@ class Harness:
                 syncs=FakeSyncs(self.journals[f.name]),
                 facts=self.facts,  # type: ignore[arg-type]
                 settings=unit_settings(f, write_timeout_ms=10_000),
-                shared=False,
+                shared=shared,
             )
             for f in (flow, *others)
         }
@@ -266,7 +268,8 @@ def part(
         "acked_up": acked_up,
         "acked_down": acked_down,
         "next_send": more.pop("next_send", acked_up),
-        "outstanding": 0,
+        "outstanding": more.pop("outstanding", 0),
+        "uncertain": more.pop("uncertain", False),
         "records": more.pop("records", 0),
         "bytes": 0,
         "dropped": 0,
@@ -330,19 +333,134 @@ def test_a_broken_unit_replans_every_partition_after_a_settle_delay_with_a_new_e
         "offset": -1,
         "class": "org.apache.kafka.common.errors.TimeoutException",
     }
-    _status, answer = h.report(part(plan, 10, 10, state="stopping"), broken=broken)
+    _status, answer = h.report(part(plan, 10, 10, state="stopping", outstanding=2), broken=broken)
     assert answer["units"][FLOW]["epoch"] == 1
     assert answer["units"][FLOW]["partitions"] == [], "nothing runs until it is reconciled"
     h.clock.now += 1.5
     h.tick()
     assert h.plan() is None, "sends of the broken plan are still pending: no reconcile yet"
-    h.report(part(plan, 10, 10, state="stopped"), broken=broken, epoch=0)
+    # The two sends in flight were purged with the producer: of unknown fate.
+    h.report(part(plan, 10, 10, state="stopped", uncertain=True), broken=broken, epoch=0)
+    h.clock.now += 5
+    h.tick()
+    assert h.plan() is None, "a send of unknown fate may still land: no reconcile yet"
+    h.clock.now += 1.5  # the settle delay: half the write timeout, plus 1 s
     h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 12)  # 2 records landed unacknowledged
     h.facts.surplus = Surplus(2, 12)
     h.tick()
     replanned = h.plan()
     assert replanned is not None and (replanned["start"], replanned["down"]) == (12, 12)
     assert replanned["plan"] > plan
+
+
+OTHER_TP = ("orders", 1)
+TIMED_OUT = {
+    "kind": "transient",
+    "message": "Local: Message timed out",
+    "topic": OTHER_TP[0],
+    "partition": OTHER_TP[1],
+    "offset": 7,
+    "class": "_MSG_TIMED_OUT",
+}
+
+
+def two_running(h: Harness) -> tuple[int, int]:
+    """Both partitions of ``orders`` planned on slot 0; their plan ids."""
+    h.service.set_owned(FLOW, {TP: REMOTE, OTHER_TP: REMOTE})
+    h.tick()
+    _status, answer = h.report()
+    plans = {p["partition"]: p["plan"] for p in answer["units"][FLOW]["partitions"]}
+    return plans[0], plans[1]
+
+
+def broken_over_the_other(h: Harness, mine: int, blamed: int) -> None:
+    """The unit breaks on a timed-out write to partition 1, sends of it in flight
+    purged; partition 0 had every copy acknowledged."""
+    h.report(
+        part(mine, 10, 10, state="stopped"),
+        part(blamed, 5, 5, state="stopped", uncertain=True) | {"partition": 1},
+        broken=TIMED_OUT,
+    )
+
+
+def replanned(h: Harness) -> dict[int, dict[str, object]]:
+    _status, answer = h.report(epoch=1)
+    return {p["partition"]: p for p in answer["units"][FLOW]["partitions"]}
+
+
+def test_a_partition_with_nothing_in_flight_when_its_unit_broke_restarts_where_it_was_acknowledged(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    written = len(h.journal.progress())
+    broken_over_the_other(h, mine, blamed)
+    h.facts.gathered.clear()
+    h.clock.now += 1.5  # the innocent's backoff (1 s); the blamed one settles for 6 s
+    h.tick()
+    plans = replanned(h)
+    assert set(plans) == {0}, "the partition with a send of unknown fate waits to settle"
+    restart = plans[0]
+    assert (restart["start"], restart["down"], restart["reserve"]) == (10, 10, 100)
+    assert restart["plan"] > mine
+    assert h.facts.gathered == [], "nothing read from Kafka"
+    assert len(h.journal.progress()) == written, "the recorded reservation still bounds it"
+    assert h.service.status(FLOW)["exact_restarts"] == 1
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 5)  # where partition 1 ends
+    h.clock.now += 6
+    h.tick()
+    assert h.facts.gathered == [{OTHER_TP}], "the blamed partition alone is reconciled"
+    assert set(replanned(h)) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("why", "entry"),
+    [
+        ("a copy in flight, said stopped (a slot's defect)", {"outstanding": 1}),
+        ("a send of unknown fate", {"uncertain": True}),
+        (
+            "an error of its own",
+            {
+                "error": {
+                    "kind": "out_of_range",
+                    "message": "gone",
+                    "topic": "orders",
+                    "partition": 0,
+                    "offset": 10,
+                    "class": None,
+                }
+            },
+        ),  # fmt: skip
+    ],
+)
+def test_a_partition_of_a_broken_unit_is_reconciled_after_anything_uncertain(
+    flow: FlowConfig, why: str, entry: dict[str, object]
+) -> None:
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    h.report(
+        part(mine, 10, 10, state="stopped") | entry,
+        part(blamed, 5, 5, state="stopped", uncertain=True) | {"partition": 1},
+        broken=TIMED_OUT,
+    )
+    h.facts.gathered.clear()
+    h.clock.now += 40
+    h.tick()
+    assert h.facts.gathered and TP in h.facts.gathered[0], why
+    assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
+def test_a_partition_into_a_shared_remote_partition_is_reconciled_after_its_unit_broke(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow, shared=True)
+    mine, blamed = two_running(h)
+    broken_over_the_other(h, mine, blamed)
+    h.facts.gathered.clear()
+    h.clock.now += 1.5
+    h.tick()
+    assert h.facts.gathered == [{TP}], "other writers' records may follow ours there"
+    assert h.service.status(FLOW)["exact_restarts"] == 0
 
 
 def test_a_poison_record_halts_its_partition_after_its_tries(flow: FlowConfig) -> None:

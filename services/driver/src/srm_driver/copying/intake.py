@@ -116,8 +116,11 @@ class Intake:
 
     def _broken(self, slot: int, unit: UnitReport, now: float, *, full: bool = True) -> None:
         """A unit that broke (or whose loop ended unasked) at the current epoch: a new
-        epoch, and every partition it ran is reconciled again (the blamed one counts a
-        failure). A plan it never applied stopped too: it never will."""
+        epoch, and every partition it ran is planned again: the blamed one counts a
+        failure and is reconciled, as is every partition with a copy in flight or of
+        unknown fate; the others restart where they were acknowledged
+        (:func:`~srm_driver.copying.positions.exact_restart`). A plan it never applied
+        stopped too: it never will."""
         ledger = self._ledger
         failure = unit.broken
         if failure is None and not unit.exited:
@@ -141,6 +144,10 @@ class Intake:
                 else:
                     state.retry_later(now, None)
                     state.backoff = 0.0  # innocent: only the settle delay of a broken unit
+                    if unit.broken is not None:
+                        # Restarted where it was acknowledged if nothing of it was in
+                        # flight (positions.exact_restart), not reconciled.
+                        state.innocent_plan = state.last_plan
             if state.key not in reported and not state.stopped:
                 state.stopped, state.clean = True, False
             ledger.settle(state, now)

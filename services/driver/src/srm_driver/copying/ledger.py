@@ -56,6 +56,9 @@ class Ledger:
         # (slot, flow) -> the epoch of that unit's plans; raised after it broke.
         self.epochs: dict[tuple[int, str], int] = {}
         self.unit_errors: dict[str, str] = {}
+        # flow -> partitions restarted where they were acknowledged after their unit broke
+        # over another partition (copying/positions.exact_restart), not reconciled.
+        self.exact_restarts: dict[str, int] = {}
         # slot -> monotonic time its last lease ends; its last report's sequence number;
         # when it last reported.
         self.granted: dict[int, float] = {}
@@ -213,6 +216,7 @@ class Ledger:
             "latency_avg_ms": totals.latency_sum_ms // max(totals.records, 1),
             "latency_max_ms": totals.latency_max_ms,
             "lost_to_retention": sum(s.lost for s in states),
+            "exact_restarts": self.exact_restarts.get(flow, 0),
             "halted": [
                 {
                     "topic": s.key[0],

@@ -6,7 +6,11 @@ Work follows the batch, not the partition: the facts of up to :data:`PLAN_BATCH`
 partitions are read in a few requests (one ListOffsets per cluster and side, a partition
 that cannot be read waits alone), and their claims (progress with the reservation, and
 the syncs of verified records) are written in one write before their plans are handed
-out. Reads happen outside the ledger's lock.
+out. Reads happen outside the ledger's lock. A partition whose unit broke over another
+partition, with nothing of its own in flight, restarts where its copies were acknowledged
+without any of that (:func:`~srm_driver.copying.positions.exact_restart`): one timed-out
+write among 15,000 partitions of a unit costs a reconcile of the few with copies in flight,
+not of all of them.
 
 Leases are held per flow: a flow this driver holds no lease for now is not reconciled;
 its pending partitions wait (saying why) while other flows go on."""
@@ -23,7 +27,7 @@ from srm_common.errors import SrmError
 from srm_driver.copying.awaiting import Awaiting, log_waiting
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
-from srm_driver.copying.positions import position, sync_records
+from srm_driver.copying.positions import exact_restart, position, sync_records
 from srm_driver.copying.protocol import PartitionPlan
 from srm_driver.copying.restart import decide_restart
 from srm_driver.copying.running_checks import TopicCodecs
@@ -72,6 +76,7 @@ class Planner:
         retry is due, :data:`PLAN_BATCH` at a time. Looks only at the flow's unsettled
         partitions (pending or being released: copying/parts.py), not the running ones."""
         due: list[PartitionState] = []
+        exact: list[PartitionState] = []
         # Asked before taking the ledger's lock: a task source may take locks of its own.
         leased = self._lease_ms(flow) > 0
         parts = self._ledger.parts
@@ -105,11 +110,64 @@ class Planner:
                         state.error = "waiting for a copy slot to report"
                         continue
                     parts.move(state, min(live, key=lambda slot: (parts.load(slot), slot)))
-                due.append(state)
+                if exact_restart(state) is not None:
+                    exact.append(state)
+                else:
+                    due.append(state)
+        if exact:
+            due.extend(self._restart_exact(flow, exact))
         due = self._awaiting.ask(flow, due, now)
         recorded: Mapping[TopicPartition, Progress] | None = None
         for start in range(0, len(due), PLAN_BATCH):
             recorded = self._plan_batch(flow, due[start : start + PLAN_BATCH], now, recorded)
+
+    def _restart_exact(self, flow: str, states: list[PartitionState]) -> list[PartitionState]:
+        """Plan ``states`` (whose unit broke over another partition) where their copies
+        were acknowledged, without reading Kafka or recording a claim
+        (:func:`~srm_driver.copying.positions.exact_restart`); returns those that must be
+        reconciled after all: all of them into a shared remote partition (where other
+        writers' records lie after ours, so our last copy must be found there), or when
+        the flow's lease or adapters are not there now (reconciling says why)."""
+        try:
+            if self._adapters(flow).shared:
+                return states
+        except SrmError:
+            return states
+        if self._lease_ms(flow) <= 0:
+            return states
+        reconcile: list[PartitionState] = []
+        restarted = 0
+        with self._ledger.lock:
+            for state in states:
+                if state.status != "pending":
+                    continue
+                at = exact_restart(state)
+                if at is None or state.progress is None:
+                    reconcile.append(state)
+                    continue
+                reserve = max(state.reserve, state.progress.inflight_end or 0)
+                plan = PartitionPlan(
+                    state.key[0],
+                    state.key[1],
+                    self._ledger.new_plan_id(),
+                    state.remote,
+                    at[0],
+                    at[1],
+                    reserve,
+                    self._codecs.of(state.flow, state.key[0]),
+                )
+                state.running(plan, state.progress)
+                restarted += 1
+            counts = self._ledger.exact_restarts
+            counts[flow] = counts.get(flow, 0) + restarted
+        if restarted:
+            log.info(
+                "%s: %d partitions of a copy unit that broke over another partition restart"
+                " where their copies were acknowledged (nothing of theirs was in flight)",
+                flow,
+                restarted,
+            )
+        return reconcile
 
     def _plan_batch(
         self,

@@ -69,3 +69,34 @@ def sync_records(
         sync = OffsetSync(topic, partition, up, down)
         records.append((sync.encode_key(), sync.encode_value()))
     return records
+
+
+def exact_restart(state: PartitionState) -> tuple[int, int] | None:
+    """Where a pending partition restarts without being reconciled, as the (upstream,
+    downstream) offsets of its next copy, or None when it must be reconciled.
+
+    Only a partition whose unit broke over another partition (``state.innocent_plan``)
+    and whose last plan ended, as the slot saw it stopped, with every copy acknowledged:
+    nothing in flight, no send of unknown fate, no error of its own, and the durable
+    progress not past it. Its remote partition then ends exactly where its copies were
+    acknowledged (the broken unit's producer was purged, so nothing of it lands later;
+    another writer since would be caught by the next plan's first acknowledgement,
+    which is checked against the planned offset), and the reservation recorded for the
+    last plan still bounds the next. An operator's resume always reconciles."""
+    last = state.reported
+    progress = state.progress
+    if (
+        state.innocent_plan != state.last_plan
+        or state.resume is not None
+        or progress is None
+        or last is None
+        or last.plan != state.last_plan
+        or not last.stopped
+        or last.outstanding
+        or last.uncertain
+        or last.error is not None
+        or last.acked_up < progress.next_upstream
+        or last.acked_down < (progress.next_downstream or 0)
+    ):
+        return None
+    return last.acked_up, last.acked_down

@@ -168,6 +168,10 @@ class PartitionState:
     clean: bool = False
     # A send of the last plan ended without an acknowledgement (it may still land).
     uncertain: bool = False
+    # The plan (id) during which this partition's unit broke over another partition:
+    # restarted where its copies were acknowledged if all of them were
+    # (positions.exact_restart), not reconciled. -1: none.
+    innocent_plan: int = -1
     # The version of the first answer that left the last plan out (see protocol.py).
     omitted_since: int | None = None
     # The slot's last entry for the last plan that this driver took in (None: none yet); a
