@@ -450,6 +450,42 @@ def test_a_partition_of_a_broken_unit_is_reconciled_after_anything_uncertain(
     assert h.service.status(FLOW)["exact_restarts"] == 0
 
 
+def test_a_partition_a_broken_units_full_report_left_out_is_reconciled(flow: FlowConfig) -> None:
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    h.report(part(mine, 10, 10))  # its last entry: sending
+    h.report(
+        part(blamed, 5, 5, state="stopped", uncertain=True) | {"partition": 1}, broken=TIMED_OUT
+    )
+    h.facts.gathered.clear()
+    h.clock.now += 1.5
+    h.tick()
+    assert h.facts.gathered == [{TP}], "what it did since its last entry is not known"
+    assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
+@pytest.mark.parametrize("gap", ["no lease for a pass", "no look within the lease"])
+def test_after_a_gap_in_the_flows_lease_a_broken_units_partitions_are_reconciled(
+    flow: FlowConfig, gap: str
+) -> None:
+    """Another driver may have been given the flow's partitions meanwhile."""
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    broken_over_the_other(h, mine, blamed)
+    if gap == "no lease for a pass":
+        h.lease = 0
+        h.clock.now += 1.5
+        h.tick()
+        h.lease = 5000
+    else:
+        h.clock.now += 6  # the last look saw 5 s of lease left
+    h.facts.gathered.clear()
+    h.clock.now += 1.5
+    h.tick()
+    assert h.facts.gathered and TP in h.facts.gathered[0], gap
+    assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
 def test_a_partition_into_a_shared_remote_partition_is_reconciled_after_its_unit_broke(
     flow: FlowConfig,
 ) -> None:

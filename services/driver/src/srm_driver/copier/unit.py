@@ -17,7 +17,9 @@ Rules that keep the copy exactly once (docs/driver.md):
 * the first failed send breaks the unit: whatever the producer still holds is purged (a
   gap-causing failure already stopped it: the gap-less guarantee makes it fatal), so
   nothing queued behind the failure lands after a hole, and every partition of the unit
-  waits for a new plan (a higher epoch) made after the driver reconciled it;
+  waits for a new plan (a higher epoch): the driver reconciles the failed one and each
+  one a send of unknown fate ended (``uncertain``), and restarts the others where they
+  were acknowledged, so a partition's report entry must say exactly that;
 * a partition-level problem (a malformed origin header, an offset out of range) stops
   that partition only; the driver re-plans or halts it.
 

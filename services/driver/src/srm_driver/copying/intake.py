@@ -147,7 +147,7 @@ class Intake:
                     if unit.broken is not None:
                         # Restarted where it was acknowledged if nothing of it was in
                         # flight (positions.exact_restart), not reconciled.
-                        state.innocent_plan = state.last_plan
+                        state.innocent_plan, state.innocent_at = state.last_plan, now
             if state.key not in reported and not state.stopped:
                 state.stopped, state.clean = True, False
             ledger.settle(state, now)
@@ -158,9 +158,9 @@ class Intake:
         else:
             # No answer reached the slot in time (a driver slow to record reports, or one
             # holding no lease for the flow): expected now and then, so not a warning, but
-            # every partition of the unit is reconciled again and that must show.
+            # every partition of the unit is planned again and that must show.
             log.info(
-                "%s: copy slot %d stopped: %s; its %d partitions are reconciled again",
+                "%s: copy slot %d stopped: %s; its %d partitions are planned again",
                 unit.flow,
                 slot,
                 failure.message,

@@ -126,6 +126,7 @@ class JobKeeper:
             for state in ledger.parts.values():
                 if state.status == "running":
                     state.retry_later(now, f"the copy job ended: {reason}")
+                state.innocent_plan = -1  # reconciled, as every partition of the job
                 state.stopped = True
                 if state.status == "releasing":
                     state.clean = False

@@ -71,7 +71,7 @@ def sync_records(
     return records
 
 
-def exact_restart(state: PartitionState) -> tuple[int, int] | None:
+def exact_restart(state: PartitionState, leased_since: float) -> tuple[int, int] | None:
     """Where a pending partition restarts without being reconciled, as the (upstream,
     downstream) offsets of its next copy, or None when it must be reconciled.
 
@@ -82,11 +82,15 @@ def exact_restart(state: PartitionState) -> tuple[int, int] | None:
     acknowledged (the broken unit's producer was purged, so nothing of it lands later;
     another writer since would be caught by the next plan's first acknowledgement,
     which is checked against the planned offset), and the reservation recorded for the
-    last plan still bounds the next. An operator's resume always reconciles."""
+    last plan still bounds the next. Only while the flow's lease was held without a gap
+    since the break (``leased_since``, :mod:`~srm_driver.copying.lease_watch`): after a
+    gap another driver may have copied the partition meanwhile. An operator's resume
+    always reconciles."""
     last = state.reported
     progress = state.progress
     if (
         state.innocent_plan != state.last_plan
+        or state.innocent_at < leased_since
         or state.resume is not None
         or progress is None
         or last is None

@@ -84,6 +84,7 @@ def fence(ledger: Ledger, slot: int, now: float, why: str) -> tuple[int, float]:
     for state in ledger.parts.of_slot(slot):
         held += 1
         state.fenced_until = max(state.fenced_until, until)
+        state.innocent_plan = -1  # reconciled, never restarted where last acknowledged
         if state.status == "running":
             state.retry_later(now, f"{why}; waiting out its old run")
             state.backoff = 0.0

@@ -172,6 +172,7 @@ class PartitionState:
     # restarted where its copies were acknowledged if all of them were
     # (positions.exact_restart), not reconciled. -1: none.
     innocent_plan: int = -1
+    innocent_at: float = 0.0  # when the driver took that break in (its clock)
     # The version of the first answer that left the last plan out (see protocol.py).
     omitted_since: int | None = None
     # The slot's last entry for the last plan that this driver took in (None: none yet); a
