@@ -3,8 +3,8 @@ passed through by the copy slot, across kill -9 of the driver.
 
 A unit alone first (no driver): a zstd topic with an aborted and a committed transaction
 is copied with every committed record at its planned offset, the offset syncs it
-reports translate every record exactly, and a partition whose plan starts inside a
-batch stops alone, saying why, while the other copies on.
+reports translate every record exactly; a partition whose plan starts inside a batch
+is copied from there by a rebuilt batch, and a LogAppendTime topic keeps its times.
 
 Then the product: producers write numbered records the whole time to two topics of one flow, one
 uncompressed and one zstd, while the driver (Python and its Spark JVM) is killed with
@@ -34,7 +34,7 @@ from srm_driver.copier.plan import parse_plan
 from srm_harness.clients import SteadyProducer, consume_all, end_offsets
 from srm_harness.compare import count_copy
 from srm_harness.control import write_config
-from srm_harness.log_batches import log_batches
+from srm_harness.log_batches import WORTH_COMPRESSING, data_codecs, log_batches
 from srm_harness.processes import DriverProcess
 from srm_harness.records import RECENT_MS
 from srm_harness.waits import wait_caught_up, wait_until
@@ -132,26 +132,48 @@ def test_a_unit_passes_committed_batches_through_with_exact_offset_syncs(kafka, 
     assert unit.exited
 
 
-def test_a_partition_whose_plan_starts_inside_a_batch_stops_alone_saying_why(kafka, unique_name):  # type: ignore[no-untyped-def]
-    topic = kafka.create_topic("primary", unique_name("inside"), partitions=2)
+@pytest.mark.parametrize("timestamps", ["CreateTime", "LogAppendTime"])
+def test_a_plan_inside_a_batch_and_log_append_times_are_copied_by_rebuilt_batches(
+    kafka, unique_name, timestamps
+):  # type: ignore[no-untyped-def]
+    """Partition 0 planned from offset 5, inside the source's first batch (a batch copy
+    turned on where a record copy stopped): its remaining records are rebuilt into a
+    batch, the later batches pass through as they are; a LogAppendTime topic's records
+    keep the source broker's times as their timestamps."""
+    config = {"message.timestamp.type": timestamps}
+    topic = kafka.create_topic("primary", unique_name("inside"), partitions=2, config=config)
     remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
-    plain = Producer({"bootstrap.servers": kafka["primary"], "linger.ms": 100})
+    plain = Producer({"bootstrap.servers": kafka["primary"], "linger.ms": 100,
+                      "compression.type": "zstd"})  # fmt: skip
     for n in range(400):
-        plain.produce(topic, key=b"k%d" % n, value=b"v%d" % n, partition=n % 2)
+        plain.produce(topic, key=b"k%d" % n, value=b"v%d" % n * 20, partition=n % 2,
+                      headers=[("n", b"%d" % n)])  # fmt: skip
+        if n == 200:
+            assert plain.flush(30) == 0  # a second batch per partition
     assert plain.flush(30) == 0
+    source = consume_all(kafka["primary"], topic)
     unit = BatchUnit(_plan(kafka, topic, remote, {0: 5, 1: 0}), Lease(), lambda: None)
     thread = _run(unit)
     try:
-        wait_until(lambda: end_offsets(kafka["backup"], remote).get(1) == 200, 60,
-                   "partition 1 copied", detail=lambda: str(_report(unit)))  # fmt: skip
-        stopped = _report(unit)[0]
+        wanted = {0: len(source[0]) - 5, 1: len(source[1])}
+        wait_until(lambda: end_offsets(kafka["backup"], remote) == wanted, 60,
+                   "both partitions copied", detail=lambda: str(_report(unit)))  # fmt: skip
+        reported = _report(unit)
     finally:
         unit.request_stop()
         thread.join(30)
-    assert stopped["state"] == "stopped" and stopped["records"] == 0
-    assert stopped["error"]["kind"] == "poison"
-    assert "offset 5 lies inside the source batch of offsets 0.." in stopped["error"]["message"]
-    assert end_offsets(kafka["backup"], remote)[0] == 0
+    target = consume_all(kafka["backup"], remote)
+    assert [r.content() for r in target[0]] == [r.content() for r in source[0][5:]]
+    assert [r.content() for r in target[1]] == [r.content() for r in source[1]]
+    assert (reported[0]["error"], reported[0]["syncs"][0]) == (None, [5, 0])
+    batches = log_batches(kafka["backup"], remote)
+    assert data_codecs(batches, WORTH_COMPRESSING) == {"zstd"}, "the codec kept"
+    if timestamps == "CreateTime":
+        sources = log_batches(kafka["primary"], topic)
+        assert [b.records for b in batches[1]] == [b.records for b in sources[1]]
+        assert [b.records for b in batches[0]] == [sources[0][0].records - 5] + [
+            b.records for b in sources[0][1:]
+        ], "only the batch the plan starts inside is rebuilt"
 
 
 def test_batches_copied_across_kill9_lose_and_double_nothing_and_stay_as_they_were(

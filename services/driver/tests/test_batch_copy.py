@@ -13,15 +13,18 @@ import sys
 from dataclasses import replace
 
 import pytest
+from aiokafka.record.default_records import DefaultRecordBatch
 from hypothesis import given
 from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
 from srm_driver.copier.batch_clients import Sent
-from srm_driver.copier.batch_rules import SEND, SKIP, WAIT, Batch, data_batches, step
+from srm_driver.copier.batch_rebuild import rebuild
+from srm_driver.copier.batch_rules import REBUILD, SEND, SKIP, WAIT, Batch, data_batches, step
 from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
 from srm_driver.copier.plan import parse_plan
+from srm_driver.copier.wire.batches import crc32c
 from srm_driver.copying.clients import batch_copy_refusal, unit_settings
 from srm_driver.testing import TS, produce_answer, record_batch
 
@@ -89,22 +92,110 @@ def test_a_whole_batch_at_the_position_below_the_reservation_is_sent() -> None:
     assert step(batch, 90, 200, 50) == SEND  # a gap before it (an aborted transaction)
 
 
-@pytest.mark.parametrize(
-    ("raw", "position", "window", "said"),
-    [
-        (record_batch(100, 10), 105, 50, "lies inside the source batch of offsets 100..109"),
-        (record_batch(100, 3, deltas=[0, 2, 5]), 100, 50, "with gaps between their offsets"),
-        (record_batch(100, 3, log_append_time=True), 100, 50, "LogAppendTime"),
-        (record_batch(100, 10), 100, 9, "raise srm.batch.max.records above it"),
-    ],
-    ids=["inside-a-batch", "compacted", "log-append-time", "larger-than-the-window"],
-)
-def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it(
-    raw: bytes, position: int, window: int, said: str
-) -> None:
-    decision = step(_read(raw), position, 10**9, window)
-    assert said in decision
+def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it() -> None:
+    decision = step(_read(record_batch(100, 10)), 100, 10**9, 9)
+    assert "raise srm.batch.max.records above it" in decision
     assert "srm.copy.batches = false" in decision
+
+
+@pytest.mark.parametrize(
+    ("raw", "position"),
+    [
+        (record_batch(100, 10), 105),
+        (record_batch(100, 3, deltas=[0, 2, 5]), 100),
+        (record_batch(100, 3, log_append_time=True), 100),
+    ],
+    ids=["inside-a-batch", "compacted", "log-append-time"],
+)
+def test_a_batch_whose_offsets_or_timestamps_a_target_would_change_is_rebuilt(
+    raw: bytes, position: int
+) -> None:
+    assert step(_read(raw), position, 10**9, 50) == REBUILD
+
+
+def test_a_damaged_batch_is_refused_not_rebuilt() -> None:
+    raw = bytearray(record_batch(100, 10))
+    raw[-1] ^= 0xFF  # a value's last byte
+    assert "fails its CRC-32C check" in step(_read(bytes(raw)), 105, 10**9, 50)
+
+
+# -- rebuilding ---------------------------------------------------------------------------------
+
+
+def _records(batch: Batch) -> list[tuple[object, ...]]:
+    return [
+        (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+        for r in DefaultRecordBatch(bytes(batch.view))
+    ]
+
+
+def _shape(batch: Batch) -> tuple[int, int, int, int]:
+    return batch.first, batch.last, batch.count, batch.attributes
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
+def test_a_batch_the_position_lies_inside_is_rebuilt_from_there_with_its_codec(codec: int) -> None:
+    source = _read(record_batch(100, 10, codec=codec, headers=True))
+    (rebuilt,) = rebuild(source, 105)
+    assert _shape(rebuilt) == (105, 109, 5, codec)
+    assert _records(rebuilt) == _records(source)[5:]
+    assert step(rebuilt, 105, 10**9, 50) == SEND
+
+
+def test_a_compacted_batch_is_rebuilt_as_one_batch_per_run_of_offsets() -> None:
+    source = _read(record_batch(100, 5, deltas=[0, 1, 3, 4, 7]))
+    runs = rebuild(source, 100)
+    assert isinstance(runs, list)
+    assert [(b.first, b.last, b.count) for b in runs] == [
+        (100, 101, 2),
+        (103, 104, 2),
+        (107, 107, 1),
+    ]
+    assert [r for b in runs for r in _records(b)] == _records(source)
+    tail = rebuild(source, 104)
+    assert isinstance(tail, list) and [(b.first, b.count) for b in tail] == [(104, 1), (107, 1)]
+    assert rebuild(source, 108) == [], "a compacted batch's tail may hold no record"
+
+
+def test_a_log_append_time_batch_is_rebuilt_with_that_time_as_every_records_timestamp() -> None:
+    source = _read(record_batch(100, 3, log_append_time=True))
+    (rebuilt,) = rebuild(source, 100)
+    assert _shape(rebuilt) == (100, 102, 3, 0), "CreateTime, as the record copy writes it"
+    assert [r[1] for r in _records(rebuilt)] == [source.max_timestamp] * 3
+    assert [r[2:] for r in _records(rebuilt)] == [r[2:] for r in _records(source)]
+
+
+def test_a_batch_that_cannot_be_decoded_is_refused_with_how_to_copy_it() -> None:
+    raw = bytearray(record_batch(100, 10))
+    attributes = struct.unpack_from(">h", raw, 21)[0] | 0x05  # no such codec
+    struct.pack_into(">h", raw, 21, attributes)
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    said = rebuild(_read(bytes(raw)), 105)
+    assert isinstance(said, str)
+    assert "offsets 100..109 cannot be decoded to be copied from offset 105" in said
+    assert "srm.copy.batches = false" in said
+
+
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=30),
+    st.integers(0, 120),
+    st.sampled_from([0, 1, 4]),
+)
+def test_rebuilt_batches_hold_exactly_the_records_from_the_position_in_contiguous_runs(
+    steps: list[int], position: int, codec: int
+) -> None:
+    deltas = [sum(steps[:n]) for n in range(len(steps))]
+    source = _read(record_batch(0, len(deltas), deltas=deltas, codec=codec))
+    runs = rebuild(source, position)
+    assert isinstance(runs, list)
+    assert [r for b in runs for r in _records(b)] == [
+        r
+        for r in _records(source)
+        if r[0] >= position  # type: ignore[operator]
+    ]
+    for batch in runs:
+        assert batch.count == batch.last - batch.first + 1 and batch.attributes & 0x07 == codec
+        assert step(batch, batch.first, 10**9, 10**6) == SEND
 
 
 # -- landing where planned, and the offset syncs ----------------------------------------------

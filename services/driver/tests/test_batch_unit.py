@@ -20,6 +20,7 @@ from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import UnitPlan, parse_plan
 from srm_driver.copier.wire.apis import Api
+from srm_driver.copier.wire.batches import crc32c
 from srm_driver.copier.wire.errors import BrokerError, WireError
 from srm_driver.copier.wire.primitives import Reader, Writer
 from srm_driver.copier.wire.pump import Pump
@@ -467,15 +468,39 @@ def test_a_batch_that_would_end_past_the_reservation_waits_at_its_first_offset()
     assert (p.state, p.next_send, p.waiting_ts) == ("waiting_reservation", 10, TS + 9)
 
 
-def test_a_plan_that_starts_inside_a_batch_stops_its_partition_as_poison() -> None:
-    unit, plan, _, leader = _one_partition(record_batch(0, 10), plan=_plan(start=5))
+def test_a_plan_that_starts_inside_a_batch_copies_its_rest_rebuilt_then_passes_batches() -> None:
+    unit, plan, source, leader = _one_partition(
+        record_batch(0, 10), record_batch(10, 10), plan=_plan(start=5)
+    )
+    _turn(unit, plan)  # the rest of the first batch, acknowledged before more
+    _turn(unit, plan)  # the first batch is behind the position now: skipped
+    assert leader.produced == [[("primary.t", 0, 0, 5)], [("primary.t", 0, 5, 10)]]
+    p = unit._parts[("t", 0)]
+    assert (p.error, p.records, p.prev_up, p.prev_down, p.syncs) == (None, 15, 19, 14, [(5, 0)])
+
+
+def test_a_compacted_batch_is_sent_as_its_runs_with_syncs_on_both_sides_of_each_gap() -> None:
+    unit, plan, _, leader = _one_partition(record_batch(0, 4, deltas=[0, 1, 3, 4]))
+    _turn(unit, plan)
+    _turn(unit, plan)  # fetched again from offset 2: the batch is rebuilt from there
+    assert leader.produced == [[("primary.t", 0, 0, 2)], [("primary.t", 0, 2, 2)]]
+    p = unit._parts[("t", 0)]
+    assert (p.error, p.records, p.syncs) == (None, 4, [(0, 0), (1, 1), (3, 2)])
+
+
+def test_a_batch_that_cannot_be_rebuilt_stops_its_partition_as_poison() -> None:
+    raw = bytearray(record_batch(0, 10))
+    struct.pack_into(">h", raw, 21, struct.unpack_from(">h", raw, 21)[0] | 0x05)  # no codec 5
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    unit, plan, _, leader = _one_partition(bytes(raw), plan=_plan(start=5))
     _turn(unit, plan)
     error = unit._parts[("t", 0)].error
-    assert error is not None and (error["kind"], error["class"]) == (
+    assert error is not None and (error["kind"], error["class"], error["offset"]) == (
         "poison",
         "BatchNotPassedThrough",
+        5,
     )
-    assert "offset 5 lies inside the source batch of offsets 0..9" in error["message"]
+    assert "offsets 0..9 cannot be decoded to be copied from offset 5" in error["message"]
     assert leader.produced == [] and unit._failure is None
 
 

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
 
 from srm_driver.copier.batch_rules import LOG_APPEND_TIME
-from srm_driver.copier.wire.batches import CONTROL, CRC_FROM
+from srm_driver.copier.wire.batches import CONTROL, CRC_AT, CRC_FROM, crc32c
 from srm_driver.copier.wire.primitives import Writer
 
 TS = 1_700_000_000_000  # the first record's timestamp in a record_batch
@@ -56,6 +56,7 @@ def record_batch(
         (attributes,) = struct.unpack_from(">h", raw, CRC_FROM)  # the attributes come first
         attributes |= (CONTROL if control else 0) | (LOG_APPEND_TIME if log_append_time else 0)
         struct.pack_into(">h", raw, CRC_FROM, attributes)
+        struct.pack_into(">I", raw, CRC_AT, crc32c(bytes(raw[CRC_FROM:])))  # sealed again
     return bytes(raw)
 
 

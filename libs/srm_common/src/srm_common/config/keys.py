@@ -241,7 +241,8 @@ _SPECS: list[KeySpec] = [
         Kind.BOOLEAN,
         "false",
         "Whether the copy slots pass the source's record batches through whole (re-stamped,"
-        " never decoded) instead of copying record by record.",
+        " not decoded; a batch a copy stands inside, with offset gaps or with LogAppendTime"
+        " is rebuilt with its codec) instead of copying record by record.",
         "copy_batches",
     ),
     KeySpec(

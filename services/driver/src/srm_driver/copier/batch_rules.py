@@ -16,17 +16,21 @@ out are upstream gaps, as they are for the record-by-record copy.
 
 :func:`step` then decides one batch against its partition's position and reservation.
 A batch passes through only whole and unchanged, so it must be one the target broker
-keeps as it is and whose offsets map one to one:
+keeps as it is and whose offsets map one to one; a batch that is not is *rebuilt*
+(:data:`REBUILD`, :mod:`~srm_driver.copier.batch_rebuild`: decoded and encoded again
+with its codec) into batches that are:
 
 * it starts at the next offset to send (a batch wholly before it was already copied:
-  skipped; one that starts before it and ends after it cannot be split);
+  skipped; one that starts before it and ends after it is rebuilt from that offset);
 * its offsets are contiguous (``record count == last offset delta + 1``): a compacted
-  source's batch with holes would be renumbered by the target broker;
+  source's batch with holes would be renumbered by the target broker, so it is rebuilt
+  as one batch per run of contiguous offsets;
 * its timestamps are the producers' (``CreateTime``): a ``LogAppendTime`` batch's records
   carry the source broker's append time, which the record copy writes as each record's
-  timestamp, and a byte copy cannot;
-* its CRC-32C holds (re-stamping seals the bytes with a new checksum, so a batch damaged
-  on its way would pass the target broker's check);
+  timestamp, and so does its rebuilt batch;
+* its CRC-32C holds (re-stamping or rebuilding seals the bytes with a new checksum, so a
+  batch damaged on its way would pass the target broker's check): refused, never
+  rebuilt;
 * it ends below the partition's reservation; one larger than the whole window
   (``srm.batch.max.records``) never will.
 
@@ -52,8 +56,9 @@ _MAGIC_AT = 16
 SKIP = "skip"
 SEND = "send"
 WAIT = "wait"
+REBUILD = "rebuild"
 # How to copy what a batch copy cannot (said in every refusal).
-_RECORD_BY_RECORD = (
+RECORD_BY_RECORD = (
     "set srm.copy.batches = false for this flow to copy it record by record, then resume"
     " the partition (srm-control partitions --resume ... --from copy-end)"
 )
@@ -124,39 +129,27 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
     """What to do with ``batch`` for a partition whose next offset to send is
     ``next_send`` and whose reservation ends at ``reserve`` (the whole window being
     ``window`` offsets): :data:`SKIP`, :data:`SEND`, :data:`WAIT` (for the reservation to
-    move), or a refusal (a sentence, see the module docstring)."""
+    move), :data:`REBUILD`, or a refusal (a sentence, see the module docstring)."""
     where = f"the source batch of offsets {batch.first}..{batch.last}"
     if batch.magic != 2:
         where = f"the source message at offset {batch.first}"
-        return f"{where} has the old format (magic {batch.magic}); {_RECORD_BY_RECORD}"
+        return f"{where} has the old format (magic {batch.magic}); {RECORD_BY_RECORD}"
     if batch.last < next_send:
         return SKIP
-    if batch.first < next_send:
-        return (
-            f"offset {next_send} lies inside {where}: a batch copy sends whole batches only;"
-            f" {_RECORD_BY_RECORD}"
-        )
-    if batch.count != batch.last - batch.first + 1:
-        return (
-            f"{where} holds {batch.count} records, with gaps between their offsets (a"
-            f" compacted topic), which the target would renumber; {_RECORD_BY_RECORD}"
-        )
-    if batch.attributes & LOG_APPEND_TIME:
-        return (
-            f"{where} carries the source broker's LogAppendTime, which a batch copy cannot"
-            f" write as its records' timestamps; {_RECORD_BY_RECORD}"
-        )
     if not checksum_holds(batch.view):
         return (
             f"{where} fails its CRC-32C check (damaged on its way or on the source); a batch"
             " copy would seal the damage with a new checksum. The partition is planned again"
             " and the batch fetched again; if it halts, the source's log is damaged"
         )
-    if batch.last - batch.first + 1 > window:
+    span = batch.last - batch.first + 1
+    if batch.first < next_send or batch.count != span or batch.attributes & LOG_APPEND_TIME:
+        return REBUILD
+    if span > window:
         return (
-            f"{where} spans {batch.last - batch.first + 1} offsets, more than"
-            f" srm.batch.max.records ({window}) lets a partition send past its recorded"
-            f" progress: raise srm.batch.max.records above it, or {_RECORD_BY_RECORD}"
+            f"{where} spans {span} offsets, more than srm.batch.max.records ({window}) lets"
+            " a partition send past its recorded progress: raise srm.batch.max.records above"
+            f" it, or {RECORD_BY_RECORD}"
         )
     if batch.last >= reserve:
         return WAIT

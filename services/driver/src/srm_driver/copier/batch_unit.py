@@ -49,7 +49,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from srm_driver.copier import batch_rules, clients
+from srm_driver.copier import batch_rebuild, batch_rules, clients
 from srm_driver.copier.assignment import Key
 from srm_driver.copier.batch_clients import (
     BatchClients,
@@ -166,8 +166,16 @@ class BatchUnit(FlowUnit):
                 answer.records, answer.aborted, read_committed=committed
             )
             position, k = at[1], 0
-            for batch in found:
+            batches = deque(found)
+            while batches:
+                batch = batches.popleft()
                 decision = batch_rules.step(batch, p.next_send, p.reserve, plan.batch_window)
+                if decision == batch_rules.REBUILD:
+                    rebuilt = batch_rebuild.rebuild(batch, p.next_send)
+                    if not isinstance(rebuilt, str):
+                        batches.extendleft(reversed(rebuilt))
+                        continue
+                    decision = rebuilt
                 if decision == batch_rules.SKIP:
                     position = batch.last + 1
                     continue
