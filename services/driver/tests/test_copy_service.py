@@ -735,11 +735,16 @@ def test_an_old_report_is_refused(flow: FlowConfig) -> None:
 
 
 def run_report(
-    h: Harness, run: dict[str, object], seq: int, *partitions: dict[str, object], slot: int = 0
+    h: Harness,
+    run: dict[str, object],
+    seq: int,
+    *partitions: dict[str, object],
+    slot: int = 0,
+    broken: dict[str, object] | None = None,
 ) -> tuple[int, dict]:  # type: ignore[type-arg]
     """A report of one run of ``slot`` (Spark's task attempt ``run["attempt"]``)."""
     body = {"job": "job-1", "slot": slot, "seq": seq, "answered": -1, "exiting": False,
-            "units": [unit(FLOW, *partitions)], "run": run}  # fmt: skip
+            "units": [unit(FLOW, *partitions, broken=broken)], "run": run}  # fmt: skip
     return h.service.on_report("job-1", slot, body)
 
 
@@ -797,6 +802,27 @@ def test_a_slot_run_again_by_spark_is_taken_over_after_the_old_runs_lease_and_wr
     assert replanned["plan"] > plan, "a new plan, reconciled from the last record"
     assert (replanned["start"], replanned["down"]) == (45, 45), "after the verified copies"
     assert h.journal.progress()[-1][1].inflight_end == replanned["reserve"]
+
+
+def test_a_broken_units_partition_on_a_run_taken_over_is_reconciled_after_the_wait_out(
+    flow: FlowConfig,
+) -> None:
+    h = Harness(flow)
+    plan, seq = started_on(h, OLD_RUN)
+    run_report(h, OLD_RUN, seq + 1, part(plan, 10, 10, state="stopped"), broken=TIMED_OUT)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 10)  # where its copies end
+    h.facts.gathered.clear()
+    run_report(h, NEW_RUN, 0)  # Spark ran the slot again: the old run is fenced
+    seqs = iter(range(1, 1000))
+    for _ in range(30):  # past the wait-out (about 17 s), the lease looked at every second
+        h.clock.now += 1
+        run_report(h, NEW_RUN, next(seqs))
+        h.service.tick()
+        h.service.work(FLOW)
+    (replanned,) = run_report(h, NEW_RUN, next(seqs))[1]["units"][FLOW]["partitions"]
+    assert replanned["plan"] > plan
+    assert h.facts.gathered == [{TP}], "what the old run did is read, not assumed"
+    assert h.service.status(FLOW)["exact_restarts"] == 0
 
 
 def test_only_a_higher_attempt_takes_a_slot_over(flow: FlowConfig) -> None:
