@@ -305,8 +305,20 @@ _ACLS = (
         (BrokerError("b:9092", "InitProducerId", 31), "init_producer_id", _ACLS),
         (BrokerError("b:9092", "Metadata", 29, "of primary.t"), "refresh", _ACLS),
         (BrokerError("b:9092", "Metadata", 5, "of primary.t"), "refresh", ""),
+        (
+            BrokerError("b:9092", "SaslAuthenticate as srm", 58),
+            "refresh",
+            "; check the user name and password of backup.sasl.jaas.config (and"
+            " backup.sasl.mechanism) against the users the cluster knows",
+        ),
     ],
-    ids=["unreachable", "no-idempotent-write", "no-topic-access", "other-broker-error"],
+    ids=[
+        "unreachable",
+        "no-idempotent-write",
+        "no-topic-access",
+        "other-broker-error",
+        "login-refused",
+    ],  # fmt: skip
 )
 def test_a_target_that_fails_before_anything_is_sent_is_named_as_the_target(
     error: Exception, at: str, check: str, monkeypatch: pytest.MonkeyPatch
@@ -321,6 +333,21 @@ def test_a_target_that_fails_before_anything_is_sent_is_named_as_the_target(
     assert unit._poll_error == f"writing to target cluster 'backup': {error}{check}"
     assert not source.closed and target.closed  # the source is not the one started over
     assert unit._failure is None
+
+
+def test_a_source_that_refuses_the_slots_login_says_what_to_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(batch_unit.time, "sleep", lambda _s: None)
+    refused = BrokerError("a:9092", "SaslAuthenticate as srm", 58)
+    source, target = _Refusing(refused, "refresh"), _Cluster({REMOTE: _Target("b:9092", {})})
+    unit, plan = _unit(source, target), _plan()
+    _turn(unit, plan)
+    assert unit._poll_error == (
+        f"reading primary: {refused}; check the user name and password of"
+        " primary.sasl.jaas.config (and primary.sasl.mechanism) against the users the cluster"
+        " knows"
+    )
 
 
 def test_a_source_connection_that_breaks_while_the_target_is_looked_up_is_the_sources() -> None:

@@ -59,7 +59,7 @@ from srm_driver.copier.batch_clients import (
     TargetFailed,
     read_committed,
 )
-from srm_driver.copier.failures import failure, on_target
+from srm_driver.copier.failures import failure, login_hint, on_target
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
@@ -129,7 +129,7 @@ class BatchUnit(FlowUnit):
                 if self._clients.broken_target():
                     self._break("transient", None, -1, on_target(plan.target, exc))
                     return []
-                self._poll_error = f"reading {plan.source}: {exc}"
+                self._poll_error = f"reading {plan.source}: {exc}{login_hint(plan.source, exc)}"
                 self._clients.close_source()
         self._nudge()
         time.sleep(1)

@@ -70,11 +70,26 @@ def on_target(alias: str, error: object) -> str:
                 f"{said}; check that this slot's principal may write the remote topics"
                 " (Write) and produce idempotently (IdempotentWrite)"
             )
-        return said
+        return said + login_hint(alias, error)
     return (
         f"{said}; check that this slot reaches its brokers ({alias}.bootstrap.servers)"
         " over the network"
     )
+
+
+# SASL_AUTHENTICATION_FAILED: a broker refused the slot's login (its SaslAuthenticate).
+WIRE_LOGIN_REFUSED = 58
+
+
+def login_hint(alias: str, error: object) -> str:
+    """What to check when a broker of cluster ``alias`` refused the slot's SASL login
+    (else nothing): its user and password in the cluster's JAAS settings."""
+    if isinstance(error, BrokerError) and error.code == WIRE_LOGIN_REFUSED:
+        return (
+            f"; check the user name and password of {alias}.sasl.jaas.config (and"
+            f" {alias}.sasl.mechanism) against the users the cluster knows"
+        )
+    return ""
 
 
 def overtaken(broker: str, remote: str, partition: int) -> str:
