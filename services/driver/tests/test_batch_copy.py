@@ -154,7 +154,23 @@ def test_a_compacted_batch_is_rebuilt_as_one_batch_per_run_of_offsets() -> None:
     assert [r for b in runs for r in _records(b)] == _records(source)
     tail = rebuild(source, 104)
     assert isinstance(tail, list) and [(b.first, b.count) for b in tail] == [(104, 1), (107, 1)]
-    assert rebuild(source, 108) == [], "a compacted batch's tail may hold no record"
+    assert rebuild(source, 108) == [], "nothing left of it from there"
+
+
+def test_records_without_a_timestamp_keep_none_when_a_run_would_start_with_them() -> None:
+    source = _read(record_batch(100, 4, timestamps=[TS, -1, -1, TS + 9]))
+    runs = rebuild(source, 101)
+    assert isinstance(runs, list) and [(b.first, b.count) for b in runs] == [(101, 2), (103, 1)]
+    assert [r for b in runs for r in _records(b)] == _records(source)[1:]
+
+
+def test_a_run_that_comes_out_larger_than_its_limit_is_split_until_each_half_fits() -> None:
+    source = _read(record_batch(100, 40, codec=4, headers=True))
+    runs = rebuild(source, 100, limit=200)
+    assert isinstance(runs, list) and len(runs) > 1
+    assert all(len(b.view) <= 200 or b.count == 1 for b in runs)
+    assert [r for b in runs for r in _records(b)] == _records(source)
+    assert [b.first for b in runs[1:]] == [b.last + 1 for b in runs[:-1]], "back to back"
 
 
 def test_a_log_append_time_batch_is_rebuilt_with_that_time_as_every_records_timestamp() -> None:
@@ -177,15 +193,18 @@ def test_a_batch_that_cannot_be_decoded_is_refused_with_how_to_copy_it() -> None
 
 
 @given(
-    st.lists(st.integers(1, 4), min_size=1, max_size=30),
+    st.lists(st.tuples(st.integers(1, 4), st.sampled_from([-1, TS, TS + 7])), min_size=1,
+             max_size=30),
     st.integers(0, 120),
     st.sampled_from([0, 1, 4]),
-)
+)  # fmt: skip
 def test_rebuilt_batches_hold_exactly_the_records_from_the_position_in_contiguous_runs(
-    steps: list[int], position: int, codec: int
+    records: list[tuple[int, int]], position: int, codec: int
 ) -> None:
-    deltas = [sum(steps[:n]) for n in range(len(steps))]
-    source = _read(record_batch(0, len(deltas), deltas=deltas, codec=codec))
+    deltas = [sum(step for step, _ in records[:n]) for n in range(len(records))]
+    # (The first record has a time: a source batch's base timestamp is its first's.)
+    times = [TS] + [ts for _, ts in records[1:]]
+    source = _read(record_batch(0, len(deltas), deltas=deltas, codec=codec, timestamps=times))
     runs = rebuild(source, position)
     assert isinstance(runs, list)
     assert [r for b in runs for r in _records(b)] == [
@@ -389,6 +408,7 @@ def test_a_batch_landed_where_planned_counts_its_records() -> None:
     [
         (0, 7, "conflict", "took upstream offset 0 at offset 7 where offset 0 was planned"),
         (10, -1, "poison", "Produce to primary.t-0: error 10 MESSAGE_TOO_LARGE (said so)"),
+        (2, -1, "poison", "Produce to primary.t-0: error 2 CORRUPT_MESSAGE (said so)"),
         (6, -1, "transient", "error 6 NOT_LEADER_OR_FOLLOWER"),
         (
             29,
@@ -399,7 +419,7 @@ def test_a_batch_landed_where_planned_counts_its_records() -> None:
             " slot's principal may write the remote topics (Write)",
         ),
     ],
-    ids=["another-writer", "refused", "leader-moved", "no-write-access"],
+    ids=["another-writer", "refused", "unreadable", "leader-moved", "no-write-access"],
 )
 def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_uncertain(
     error: int, base: int, kind: str, said: str

@@ -515,6 +515,20 @@ def test_a_compacted_batch_is_sent_as_its_runs_with_syncs_on_both_sides_of_each_
     assert (p.error, p.records, p.syncs) == (None, 4, [(0, 0), (1, 1), (3, 2)])
 
 
+def test_a_batch_the_cleaner_emptied_at_both_ends_maps_its_records_and_moves_past_it() -> None:
+    """As Kafka's cleaner leaves a batch: its base offset's record gone, its last offset
+    delta still past its last record (4 and 5 removed)."""
+    raw = bytearray(record_batch(0, 2, deltas=[1, 2]))
+    struct.pack_into(">i", raw, 23, 5)  # the last offset delta: the batch ends at offset 5
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    unit, plan, _, leader = _one_partition(bytes(raw), record_batch(6, 3))
+    for _ in range(3):
+        _turn(unit, plan)
+    assert leader.produced == [[("primary.t", 0, 0, 2)], [("primary.t", 0, 2, 3)]]
+    p = unit._parts[("t", 0)]
+    assert (p.error, p.records, p.syncs) == (None, 5, [(1, 0), (2, 1), (6, 2)])
+
+
 def test_a_batch_that_cannot_be_rebuilt_stops_its_partition_as_poison() -> None:
     raw = bytearray(record_batch(0, 10))
     struct.pack_into(">h", raw, 21, struct.unpack_from(">h", raw, 21)[0] | 0x05)  # no codec 5

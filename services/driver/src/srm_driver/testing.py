@@ -36,10 +36,12 @@ def record_batch(
     log_append_time: bool = False,
     timestamp: int = TS,
     headers: bool = False,
+    timestamps: Sequence[int] | None = None,
 ) -> bytes:
     """A v2 record batch (aiokafka builds it) as a source's log holds it at offset
     ``base``: ``count`` records with keys ``k<n>``, values ``v<n>``, timestamps
-    ``timestamp + n``, offset deltas ``deltas`` (else 0, 1, ...) and, with ``headers``,
+    ``timestamp + n`` (or ``timestamps``), offset deltas ``deltas`` (else 0, 1, ...) and,
+    with ``headers``,
     a header ``h=<n>``; written by ``producer_id`` (epoch and base sequence 0; -1:
     no producer) with the attributes asked for."""
     builder = DefaultRecordBatchBuilder(
@@ -48,7 +50,8 @@ def record_batch(
         base_sequence=0 if producer_id >= 0 else -1, batch_size=1 << 20,
     )  # fmt: skip
     for n, delta in enumerate(deltas or range(count)):
-        builder.append(delta, timestamp=timestamp + n, key=b"k%d" % n, value=b"v%d" % n,
+        at = timestamps[n] if timestamps is not None else timestamp + n
+        builder.append(delta, timestamp=at, key=b"k%d" % n, value=b"v%d" % n,
                        headers=[("h", b"%d" % n)] if headers else [])  # fmt: skip
     raw = bytearray(builder.build())
     struct.pack_into(">q", raw, 0, base)

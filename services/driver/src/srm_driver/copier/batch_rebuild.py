@@ -15,7 +15,10 @@ Three kinds of source batch are rebuilt (:data:`srm_driver.copier.batch_rules.RE
 
 Keys, values, headers and timestamps are the source records'; the new batches are
 plain (no producer, not transactional: the copy re-stamps them for its own producer).
-A batch is decoded only if its CRC-32C holds (else the copy would seal damage). ::
+A rebuilt batch is never larger than its source batch (a run that would be is split), so
+a target that took the source's batches takes it. A batch is decoded only if its CRC-32C
+holds (else the copy would seal damage); one whose records cannot be decoded (a header
+key that is not UTF-8, which aiokafka refuses) is refused with the way out. ::
 
     source batch   offsets 10 11 12 _ _ 15 16 _ 18      (position 11)
     rebuilt        [11 12]  [15 16]  [18]
@@ -35,48 +38,68 @@ _CODEC = 0x07
 _NO_LIMIT = (1 << 31) - 1
 
 
-def rebuild(batch: Batch, next_send: int) -> list[Batch] | str:
+def rebuild(batch: Batch, next_send: int, limit: int | None = None) -> list[Batch] | str:
     """The records of ``batch`` at or after ``next_send``, as batches that pass through
     (see the module docstring): [] when none is left; a sentence saying why when it
-    cannot be decoded (a codec this process lacks, a header key that is not UTF-8)."""
+    cannot be decoded (a codec this process lacks, a header key that is not UTF-8).
+    ``limit``: the most bytes a rebuilt batch of more than one record may take (default:
+    the source batch's)."""
     where = f"the source batch of offsets {batch.first}..{batch.last}"
     try:
-        return _rebuilt(batch, next_send)
-    except Exception as exc:  # noqa: BLE001 - whatever aiokafka's codec says: refused
+        return _rebuilt(batch, next_send, len(batch.view) if limit is None else limit)
+    except Exception as exc:  # noqa: BLE001 - aiokafka's codecs raise many kinds: refused
         return (
             f"{where} cannot be decoded to be copied from offset {next_send} ({exc});"
             f" {RECORD_BY_RECORD}"
         )
 
 
-def _rebuilt(batch: Batch, next_send: int) -> list[Batch]:
-    codec = batch.attributes & _CODEC
+def _rebuilt(batch: Batch, next_send: int, limit: int) -> list[Batch]:
     records = [r for r in DefaultRecordBatch(bytes(batch.view)) if r.offset >= next_send]
-    log_append_time = bool(batch.attributes & LOG_APPEND_TIME)
     rebuilt: list[Batch] = []
     for run in _runs(records):
-        builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=codec, is_transactional=0, producer_id=-1,
-            producer_epoch=-1, base_sequence=-1, batch_size=_NO_LIMIT,
-        )  # fmt: skip
-        first = run[0].offset
-        for record in run:
-            timestamp = batch.max_timestamp if log_append_time else record.timestamp
-            builder.append(
-                record.offset - first, timestamp=timestamp, key=record.key,
-                value=record.value, headers=record.headers,
-            )  # fmt: skip
-        raw = builder.build()
-        raw[0:8] = first.to_bytes(8, "big", signed=True)  # the base offset (the CRC skips it)
-        rebuilt.append(Batch.read(memoryview(raw)))
+        rebuilt.extend(_encoded(batch, run, limit))
     return rebuilt
 
 
+def _encoded(batch: Batch, run: list, limit: int) -> list[Batch]:  # type: ignore[type-arg]
+    """``run`` (contiguous offsets) as one batch with ``batch``'s codec; as two halves,
+    each encoded again, when that one comes out larger than ``limit`` (the source batch's
+    size: another compression level than the source producer's may make it so; the target
+    took the source batch, so it takes batches no larger)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=batch.attributes & _CODEC, is_transactional=0,
+        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=_NO_LIMIT,
+    )  # fmt: skip
+    first = run[0].offset
+    log_append_time = bool(batch.attributes & LOG_APPEND_TIME)
+    for record in run:
+        timestamp = batch.max_timestamp if log_append_time else record.timestamp
+        appended = builder.append(
+            record.offset - first, timestamp=timestamp, key=record.key,
+            value=record.value, headers=record.headers,
+        )  # fmt: skip
+        if appended is None:
+            raise ValueError(f"record {record.offset} does not fit in one batch")
+    raw = builder.build()
+    if len(raw) > limit and len(run) > 1:
+        half = len(run) // 2
+        return _encoded(batch, run[:half], limit) + _encoded(batch, run[half:], limit)
+    raw[0:8] = first.to_bytes(8, "big", signed=True)  # the base offset (the CRC skips it)
+    return [Batch.read(memoryview(raw))]
+
+
 def _runs(records: list) -> Iterator[list]:  # type: ignore[type-arg]
-    """``records`` (in offset order) cut where their offsets have a gap."""
+    """``records`` (in offset order) cut where their offsets have a gap, and before a
+    record with a timestamp that follows one without (-1): a batch's first timestamp is
+    its records' base, and the builder takes -1 there for none, so a run starting with
+    -1 holds only -1s (each run's timestamps then come out as they went in)."""
     run: list = []  # type: ignore[type-arg]
     for record in records:
-        if run and record.offset != run[-1].offset + 1:
+        if run and (
+            record.offset != run[-1].offset + 1
+            or (run[0].timestamp == -1 and record.timestamp != -1)
+        ):
             yield run
             run = []
         run.append(record)

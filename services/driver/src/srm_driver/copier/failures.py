@@ -34,9 +34,10 @@ POISON_CODES = frozenset(
 
 
 # The same refusals as Kafka error codes, as a Produce answer of the slot's own protocol
-# layer gives them (srm_driver.copier.wire.errors): MESSAGE_TOO_LARGE,
-# RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, INVALID_RECORD.
-WIRE_POISON_CODES = frozenset({10, 18, 32, 87})
+# layer gives them (srm_driver.copier.wire.errors): CORRUPT_MESSAGE (a batch the broker
+# cannot read: it would refuse it again), MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+# INVALID_TIMESTAMP, INVALID_RECORD.
+WIRE_POISON_CODES = frozenset({2, 10, 18, 32, 87})
 
 
 def wire_kind(code: int) -> str:
