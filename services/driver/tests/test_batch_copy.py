@@ -19,7 +19,16 @@ from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
 from srm_driver.copier.batch_clients import Sent
 from srm_driver.copier.batch_rebuild import rebuild
-from srm_driver.copier.batch_rules import REBUILD, SEND, SKIP, WAIT, Batch, data_batches, step
+from srm_driver.copier.batch_rules import (
+    DELETE_HORIZON,
+    REBUILD,
+    SEND,
+    SKIP,
+    WAIT,
+    Batch,
+    data_batches,
+    step,
+)
 from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import STOPPED, STOPPING, PartitionCopy
@@ -92,6 +101,14 @@ def test_a_whole_batch_at_the_position_below_the_reservation_is_sent() -> None:
     assert step(batch, 90, 200, 50) == SEND  # a gap before it (an aborted transaction)
 
 
+def _with_attributes(raw: bytes, bits: int) -> bytes:
+    """``raw`` with attribute ``bits`` set, its CRC sealed again."""
+    sealed = bytearray(raw)
+    struct.pack_into(">h", sealed, 21, struct.unpack_from(">h", sealed, 21)[0] | bits)
+    struct.pack_into(">I", sealed, 17, crc32c(bytes(sealed[21:])))
+    return bytes(sealed)
+
+
 def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it() -> None:
     decision = step(_read(record_batch(100, 10)), 100, 10**9, 9)
     assert "raise srm.batch.max.records above it" in decision
@@ -104,8 +121,9 @@ def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it() -> No
         (record_batch(100, 10), 105),
         (record_batch(100, 3, deltas=[0, 2, 5]), 100),
         (record_batch(100, 3, log_append_time=True), 100),
+        (_with_attributes(record_batch(100, 3), DELETE_HORIZON), 100),
     ],
-    ids=["inside-a-batch", "compacted", "log-append-time"],
+    ids=["inside-a-batch", "compacted", "log-append-time", "delete-horizon"],
 )
 def test_a_batch_whose_offsets_or_timestamps_a_target_would_change_is_rebuilt(
     raw: bytes, position: int
@@ -179,6 +197,14 @@ def test_a_log_append_time_batch_is_rebuilt_with_that_time_as_every_records_time
     assert _shape(rebuilt) == (100, 102, 3, 0), "CreateTime, as the record copy writes it"
     assert [r[1] for r in _records(rebuilt)] == [source.max_timestamp] * 3
     assert [r[2:] for r in _records(rebuilt)] == [r[2:] for r in _records(source)]
+
+
+def test_a_batch_with_the_sources_delete_horizon_is_rebuilt_without_it() -> None:
+    """(Its horizon is the first record's time here, so its base timestamp is both.)"""
+    source = _read(_with_attributes(record_batch(100, 3, codec=4), DELETE_HORIZON))
+    (rebuilt,) = rebuild(source, 100)
+    assert _shape(rebuilt) == (100, 102, 3, 4), "the codec kept, the horizon gone"
+    assert _records(rebuilt) == _records(source)
 
 
 def test_a_batch_that_cannot_be_decoded_is_refused_with_how_to_copy_it() -> None:

@@ -28,6 +28,9 @@ with its codec) into batches that are:
 * its timestamps are the producers' (``CreateTime``): a ``LogAppendTime`` batch's records
   carry the source broker's append time, which the record copy writes as each record's
   timestamp, and so does its rebuilt batch;
+* it carries no delete horizon (the source's cleaner's, :data:`DELETE_HORIZON`): the
+  rebuilt batch has none, so the target's cleaner keeps its tombstones for the target's
+  own ``delete.retention.ms``, as for a record copy;
 * its CRC-32C holds (re-stamping or rebuilding seals the bytes with a new checksum, so a
   batch damaged on its way would pass the target broker's check): refused, never
   rebuilt;
@@ -50,6 +53,10 @@ from dataclasses import dataclass
 from srm_driver.copier.wire.batches import CONTROL, HEADER, TRANSACTIONAL, checksum_holds
 
 LOG_APPEND_TIME = 0x08
+# Set by a log cleaner (Kafka 3.1+, KIP-534) on a batch whose tombstones it keeps until a
+# time it wrote in the batch's base timestamp: a horizon of the source's log, not the
+# target's (whose own cleaner keeps tombstones for its own delete.retention.ms).
+DELETE_HORIZON = 0x40
 # Where every format's magic byte lies: after the offset (8), the size (4) and the v2
 # batch's partition leader epoch or the old message's CRC (4).
 _MAGIC_AT = 16
@@ -143,7 +150,11 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
             " and the batch fetched again; if it halts, the source's log is damaged"
         )
     span = batch.last - batch.first + 1
-    if batch.first < next_send or batch.count != span or batch.attributes & LOG_APPEND_TIME:
+    if (
+        batch.first < next_send
+        or batch.count != span
+        or batch.attributes & (LOG_APPEND_TIME | DELETE_HORIZON)
+    ):
         return REBUILD
     if span > window:
         return (
