@@ -30,12 +30,20 @@ from collections.abc import Iterator
 
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from srm_driver.copier.batch_rules import LOG_APPEND_TIME, RECORD_BY_RECORD, Batch
+from srm_driver.copier.batch_rules import LOG_APPEND_TIME, REBUILD, RECORD_BY_RECORD, Batch, step
 
 _CODEC = 0x07
 # Big enough that the builder never turns a record away (a rebuilt batch holds at most
 # the records of one source batch, which the source broker took whole).
 _NO_LIMIT = (1 << 31) - 1
+
+
+def decide(batch: Batch, next_send: int, reserve: int, window: int) -> str | list[Batch]:
+    """:func:`~srm_driver.copier.batch_rules.step`'s decision for ``batch``, or, where it
+    says :data:`~srm_driver.copier.batch_rules.REBUILD`, the rebuilt batches to decide on
+    instead (a sentence when it cannot be rebuilt)."""
+    decision = step(batch, next_send, reserve, window)
+    return rebuild(batch, next_send) if decision == REBUILD else decision
 
 
 def rebuild(batch: Batch, next_send: int, limit: int | None = None) -> list[Batch] | str:

@@ -169,13 +169,10 @@ class BatchUnit(FlowUnit):
             batches = deque(found)
             while batches:
                 batch = batches.popleft()
-                decision = batch_rules.step(batch, p.next_send, p.reserve, plan.batch_window)
-                if decision == batch_rules.REBUILD:
-                    rebuilt = batch_rebuild.rebuild(batch, p.next_send)
-                    if not isinstance(rebuilt, str):
-                        batches.extendleft(reversed(rebuilt))
-                        continue
-                    decision = rebuilt
+                decision = batch_rebuild.decide(batch, p.next_send, p.reserve, plan.batch_window)
+                if isinstance(decision, list):  # rebuilt: decided on batch by batch
+                    batches.extendleft(reversed(decision))
+                    continue
                 if decision == batch_rules.SKIP:
                     position = batch.last + 1
                     continue

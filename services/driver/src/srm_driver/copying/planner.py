@@ -25,7 +25,7 @@ from srm_common.domain.progress import Halt, PartitionFacts, Progress, Resume
 from srm_common.errors import SrmError
 
 from srm_driver.copying.awaiting import Awaiting, log_waiting
-from srm_driver.copying.lease_watch import LeaseWatch
+from srm_driver.copying.exact_restarts import ExactRestarts
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
 from srm_driver.copying.positions import exact_restart, position, sync_records
@@ -71,7 +71,7 @@ class Planner:
         self._clock = clock
         self._codecs = codecs
         self._awaiting = Awaiting(ledger, adapters)
-        self._leases = LeaseWatch()
+        self._exact = ExactRestarts(ledger, adapters, lease_ms, clock, codecs)
 
     def plan_due(self, now: float, flow: str) -> None:
         """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
@@ -82,7 +82,7 @@ class Planner:
         # Asked before taking the ledger's lock: a task source may take locks of its own.
         lease_ms = self._lease_ms(flow)
         leased = lease_ms > 0
-        held_since = self._leases.look(flow, now, lease_ms)
+        held_since = self._exact.leases.look(flow, now, lease_ms)
         parts = self._ledger.parts
         with self._ledger.lock:
             live = self._slots.live(now)
@@ -120,64 +120,11 @@ class Planner:
                     state.innocent_plan = -1  # reconciled from now on, whatever comes
                     due.append(state)
         if exact and held_since is not None:
-            due.extend(self._restart_exact(flow, exact, held_since))
+            due.extend(self._exact.restart(flow, exact, held_since))
         due = self._awaiting.ask(flow, due, now)
         recorded: Mapping[TopicPartition, Progress] | None = None
         for start in range(0, len(due), PLAN_BATCH):
             recorded = self._plan_batch(flow, due[start : start + PLAN_BATCH], now, recorded)
-
-    def _restart_exact(
-        self, flow: str, states: list[PartitionState], held_since: float
-    ) -> list[PartitionState]:
-        """Plan ``states`` (whose unit broke over another partition) where their copies
-        were acknowledged, without reading Kafka or recording a claim
-        (:func:`~srm_driver.copying.positions.exact_restart`); returns those that must be
-        reconciled after all: all of them into a shared remote partition (where other
-        writers' records lie after ours, so our last copy must be found there), or when
-        the flow's lease or adapters are not there now (reconciling says why)."""
-        try:
-            every = self._adapters(flow).shared
-        except SrmError:
-            every = True
-        now = self._clock()
-        if not every:
-            # Looked at again: the lease must still be the one held since the break.
-            again = self._leases.look(flow, now, self._lease_ms(flow))
-            every = again is None or again > held_since
-        reconcile: list[PartitionState] = []
-        restarted = 0
-        with self._ledger.lock:
-            for state in states:
-                if state.status != "pending" or now < state.fenced_until:
-                    continue  # (taken over meanwhile: the next pass says why)
-                at = None if every else exact_restart(state, held_since)
-                if at is None or state.progress is None:
-                    state.innocent_plan = -1
-                    reconcile.append(state)
-                    continue
-                reserve = max(state.reserve, state.progress.inflight_end or 0)
-                plan = PartitionPlan(
-                    state.key[0],
-                    state.key[1],
-                    self._ledger.new_plan_id(),
-                    state.remote,
-                    at[0],
-                    at[1],
-                    reserve,
-                    self._codecs.of(state.flow, state.key[0]),
-                )
-                state.running(plan, state.progress)
-                restarted += 1
-            counts = self._ledger.exact_restarts
-            counts[flow] = counts.get(flow, 0) + restarted
-        if restarted:
-            log.info(
-                "%s: %d partitions of a copy unit that broke over another partition restart"
-                " where their copies were acknowledged (nothing of theirs was in flight)",
-                flow,
-                restarted,
-            )
-        return reconcile
 
     def _plan_batch(
         self,

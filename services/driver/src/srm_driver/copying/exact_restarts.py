@@ -1,0 +1,95 @@
+"""Partitions of a broken unit restarted where their copies were acknowledged, without
+reading Kafka or recording a claim (:func:`~srm_driver.copying.positions.exact_restart`):
+the planner's fast path after a unit broke over another partition
+(:mod:`~srm_driver.copying.planner` decides which partitions are due and sends the rest to
+be reconciled). It owns the watch of each flow's lease
+(:class:`~srm_driver.copying.lease_watch.LeaseWatch`) that the decision needs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from srm_common.errors import SrmError
+
+from srm_driver.copying.lease_watch import LeaseWatch
+from srm_driver.copying.ledger import Ledger
+from srm_driver.copying.ports import FlowAdapters
+from srm_driver.copying.positions import exact_restart
+from srm_driver.copying.protocol import PartitionPlan
+from srm_driver.copying.running_checks import TopicCodecs
+from srm_driver.copying.state import PartitionState
+
+log = logging.getLogger(__name__)
+
+
+class ExactRestarts:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        adapters: Callable[[str], FlowAdapters],
+        lease_ms: Callable[[str], int],
+        clock: Callable[[], float],
+        codecs: TopicCodecs,
+    ) -> None:
+        self._ledger = ledger
+        self._adapters = adapters
+        self._lease_ms = lease_ms
+        self._clock = clock
+        self._codecs = codecs
+        self.leases = LeaseWatch()
+
+    def restart(
+        self, flow: str, states: list[PartitionState], held_since: float
+    ) -> list[PartitionState]:
+        """Plan ``states`` (whose unit broke over another partition) where their copies
+        were acknowledged, without reading Kafka or recording a claim
+        (:func:`~srm_driver.copying.positions.exact_restart`); returns those that must be
+        reconciled after all: all of them into a shared remote partition (where other
+        writers' records lie after ours, so our last copy must be found there), or when
+        the flow's lease or adapters are not there now (reconciling says why)."""
+        try:
+            every = self._adapters(flow).shared
+        except SrmError:
+            every = True
+        now = self._clock()
+        if not every:
+            # Looked at again: the lease must still be the one held since the break.
+            again = self.leases.look(flow, now, self._lease_ms(flow))
+            every = again is None or again > held_since
+        reconcile: list[PartitionState] = []
+        restarted = 0
+        with self._ledger.lock:
+            for state in states:
+                if state.status != "pending" or now < state.fenced_until:
+                    continue  # (taken over meanwhile: the next pass says why)
+                at = None if every else exact_restart(state, held_since)
+                if at is None or state.progress is None:
+                    state.innocent_plan = -1
+                    reconcile.append(state)
+                    continue
+                reserve = max(state.reserve, state.progress.inflight_end or 0)
+                plan = PartitionPlan(
+                    state.key[0],
+                    state.key[1],
+                    self._ledger.new_plan_id(),
+                    state.remote,
+                    at[0],
+                    at[1],
+                    reserve,
+                    self._codecs.of(state.flow, state.key[0]),
+                )
+                state.running(plan, state.progress)
+                restarted += 1
+            counts = self._ledger.exact_restarts
+            counts[flow] = counts.get(flow, 0) + restarted
+        if restarted:
+            log.info(
+                "%s: %d partitions of a copy unit that broke over another partition restart"
+                " where their copies were acknowledged (nothing of theirs was in flight)",
+                flow,
+                restarted,
+            )
+        return reconcile
