@@ -15,8 +15,7 @@ from srm_common.errors import SrmError
 from srm_driver.copying.lease_watch import LeaseWatch
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
-from srm_driver.copying.positions import exact_restart
-from srm_driver.copying.protocol import PartitionPlan
+from srm_driver.copying.positions import exact_restart, plan_at
 from srm_driver.copying.running_checks import TopicCodecs
 from srm_driver.copying.state import PartitionState
 
@@ -71,17 +70,8 @@ class ExactRestarts:
                     reconcile.append(state)
                     continue
                 reserve = max(state.reserve, state.progress.inflight_end or 0)
-                plan = PartitionPlan(
-                    state.key[0],
-                    state.key[1],
-                    self._ledger.new_plan_id(),
-                    state.remote,
-                    at[0],
-                    at[1],
-                    reserve,
-                    self._codecs.of(state.flow, state.key[0]),
-                )
-                state.running(plan, state.progress)
+                plan_id, codec = self._ledger.new_plan_id(), self._codecs.of(flow, state.key[0])
+                state.running(plan_at(state, plan_id, *at, reserve, codec), state.progress)
                 restarted += 1
             counts = self._ledger.exact_restarts
             counts[flow] = counts.get(flow, 0) + restarted

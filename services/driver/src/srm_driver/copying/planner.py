@@ -28,8 +28,7 @@ from srm_driver.copying.awaiting import Awaiting, log_waiting
 from srm_driver.copying.exact_restarts import ExactRestarts
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import FlowAdapters
-from srm_driver.copying.positions import exact_restart, position, sync_records
-from srm_driver.copying.protocol import PartitionPlan
+from srm_driver.copying.positions import exact_restart, plan_at, position, sync_records
 from srm_driver.copying.restart import decide_restart
 from srm_driver.copying.running_checks import TopicCodecs
 from srm_driver.copying.slots import Slots
@@ -287,11 +286,9 @@ class Planner:
             self._ledger.lost(state, resume.start - resume.lost, resume.start)
         if state.status != "pending":
             return
-        plan = PartitionPlan(
-            state.key[0],
-            state.key[1],
+        plan = plan_at(
+            state,
             self._ledger.new_plan_id(),
-            state.remote,
             resume.start,
             resume.downstream,
             claim.progress.inflight_end or resume.start,

@@ -56,6 +56,15 @@ def commit_due(
     return now - state.last_commit >= interval_s or state.reserve - part.acked_up < window // 2
 
 
+def plan_at(
+    state: PartitionState, plan_id: int, start: int, down: int, reserve: int, codec: str
+) -> PartitionPlan:
+    """``state``'s next plan (id ``plan_id``): upstream ``start`` copied to downstream
+    ``down``, nothing sent at or past ``reserve``, copies compressed with ``codec``."""
+    topic, partition = state.key
+    return PartitionPlan(topic, partition, plan_id, state.remote, start, down, reserve, codec)
+
+
 def with_reserve(plan: PartitionPlan, reserve: int) -> PartitionPlan:
     return replace(plan, reserve=reserve)
 
