@@ -12,6 +12,7 @@ import pytest
 from srm_common.control.events import (
     AssignmentChanged,
     DriverJoined,
+    DriverLeft,
     Envelope,
     Event,
     LogStarted,
@@ -98,6 +99,26 @@ def running_log(topic: InMemoryEventLog, link: ControlLink) -> None:
         task_configs(FLOW, 1, ((("orders", 0),),), (), False),
         AssignmentChanged(1, {TASK: "d1"}, ()),
     )
+
+
+def test_the_lease_is_held_since_the_first_confirmation_of_its_unbroken_run() -> None:
+    """What the copy planner trusts to restart a partition where it was acknowledged: a
+    confirmation before the last lease ran out continues the run; one after it, or a
+    removal from the group, starts it again."""
+    link, topic, _end = confirmed_link()
+    since = link.lease_held_since(FLOW)
+    assert since is not None and since == link._confirmed_at
+    link._confirmed_at = since - SETTINGS.lease_ms / 1000 / 2  # renewed within the lease
+    link._confirm()
+    assert link.lease_held_since(FLOW) == since, "renewed in time: the run goes on"
+    link._confirmed_at = since - SETTINGS.lease_ms / 1000 - 0.001  # it ran out
+    assert link.lease_held_since(FLOW) is None, "no lease now"
+    link._confirm()
+    again = link.lease_held_since(FLOW)
+    assert again is not None and again > since, "confirmed after it ran out: a new run"
+    put(topic, DriverLeft("d1", "silent"))
+    follow(link)
+    assert link.lease_held_since(FLOW) is None and link._held_since is None, "removed"
 
 
 def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:

@@ -157,6 +157,7 @@ class Harness:
         self.clock = Clock(1_000_000)  # 1000 s
         self.lease = 5000
         self.leases: dict[str, int] = {}  # per flow, where it differs from ``lease``
+        self.since = 0.0  # since when the lease has been held without a gap
         self.events: list[CopyEvent] = []
         self.job = FakeCopyJob()
         self.job.local = local
@@ -181,6 +182,7 @@ class Harness:
             flows={f.name: f for f in (flow, *others)},
             job=self.job,
             lease_ms=lambda name: self.lease_of(name),
+            lease_held_since=lambda name: self.since if self.lease_of(name) > 0 else None,
             publish=self.events.append,
             write_timeout_ms=10_000,
             clock=self.clock,
@@ -464,11 +466,12 @@ def test_a_partition_a_broken_units_full_report_left_out_is_reconciled(flow: Flo
     assert h.service.status(FLOW)["exact_restarts"] == 0
 
 
-@pytest.mark.parametrize("gap", ["no lease for a pass", "no look within the lease"])
+@pytest.mark.parametrize("gap", ["no lease for a pass", "held again later", "held again at once"])
 def test_after_a_gap_in_the_flows_lease_a_broken_units_partitions_are_reconciled(
     flow: FlowConfig, gap: str
 ) -> None:
-    """Another driver may have been given the flow's partitions meanwhile."""
+    """Another driver may have been given the flow's partitions meanwhile: the lease's
+    holder says its lease is held only since the break or later."""
     h = Harness(flow)
     mine, blamed = two_running(h)
     broken_over_the_other(h, mine, blamed)
@@ -477,13 +480,30 @@ def test_after_a_gap_in_the_flows_lease_a_broken_units_partitions_are_reconciled
         h.clock.now += 1.5
         h.tick()
         h.lease = 5000
-    else:
-        h.clock.now += 6  # the last look saw 5 s of lease left
+    elif gap == "held again later":
+        h.clock.now += 1
+    h.since = h.clock()  # (at once: the same instant the break was taken in)
     h.facts.gathered.clear()
     h.clock.now += 1.5
     h.tick()
     assert h.facts.gathered and TP in h.facts.gathered[0], gap
     assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
+def test_a_pass_over_the_flow_longer_than_the_lease_still_restarts_exactly(
+    flow: FlowConfig,
+) -> None:
+    """The lease's holder renewed it all along: how long the planner was away from the
+    flow says nothing about it (a pass over 15,000 new partitions can outlast a lease)."""
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    broken_over_the_other(h, mine, blamed)
+    h.facts.gathered.clear()
+    h.clock.now += 60  # past the lease (5 s) and the blamed one's settling (6 s)
+    h.facts.facts = PartitionFacts("S1", 0, 1000, "T1", 5)
+    h.tick()
+    assert h.facts.gathered == [{OTHER_TP}], "the blamed partition alone is reconciled"
+    assert h.service.status(FLOW)["exact_restarts"] == 1
 
 
 def test_a_partition_into_a_shared_remote_partition_is_reconciled_after_its_unit_broke(
@@ -814,7 +834,7 @@ def test_a_broken_units_partition_on_a_run_taken_over_is_reconciled_after_the_wa
     h.facts.gathered.clear()
     run_report(h, NEW_RUN, 0)  # Spark ran the slot again: the old run is fenced
     seqs = iter(range(1, 1000))
-    for _ in range(30):  # past the wait-out (about 17 s), the lease looked at every second
+    for _ in range(30):  # past the wait-out (about 17 s)
         h.clock.now += 1
         run_report(h, NEW_RUN, next(seqs))
         h.service.tick()
@@ -2013,7 +2033,7 @@ def test_a_slot_that_keeps_its_leases_is_not_lost_while_its_report_is_recorded(
     h = Harness(flow, store=lambda journal, _facts: BlockingStore(journal))
     store, thread, _answered = recording(h, monkeypatch)
     try:
-        for _ in range(int(SLOT_LOST_S)):  # 2 s apart: no pass of the driver is a gap
+        for _ in range(int(SLOT_LOST_S)):
             h.clock.now += 2
             assert keep(h)[0] == 200
             h.service.tick()

@@ -68,6 +68,7 @@ def test_standalone_plans_new_groups_on_their_interval_and_new_partitions_on_the
     topics_due = source.assignment()
     copied = sorted(tp for task in topics_due.source[FLOW] for tp in task.partitions)
     assert copied == [*PARTITIONS, ("orders", 2)]
+    assert source.lease_held_since(FLOW) == 1.0, "a standalone driver's lease never lapses"
 
 
 class NoLeader:
@@ -247,6 +248,7 @@ def test_a_driver_of_two_targets_runs_what_each_log_assigns_it_and_reports_each_
         assignment = source.assignment()
         assert assignment is not None
         assert set(assignment.heartbeats) == {FLOW, "backup->primary"}
+        assert source.lease_held_since("nowhere->backup") is None, "no such flow: no lease"
         assert sorted(t.name for t in assignment.source[FLOW]) == [
             f"{FLOW}|MirrorSourceConnector-0",
             f"{FLOW}|MirrorSourceConnector-1",

@@ -123,6 +123,7 @@ def build(settings: DriverSettings, *, session: SparkSession | None = None) -> D
         flows=flows,
         job=job,
         lease_ms=source.lease_ms,
+        lease_held_since=source.lease_held_since,
         publish=source.publish,
         write_timeout_ms=settings.control.write_timeout_ms,
     )

@@ -18,6 +18,12 @@ always seen, so once the leader has removed a driver, that driver's lease ends a
 fencing). The log lives in the cluster the writes go to: a driver that cannot reach it
 cannot write there either, and a cluster lost elsewhere changes nothing here.
 
+**Held since.** The link also knows since when it has held the lease without a gap
+(:meth:`ControlLink.lease_held_since`): each confirmation began before the lease the
+previous one gave ran out, and the incarnation never changed. The copy planner needs it
+to restart a partition where its copies were acknowledged (nobody else wrote it since),
+however long its own passes take.
+
 **A log that cannot be followed.** When the event log is lost (deleted, recreated,
 another log in its place) or holds an event of a newer SRM, the reader folds nothing
 more: the driver keeps the state it had, so its last assignment. It cannot see decisions
@@ -126,6 +132,7 @@ class ControlLink:
         self._report = report
         self._member = False
         self._confirmed_at: float | None = None
+        self._held_since: float | None = None  # first confirmation of the unbroken run
         self.follower = LogFollower(
             ports.reader, name=f"the log of {settings.name}", on_fold=self._folded
         )
@@ -176,6 +183,15 @@ class ControlLink:
         left = confirmed + self.settings.lease_ms / 1000 - time.monotonic()
         return max(0, int(left * 1000))
 
+    def lease_held_since(self, flow: str | None = None) -> float | None:
+        """Since when (``time.monotonic``) this driver has held the lease of ``flow``
+        without a gap; None when it holds none now."""
+        # The lease first, then the start of its run: a run that began in between (the
+        # lease ran out and was confirmed again) only makes the answer later.
+        if self.lease_ms(flow) <= 0:
+            return None
+        return self._held_since
+
     def log_status(self) -> dict[str, object]:
         """The event log as this driver reads it (for ``GET /v1/driver``)."""
         reader = self.follower.reader
@@ -209,6 +225,8 @@ class ControlLink:
 
     def _renew(self, started: float) -> None:
         previous = self._confirmed_at
+        if previous is None or started > previous + self.settings.lease_ms / 1000:
+            self._held_since = started  # a new run: the last lease had run out (or none)
         self._confirmed_at = started if previous is None else max(previous, started)
 
     def _check_identity(self, state: ControlState) -> None:
@@ -229,7 +247,7 @@ class ControlLink:
             # incarnation; the leader waits out the old one's lease before moving tasks.
             old, self.instance = self.instance, new_instance()
             self._member = False
-            self._confirmed_at = None
+            self._confirmed_at = self._held_since = None
             log.warning(
                 "driver %s (instance %s) was removed from the group; rejoining as instance %s",
                 self.driver,

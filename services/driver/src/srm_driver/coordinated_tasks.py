@@ -219,6 +219,11 @@ class CoordinatedTaskSource:
         link = self.links.get(config.target) if config is not None else None
         return link.lease_ms(flow) if link is not None else 0
 
+    def lease_held_since(self, flow: str) -> float | None:
+        config = self._flows.get(flow)
+        link = self.links.get(config.target) if config is not None else None
+        return link.lease_held_since(flow) if link is not None else None
+
     def log_status(self) -> dict[str, object] | None:
         """Each served log as this driver reads it (identity, problem, skipped records,
         its generation and whether this driver is a member), by target."""

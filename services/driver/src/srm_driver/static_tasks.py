@@ -44,6 +44,7 @@ class StaticTaskSource:
         self._config = config
         self._discovery = discovery
         self._clock = clock
+        self._started = clock()
         self._flows = (
             dict(flows) if flows is not None else {f.name: f for f in config.flows.values()}
         )
@@ -108,6 +109,10 @@ class StaticTaskSource:
         # A standalone driver needs nobody's leave: the cap for every flow (its slots
         # stop within it if it stops answering them).
         return LEASE_CAP_MS
+
+    def lease_held_since(self, flow: str) -> float | None:
+        # Nobody else is ever given its partitions: held since it began.
+        return self._started
 
     def publish(self, event: CopyEvent) -> None:
         # No event log without a coordinator: the halt or loss is in the log and on the

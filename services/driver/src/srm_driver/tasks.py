@@ -64,6 +64,10 @@ class TaskSource(Protocol):
         milliseconds (0: not now). Held per flow: a driver may keep writing into one target
         cluster while it cannot confirm its right to write into another."""
 
+    def lease_held_since(self, flow: str) -> float | None:
+        """Since when (``time.monotonic``) the lease of ``flow`` has been held without a
+        gap, so nobody else was given its partitions meanwhile; None: not held now."""
+
     def publish(self, event: CopyEvent) -> None:
         """Tell the operators' side about a halt or a loss (never blocks for long)."""
 

@@ -58,19 +58,21 @@ class Planner:
         self,
         ledger: Ledger,
         adapters: Callable[[str], FlowAdapters],
-        lease_ms: Callable[[str], int],
+        leases: tuple[Callable[[str], int], Callable[[str], float | None]],
         clock: Callable[[], float],
         slots: Slots,
         codecs: TopicCodecs,
     ) -> None:
+        """``leases``: how long each flow's lease still runs (ms), and since when it has
+        been held without a gap (the task source's ``lease_ms``, ``lease_held_since``)."""
         self._ledger = ledger
         self._slots = slots
         self._adapters = adapters
-        self._lease_ms = lease_ms
+        self._lease_ms, held_since = leases
         self._clock = clock
         self._codecs = codecs
         self._awaiting = Awaiting(ledger, adapters)
-        self._exact = ExactRestarts(ledger, adapters, lease_ms, clock, codecs)
+        self._exact = ExactRestarts(ledger, adapters, held_since, clock, codecs)
 
     def plan_due(self, now: float, flow: str) -> None:
         """Reconcile every pending partition of ``flow`` whose last plan stopped and whose
@@ -79,9 +81,8 @@ class Planner:
         due: list[PartitionState] = []
         exact: list[PartitionState] = []
         # Asked before taking the ledger's lock: a task source may take locks of its own.
-        lease_ms = self._lease_ms(flow)
-        leased = lease_ms > 0
-        held_since = self._exact.leases.look(flow, now, lease_ms)
+        leased = self._lease_ms(flow) > 0
+        held_since = self._exact.held_since(flow)
         parts = self._ledger.parts
         with self._ledger.lock:
             live = self._slots.live(now)

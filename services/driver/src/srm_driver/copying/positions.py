@@ -92,14 +92,15 @@ def exact_restart(state: PartitionState, leased_since: float) -> tuple[int, int]
     another writer since would be caught by the next plan's first acknowledgement,
     which is checked against the planned offset), and the reservation recorded for the
     last plan still bounds the next. Only while the flow's lease was held without a gap
-    since the break (``leased_since``, :mod:`~srm_driver.copying.lease_watch`): after a
-    gap another driver may have copied the partition meanwhile. An operator's resume
+    since the break (``leased_since``, as the lease's holder tells it:
+    :meth:`~srm_driver.tasks.TaskSource.lease_held_since`): after a gap another driver may
+    have copied the partition meanwhile. An operator's resume
     always reconciles."""
     last = state.reported
     progress = state.progress
     if (
         state.innocent_plan != state.last_plan
-        or state.innocent_at < leased_since
+        or state.innocent_at <= leased_since
         or state.resume is not None
         or progress is None
         or last is None

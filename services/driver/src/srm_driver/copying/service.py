@@ -65,6 +65,7 @@ class CopyService:
         flows: Mapping[str, FlowConfig],
         job: CopyJob,
         lease_ms: Callable[[str], int],
+        lease_held_since: Callable[[str], float | None],
         publish: Callable[[CopyEvent], None],
         write_timeout_ms: int,
         clock: Callable[[], float] = time.monotonic,
@@ -89,8 +90,9 @@ class CopyService:
         self._keeper = JobKeeper(job, self._ledger, self._slots, write_timeout_ms)
         codecs = TopicCodecs()
         self._planner = Planner(
-            self._ledger, self._adapters.get, lease_ms, clock, self._slots, codecs
-        )
+            self._ledger, self._adapters.get, (lease_ms, lease_held_since), clock, self._slots,
+            codecs,
+        )  # fmt: skip
         self._checks = RunningChecks(self._ledger, self._adapters.get, lease_ms, codecs)
         cap = LEASE_CAP_MS if job.local else CLUSTER_SLOT_LEASE_MS
         self._desk = ReportDesk(
