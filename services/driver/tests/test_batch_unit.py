@@ -396,6 +396,23 @@ def test_a_partition_added_to_a_remote_topic_has_its_leader_looked_up() -> None:
     assert unit._parts[("t", 1)].records == 5
 
 
+def test_a_partition_added_to_a_source_topic_has_its_leader_looked_up() -> None:
+    """The source topic is known, its new partition is not: the source's metadata is
+    looked up again before the Fetch (not a "Metadata error 3" said as a read failure)."""
+    source = _Source()
+    source.log[("t", 0)], source.log[("t", 1)] = [record_batch(0, 10)], [record_batch(0, 5)]
+    sources = _Cluster({("t", 0): source})
+    leader = _Target("b:9092", {})
+    target = _Cluster({REMOTE: leader, ("primary.t", 1): leader})
+    unit = _unit(sources, target)
+    _turn(unit, _plan())
+    sources.moves[("t", 1)] = source  # the partition the next refresh names
+    _turn(unit, _plan(version=2, partitions=(0, 1)))
+    assert (unit._poll_error, unit._failure) == (None, None)
+    assert sources.refreshes == 2
+    assert leader.produced[-1] == [("primary.t", 1, 0, 5)]
+
+
 def test_a_target_connection_lost_with_batches_in_flight_breaks_the_unit_naming_the_target() -> (
     None
 ):

@@ -67,11 +67,12 @@ class BatchClients:
         self,
         consumer: Mapping[str, str],
         producer: Mapping[str, str],
-        topics: set[str],
+        sources: set[Key],
         remotes: set[Key],
     ) -> None:
         """Connect what is missing (the clusters, and the leaders of the ``remotes``
-        partitions), look up the leaders of topics not looked up yet, and get a producer
+        partitions), look up the leaders of ``sources`` partitions not known yet (a topic
+        not looked up, a partition added to a topic since), and get a producer
         id when there are remote partitions to write (this waits for brokers: call it
         without the unit's lock). A failure on the target is :class:`TargetFailed`; a
         source connection that broke meanwhile (the pump serves it while the target's
@@ -80,9 +81,11 @@ class BatchClients:
         if self.source is None:
             self.source = self._connect(dict(consumer), self.pump, timeout)
             self._looked_up = set()
-        if not topics <= self._looked_up:
-            self.source.refresh(sorted(topics))
-            self._looked_up = set(topics)
+        topics = {topic for topic, _ in sources}
+        source = self.source
+        if not topics <= self._looked_up or not all(source.leader_known(*k) for k in sources):
+            source.refresh(sorted(topics))
+            self._looked_up = topics
         try:
             if self.target is None:
                 self.target = self._connect(dict(producer), self.pump, timeout)

@@ -352,7 +352,7 @@ class BatchUnit(FlowUnit):
                 wanted.append((key[0], key[1], at[1]))
             busy = bool(self._sent)
         self._clients.prepare(
-            plan.consumer, self._producer_settings, {t for t, _, _ in wanted}, remotes
+            plan.consumer, self._producer_settings, {(t, p) for t, p, _ in wanted}, remotes
         )
         if not wanted:
             with self.lock:
