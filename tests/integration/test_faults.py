@@ -224,16 +224,18 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     after its tries with the reason and the offset; another topic of the same flow, written
     to all along, is copied exactly; the flow's status shows both. Each try breaks its copy
     unit: the unit's partitions with nothing in flight restart where they were
-    acknowledged, not reconciled (their copy is compared in full)."""
+    acknowledged, not reconciled (their copy is compared in full; a quiet topic gives each
+    slot such a partition whatever the load, since the steady topic's may be in flight)."""
     big = kafka.create_topic(
         "primary", unique_name("big"), partitions=2, config={"max.message.bytes": "3145728"}
     )
     small = kafka.create_topic("primary", unique_name("small"), partitions=2)
+    quiet = kafka.create_topic("primary", unique_name("quiet"), partitions=4)
     big_remote = kafka.create_topic(
         "backup", f"primary.{big}", partitions=2, config={"max.message.bytes": "1048588"}
     )
-    small_remote = f"primary.{small}"
-    kafka.created.append(("backup", small_remote))
+    small_remote, quiet_remote = f"primary.{small}", f"primary.{quiet}"
+    kafka.created += [("backup", small_remote), ("backup", quiet_remote)]
     produce(
         kafka["primary"],
         big,
@@ -248,13 +250,16 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     produce(
         kafka["primary"], small, [Record(f"s{i}".encode(), b"v", (), None, 0) for i in range(20)]
     )
+    produce(
+        kafka["primary"], quiet, [Record(f"q{i}".encode(), b"q", (), None, i % 4) for i in range(8)]
+    )
     config = write_config(
         tmp_path,
         {"primary": kafka["primary"], "backup": kafka["backup"]},
         flows={
             "primary->backup": {
                 "enabled": True,
-                "topics": [big, small],
+                "topics": [big, small, quiet],
                 # Keep the remote limit at 1 MB (config sync would copy the source's 3 MB).
                 "config.properties.exclude": "max.message.bytes",
             },
@@ -273,13 +278,16 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     finally:
         steady.finish()
     wait_until(
-        lambda: copied(kafka["primary"], small, kafka["backup"], small_remote),
+        lambda: all(
+            copied(kafka["primary"], topic, kafka["backup"], remote)
+            for topic, remote in ((small, small_remote), (quiet, quiet_remote))
+        ),
         60,
-        "the other topic of the flow is copied",
+        "the other topics of the flow are copied",
     )
     # Counters arrive with the slots' reports (every 200 ms), after the records land. (A
     # copy that landed unacknowledged when a unit broke is verified, not counted.)
-    wait_until(lambda: driver.status()["copy"]["records"] >= 31, 15, "the flow counts 31 records")
+    wait_until(lambda: driver.status()["copy"]["records"] >= 39, 15, "the flow counts 39 records")
     status = driver.status()["copy"]
     (halt,) = [h for h in status["halted"] if h["topic"] == big]
     print(f"\nhalted: {halt['topic']}-{halt['partition']}: {halt['reason']}")
@@ -300,6 +308,10 @@ def test_a_record_the_target_refuses_halts_only_its_partition(
     count = count_copy(source, target)
     assert (count.produced, count.missing, count.duplicated) == (20 + steady.sent, 0, 0), str(count)
     assert all(content(target[p]) == content(source[p]) for p in (0, 1))
+    source = consume_all(kafka["primary"], quiet)
+    target = consume_all(kafka["backup"], quiet_remote)
+    assert all(content(target[p]) == content(source[p]) for p in range(4)), "the quiet topic"
+    assert sum(len(records) for records in target.values()) == 8
     assert status["exact_restarts"] >= 1, "the broken unit's idle partitions were not reconciled"
 
 
