@@ -116,9 +116,19 @@ def test_the_lease_is_held_since_the_first_confirmation_of_its_unbroken_run() ->
     link._confirm()
     again = link.lease_held_since(FLOW)
     assert again is not None and again > since, "confirmed after it ran out: a new run"
+    old = link.instance
     put(topic, DriverLeft("d1", "silent"))
     follow(link)
     assert link.lease_held_since(FLOW) is None and link._held_since is None, "removed"
+    # A confirmation the old incarnation began before the removal was folded renews
+    # nothing: the new incarnation holds no lease until it is a member and confirms.
+    link._renew(again + 1, old)
+    assert link.lease_ms(FLOW) == 0 and link.lease_held_since(FLOW) is None
+    put(topic, DriverJoined("d1", "http://d1:1", "h", link.instance))
+    follow(link)
+    link._confirm()
+    rejoined = link.lease_held_since(FLOW)
+    assert rejoined is not None and rejoined > again, "the new incarnation's own run"
 
 
 def test_junk_in_the_log_changes_nothing_and_the_lease_is_renewed() -> None:

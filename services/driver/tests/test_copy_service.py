@@ -182,7 +182,7 @@ class Harness:
             flows={f.name: f for f in (flow, *others)},
             job=self.job,
             lease_ms=lambda name: self.lease_of(name),
-            lease_held_since=lambda name: self.since if self.lease_of(name) > 0 else None,
+            lease_held_since=lambda name: self.since_of(name),
             publish=self.events.append,
             write_timeout_ms=10_000,
             clock=self.clock,
@@ -195,6 +195,10 @@ class Harness:
     def lease_of(self, flow: str) -> int:
         """The lease the service is told for ``flow`` now (a test may replace it)."""
         return self.leases.get(flow, self.lease)
+
+    def since_of(self, flow: str) -> float | None:
+        """Since when the lease of ``flow`` is held (a test may replace it)."""
+        return self.since if self.lease_of(flow) > 0 else None
 
     def report(
         self,
@@ -487,6 +491,23 @@ def test_after_a_gap_in_the_flows_lease_a_broken_units_partitions_are_reconciled
     h.clock.now += 1.5
     h.tick()
     assert h.facts.gathered and TP in h.facts.gathered[0], gap
+    assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
+def test_a_lease_held_anew_between_the_decision_and_the_restart_is_a_gap(
+    flow: FlowConfig,
+) -> None:
+    """The lease is asked again when the restarts are made: a run that began after the
+    break (the lease lapsed and came back while the pass decided) reconciles them."""
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    broken_over_the_other(h, mine, blamed)
+    answers = iter([0.0])  # the decision sees the run held since before the break
+    h.since_of = lambda flow: next(answers, h.clock())  # type: ignore[method-assign]
+    h.facts.gathered.clear()
+    h.clock.now += 1.5
+    h.tick()
+    assert h.facts.gathered and TP in h.facts.gathered[0]
     assert h.service.status(FLOW)["exact_restarts"] == 0
 
 

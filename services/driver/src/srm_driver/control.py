@@ -133,6 +133,9 @@ class ControlLink:
         self._member = False
         self._confirmed_at: float | None = None
         self._held_since: float | None = None  # first confirmation of the unbroken run
+        # A renewal and a removal never interleave: a confirmation of the old incarnation
+        # never renews the new one's lease.
+        self._lease_lock = threading.Lock()
         self.follower = LogFollower(
             ports.reader, name=f"the log of {settings.name}", on_fold=self._folded
         )
@@ -199,13 +202,13 @@ class ControlLink:
 
     def _confirm(self) -> None:
         """Read the log up to where it ends now; if still a member, renew the lease."""
-        started = time.monotonic()
+        started, instance = time.monotonic(), self.instance
         timeout = self.settings.heartbeat_interval_ms / 1000
         if self.follower.problem is not None:
             # Nothing after the last event folded can be seen; nothing moves a task while
             # no coordinator leads (see the module docstring).
             if self.is_member() and not self._end.someone_leads(timeout):
-                self._renew(started)
+                self._renew(started, instance)
             return
         try:
             end = self._end.query(timeout=timeout)
@@ -220,14 +223,18 @@ class ControlLink:
                 return
         if self.follower.position < end:
             return  # the log is slow to read: no renewal this time
-        if self.is_member():
-            self._renew(started)
+        self._renew(started, instance)
 
-    def _renew(self, started: float) -> None:
-        previous = self._confirmed_at
-        if previous is None or started > previous + self.settings.lease_ms / 1000:
-            self._held_since = started  # a new run: the last lease had run out (or none)
-        self._confirmed_at = started if previous is None else max(previous, started)
+    def _renew(self, started: float, instance: str) -> None:
+        """Renew the lease from a confirmation that began at ``started``, if this is still
+        the incarnation that began it and still a member."""
+        with self._lease_lock:
+            if self.instance != instance or not self.is_member():
+                return  # removed meanwhile: the new incarnation confirms on its own
+            previous = self._confirmed_at
+            if previous is None or started > previous + self.settings.lease_ms / 1000:
+                self._held_since = started  # a new run: the last lease ran out (or none)
+            self._confirmed_at = started if previous is None else max(previous, started)
 
     def _check_identity(self, state: ControlState) -> None:
         info = state.drivers.get(self.driver)
@@ -245,9 +252,10 @@ class ControlLink:
         elif self._member and not self.leaving:
             # Removed for silence (a pause, a lost connection): come back as a new
             # incarnation; the leader waits out the old one's lease before moving tasks.
-            old, self.instance = self.instance, new_instance()
-            self._member = False
-            self._confirmed_at = self._held_since = None
+            with self._lease_lock:
+                old, self.instance = self.instance, new_instance()
+                self._member = False
+                self._confirmed_at = self._held_since = None
             log.warning(
                 "driver %s (instance %s) was removed from the group; rejoining as instance %s",
                 self.driver,

@@ -61,6 +61,7 @@ class BatchClients:
         self.producer: tuple[int, int] | None = None
         self._sequences: dict[Key, int] = {}
         self._looked_up: set[str] = set()  # source topics whose leaders are known
+        self._named: set[Key] = set()  # source partitions the last refresh named a leader of
         self._reached: set[Key] = set()  # remote partitions whose leader is connected
 
     def prepare(
@@ -81,11 +82,13 @@ class BatchClients:
         if self.source is None:
             self.source = self._connect(dict(consumer), self.pump, timeout)
             self._looked_up = set()
-        topics = {topic for topic, _ in sources}
-        source = self.source
-        if not topics <= self._looked_up or not all(source.leader_known(*k) for k in sources):
+        topics, fresh, source = {topic for topic, _ in sources}, sources - self._named, self.source
+        if topics <= self._looked_up and all(source.leader_known(*key) for key in fresh):
+            self._named |= fresh
+        else:
             source.refresh(sorted(topics))
             self._looked_up = topics
+            self._named = {key for key in sources if source.leader_known(*key)}
         try:
             if self.target is None:
                 self.target = self._connect(dict(producer), self.pump, timeout)
@@ -109,6 +112,7 @@ class BatchClients:
 
     def forget_leaders(self, topic: str) -> None:
         self._looked_up.discard(topic)
+        self._named = set()
 
     def fetch(
         self, wanted: list[tuple[str, int, int]], consumer: Mapping[str, str], max_wait_ms: int
