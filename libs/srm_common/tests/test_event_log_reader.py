@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError
 from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.control.events import Envelope, FlowEnabled, LogStarted, encode
 from srm_common.errors import ControlLogError
-from srm_common.testing import FAKE_CONTROL, FakeEventTopic, _Message
+from srm_common.testing import FAKE_CONTROL, FakeEventTopic, FakeLogConsumer, _Message
 
 SETTINGS = FAKE_CONTROL
 
@@ -164,3 +164,34 @@ def test_a_missing_log_that_nobody_knew_is_an_error_not_a_loss() -> None:
     lost = reader_of(topic, known_log="L1")
     assert lost.read_to_end(5) == []
     assert lost.problem is not None and "does not exist" in lost.problem.message
+
+
+class WholeTimeoutConsumer(FakeLogConsumer):
+    """As librdkafka's consume(): a call that does not fill its batch lasts its whole
+    timeout (counted in ``waited``, not slept); the events and the end of the partition
+    come in separate calls."""
+
+    def __init__(self, topic: FakeEventTopic) -> None:
+        super().__init__(topic)
+        self.waited = 0.0
+
+    def consume(self, count: int, timeout: float) -> list[_Message]:
+        messages = super().consume(count, 0)
+        if len(messages) < count:
+            self.waited += timeout
+        return messages
+
+
+def test_a_read_to_the_end_ends_about_when_the_end_arrives() -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("L1", None, "")), envelope(FlowEnabled("a->b")))
+    consumer = WholeTimeoutConsumer(topic)
+    reader = EventLogReader(
+        SETTINGS,
+        client_id="t",
+        consumer=consumer,  # type: ignore[arg-type]
+        admin=topic.admin(),  # type: ignore[arg-type]
+    )
+    assert len(reader.read_to_end(5)) == 2
+    # Two polls (the events, then the end): 0.1 s in 0.05 s steps, 1 s in 0.5 s ones.
+    assert consumer.waited <= 0.2, f"the read waited {consumer.waited:.2f} s in its polls"
