@@ -13,6 +13,7 @@ import time
 
 import pytest
 from srm_common.control.events import DriverJoined, DriverLeft
+from srm_common.errors import ControlLogError
 from srm_harness.clients import (
     SteadyProducer,
     consume_all,
@@ -121,10 +122,18 @@ def test_a_paused_driver_whose_tasks_moved_writes_nothing_when_it_wakes(
             time.sleep(max(2.0, 40 - moved_after) if round_ == 1 else 2.0)
             os.killpg(drivers[victim].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
             paused_for = time.monotonic() - paused
+
+            def rejoined() -> bool:
+                try:
+                    state = group.state()
+                except ControlLogError:
+                    return False
+                return group.settled(drivers, state) and all(
+                    source_tasks(state, d) for d in drivers
+                )
+
             wait_until(
-                lambda: (
-                    group.settled(drivers) and all(source_tasks(group.state(), d) for d in drivers)
-                ),
+                rejoined,
                 180,
                 f"pause {round_ + 1}: {victim} rejoins and gets work again",
                 detail=logs,

@@ -115,14 +115,15 @@ class ControlGroup:
             return set()
         return {task for task in found if task.rpartition("|")[0] in current.tasks}
 
-    def settled(self, drivers: Iterable[str]) -> bool:
-        """Every task assigned to one of ``drivers``, and each runs exactly what it holds.
-        False while the event log cannot be read to its end (a coordinator just starting
-        has not created it yet): the caller's own timeout decides, not the read's 15 s."""
+    def settled(self, drivers: Iterable[str], state=None) -> bool:  # type: ignore[no-untyped-def]
+        """Every task assigned to one of ``drivers``, and each runs exactly what it holds
+        (in ``state``, or the log read now). False while the event log cannot be read to
+        its end (a coordinator just starting has not created it yet): the caller's own
+        timeout decides, not the read's 15 s."""
         from srm_common.errors import ControlLogError
 
         try:
-            current = self.state()
+            current = state or self.state()
         except ControlLogError:
             return False
         tasks = set(current.all_task_ids())
