@@ -9,11 +9,11 @@ serving every target. Then:
 
 1. **Site a killed** (its broker, its driver and its coordinator, SIGKILL) for
    ``SRM_SITE_LOSS_OUTAGE_S`` seconds (default 30; the figures in docs/design.md are of a
-   run with 120). Meanwhile b->c keeps copying; srm-control adds and denies patterns on
-   b->c and each change is in c's log and its task configs within seconds; the b->c
-   driver is killed and restarted under its id and gets its tasks back; a new topic on b
-   matching b->c is copied. Then a comes back (broker, driver, coordinator) and every
-   flow catches up.
+   run with 120). Meanwhile b->c keeps copying; then the b->c driver is killed and
+   restarted under its id and gets its tasks back, and while it starts srm-control adds
+   and denies patterns on b->c: each change is in c's log and its task configs within
+   seconds; a new topic on b matching b->c is copied. Then a comes back (broker, driver,
+   coordinator) and every flow catches up.
 2. **Site a cut off the network** (the proxy drops everything, both ways) for
    ``SRM_SITE_LOSS_CUT_S`` seconds (default 20): b->c copies on and changes on it apply;
    after the cut every flow catches up.
@@ -258,7 +258,19 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         killed = time.monotonic()
         into_c = (servers["c"], f"b.{from_b}")
         before = _copied(*into_c)
+        wait_until(
+            lambda: _copied(*into_c) > before,
+            60,
+            "b->c copies on, its driver running, once a is down",
+            detail=logs,
+            step=0.1,
+        )
 
+        # driver-c restarts (a new Spark, tens of seconds) while srm-control changes b->c:
+        # each change is in c's log and its task configs whether c's driver runs or not.
+        drivers["c"].kill9()
+        restarted_at = time.monotonic()
+        drivers["c"].start()
         added = _control(config, "topics", "--source", "b", "--target", "c", "--add", f"{late}-.*")
         wait_until(
             lambda: later in _planned(groups["c"].state(), "b->c"),
@@ -281,9 +293,6 @@ def _run(a, proxy, kafka, tmp_path, unique_name) -> None:  # type: ignore[no-unt
         )
         deny_applied = time.monotonic() - deny_started
 
-        drivers["c"].kill9()
-        restarted_at = time.monotonic()
-        drivers["c"].start()
         wait_until(
             lambda: groups["c"].settled(["driver-c"]),
             300,  # a restart starts Spark again: the first start's bound
