@@ -8,7 +8,9 @@ import json
 
 import pytest
 from confluent_kafka import KafkaError
+from srm_common.adapters import kafka_clients
 from srm_common.adapters.event_log_reader import EventLogReader
+from srm_common.adapters.event_log_reads import read_log, read_logs
 from srm_common.control.events import Envelope, FlowEnabled, LogStarted, encode
 from srm_common.errors import ControlLogError
 from srm_common.testing import FAKE_CONTROL, FakeEventTopic, FakeLogConsumer, _Message
@@ -166,16 +168,32 @@ def test_a_missing_log_that_nobody_knew_is_an_error_not_a_loss() -> None:
     assert lost.problem is not None and "does not exist" in lost.problem.message
 
 
-class WholeTimeoutConsumer(FakeLogConsumer):
-    """As librdkafka's consume(): a call that does not fill its batch lasts its whole
-    timeout (counted in ``waited``, not slept); the events and the end of the partition
-    come in separate calls."""
+class LibrdkafkaLikeConsumer(FakeLogConsumer):
+    """Waits where librdkafka's consumer does, counted in ``waited`` (not slept): a call
+    to consume() that does not fill its batch lasts its whole timeout, the events and the
+    end of the partition come in separate calls, and a partition assigned before the
+    consumer knew its leader is read only after a 500 ms retry timer."""
 
     def __init__(self, topic: FakeEventTopic) -> None:
         super().__init__(topic)
         self.waited = 0.0
+        self.knows_leader = False
+        self.timer = 0.0
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> object:
+        self.knows_leader = True
+        return super().list_topics(topic, timeout)
+
+    def assign(self, partitions: list[object]) -> None:
+        super().assign(partitions)
+        self.timer = 0.0 if self.knows_leader else 0.5
 
     def consume(self, count: int, timeout: float) -> list[_Message]:
+        if self.timer > 0:
+            waiting = min(timeout, self.timer)
+            self.timer -= waiting
+            self.waited += waiting
+            return []
         messages = super().consume(count, 0)
         if len(messages) < count:
             self.waited += timeout
@@ -185,7 +203,7 @@ class WholeTimeoutConsumer(FakeLogConsumer):
 def test_a_read_to_the_end_ends_about_when_the_end_arrives() -> None:
     topic = FakeEventTopic()
     topic.append(envelope(LogStarted("L1", None, "")), envelope(FlowEnabled("a->b")))
-    consumer = WholeTimeoutConsumer(topic)
+    consumer = LibrdkafkaLikeConsumer(topic)
     reader = EventLogReader(
         SETTINGS,
         client_id="t",
@@ -193,5 +211,28 @@ def test_a_read_to_the_end_ends_about_when_the_end_arrives() -> None:
         admin=topic.admin(),  # type: ignore[arg-type]
     )
     assert len(reader.read_to_end(5)) == 2
-    # Two polls (the events, then the end): 0.1 s in 0.05 s steps, 1 s in 0.5 s ones.
+    # Two polls (the events, then the end): 0.1 s in 0.05 s steps; 1 s in 0.5 s ones, and
+    # 0.5 s more when the partition is assigned before its leader is known.
     assert consumer.waited <= 0.2, f"the read waited {consumer.waited:.2f} s in its polls"
+
+
+def test_a_one_shot_read_asks_the_broker_for_a_short_wait_at_the_end_and_a_follower_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = FakeEventTopic()
+    topic.append(envelope(LogStarted("L1", None, "")), envelope(FlowEnabled("a->b")))
+    configs: list[dict[str, str]] = []
+
+    def consumer(config: dict[str, str]) -> FakeLogConsumer:
+        configs.append(config)
+        return topic.consumer()
+
+    monkeypatch.setattr(kafka_clients, "consumer", consumer)
+    monkeypatch.setattr(kafka_clients, "admin", lambda _config: topic.admin())
+    assert len(read_log(SETTINGS, timeout=5)) == 2
+    assert set(read_logs([SETTINGS], timeout=5)) == {SETTINGS.name}
+    EventLogReader(SETTINGS, client_id="follower").close()
+    one_shot, in_threads, follower = configs
+    assert int(one_shot["fetch.wait.max.ms"]) <= 100
+    assert int(in_threads["fetch.wait.max.ms"]) <= 100
+    assert "fetch.wait.max.ms" not in follower, "an idle log is fetched twice a second"

@@ -306,6 +306,9 @@ class FakeLogConsumer:
     def position(self, partitions: list[object]) -> list[object]:
         return [KafkaPartition(self.log.topic, 0, self.position_)]
 
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> object:
+        return SimpleNamespace(topics={})  # what a reader asks only to learn the leader
+
     def close(self) -> None:
         pass
 

@@ -34,6 +34,19 @@ log = logging.getLogger(__name__)
 UNKNOWN_TOPIC_ID = "?"  # a topic id that could not be learnt this time (no answer)
 
 
+READ_STEP_S = 0.05
+"""How long each poll of a read to the end lasts. librdkafka's consume() returns when its
+batch is full or its timeout is over, so a poll of a log shorter than a batch lasts its
+whole timeout, and the events and the partition's end come in two polls or more: in
+polls this short a read ends about when the end arrives (in 0.5 s ones, a one-shot read
+took 1 to 1.5 s however short the log)."""
+
+ONE_SHOT_FETCH = {"fetch.wait.max.ms": "50"}
+"""A one-shot reader's consumer keys: the end of a partition shows when a fetch comes
+back empty, after the broker held it ``fetch.wait.max.ms`` (librdkafka's 500 by default,
+right for a follower: an idle log fetched twice a second)."""
+
+
 class EventLogReader:
     """Reads the event log from the beginning, committed events only, through a
     :class:`LogGuard` (:mod:`srm_common.control.integrity`).
@@ -45,7 +58,8 @@ class EventLogReader:
     is set (the caller starts from an empty state) and :attr:`problem` clears.
 
     ``known_log``: the identity the log must show before anything is returned (the module
-    docstring of integrity). ``consumer``/``admin``: for tests; built from ``settings``
+    docstring of integrity). ``one_shot``: a reader that reads to the end once and closes
+    (:data:`ONE_SHOT_FETCH`). ``consumer``/``admin``: for tests; built from ``settings``
     otherwise.
 
     One class of about 280 lines: reading, the watch of the topic's id and the probe of a
@@ -56,12 +70,6 @@ class EventLogReader:
 
     CHECK_S = 1.0  # how often the topic id is looked at
     PROBE_S = 5.0  # how often a lost log is read again to see whether it was restored
-    # librdkafka's consume() returns when its batch is full or its timeout is over, so
-    # each poll of a log shorter than a batch waits its whole timeout; the events and the
-    # end of the partition arrive in two polls or more. A read to the end polls in steps
-    # this short, so that it ends about when the end arrives (a one-shot read took 1 to
-    # 1.5 s in 0.5 s polls, however short the log).
-    READ_STEP_S = 0.05
 
     def __init__(
         self,
@@ -69,6 +77,7 @@ class EventLogReader:
         *,
         client_id: str,
         known_log: str | None = None,
+        one_shot: bool = False,
         consumer: Consumer | None = None,
         admin: AdminClient | None = None,
     ) -> None:
@@ -87,6 +96,7 @@ class EventLogReader:
                 # A position beyond the end (the topic was recreated or truncated) is an
                 # error to report, not a silent jump to another place in the log.
                 "auto.offset.reset": "error",
+                **(ONE_SHOT_FETCH if one_shot else {}),
             }
         )
         self._admin = admin or kafka_clients.admin(dict(settings.client))
@@ -311,17 +321,30 @@ class EventLogReader:
                     f" srm-coordinator), or it was deleted ({restore_hint(self._target)})"
                 )
             time.sleep(0.2)
+        if self.position < 0 and not self._probing:
+            assign_knowing_the_leader(self._consumer, self.topic, min(timeout, 10.0))
         while not self.at_end and self.problem is None:
             if time.monotonic() > deadline:
                 raise ControlLogError(
                     f"could not read the event log {self.topic} on {self.cluster} to its end"
                     f" within {timeout:.0f} s; is {self.cluster} up?"
                 )
-            events.extend(self.poll(self.READ_STEP_S))
+            events.extend(self.poll(READ_STEP_S))
         return events
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def assign_knowing_the_leader(consumer: Consumer, topic: str, timeout: float) -> None:
+    """Assign the log (again) from its start once ``consumer`` knows the partition's
+    leader: assigned before, librdkafka asks where the log begins only when a 500 ms retry
+    timer fires."""
+    try:
+        consumer.list_topics(topic, timeout=timeout)
+    except KafkaException:
+        return  # the reads that follow say what is wrong
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
 
 
 def describe_topic_id(admin: AdminClient, topic: str, timeout: float) -> str | None:

@@ -28,7 +28,7 @@ def read_log(
     log is not the ``known_log`` or holds an event of a newer SRM. ``missing_ok``: a log
     whose topic does not exist is empty, at once."""
     reader = EventLogReader(
-        settings, client_id=f"srm-log-reader-{time.time_ns()}", known_log=known_log
+        settings, client_id=f"srm-log-reader-{time.time_ns()}", known_log=known_log, one_shot=True
     )
     try:
         events = reader.read_to_end(timeout, missing_ok=missing_ok)
@@ -52,7 +52,9 @@ def read_logs(
 
     def read(settings: ControlSettings) -> None:
         try:
-            reader = EventLogReader(settings, client_id=f"srm-log-reader-{time.time_ns()}")
+            reader = EventLogReader(
+                settings, client_id=f"srm-log-reader-{time.time_ns()}", one_shot=True
+            )
             try:
                 events = reader.read_to_end(timeout, missing_ok=True)
                 if reader.problem is not None:
