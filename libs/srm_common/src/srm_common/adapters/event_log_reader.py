@@ -322,7 +322,8 @@ class EventLogReader:
                 )
             time.sleep(0.2)
         if self.position < 0 and not self._probing:
-            assign_knowing_the_leader(self._consumer, self.topic, min(timeout, 10.0))
+            left = max(0.0, deadline - time.monotonic())
+            assign_knowing_the_leader(self._consumer, self.topic, min(left, 10.0))
         while not self.at_end and self.problem is None:
             if time.monotonic() > deadline:
                 raise ControlLogError(
