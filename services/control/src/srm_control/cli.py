@@ -97,7 +97,7 @@ def kafka() -> KafkaClients:
     composition root: the commands build none)."""
     return KafkaClients(
         admin=lambda keys: kafka_clients.admin(dict(keys)),
-        log_reader=lambda log, client_id: EventLogReader(log, client_id=client_id),
+        log_reader=lambda log, client_id: EventLogReader(log, client_id=client_id, one_shot=True),
         log_writer=lambda log, client_id: EventLogWriter(log, client_id=client_id),
         offsets=FlowOffsets,
         checkpoints=lambda flow: MirrorClient(
