@@ -17,7 +17,7 @@ from srm_common.domain.progress import PartitionFacts, Progress, Surplus
 from srm_common.domain.records import OffsetSync
 from srm_common.domain.resume import ResumeMode, ResumePoint
 from srm_common.testing import Clock
-from srm_driver.copying import reports, write_failures
+from srm_driver.copying import planner, reports, write_failures
 from srm_driver.copying.clients import unit_settings
 from srm_driver.copying.ports import LEASE_CAP_MS, CopyEvent, FlowAdapters
 from srm_driver.copying.protocol import SlotRun
@@ -509,6 +509,33 @@ def test_a_lease_held_anew_between_the_decision_and_the_restart_is_a_gap(
     h.tick()
     assert h.facts.gathered and TP in h.facts.gathered[0]
     assert h.service.status(FLOW)["exact_restarts"] == 0
+
+
+def test_a_unit_that_breaks_during_a_long_pass_restarts_before_the_pass_ends(
+    flow: FlowConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass reconciling new partitions chunk by chunk (minutes at 30,000 on a loaded
+    cluster) restarts the idle partitions of a unit that broke meanwhile between its
+    chunks, not after its last one."""
+    monkeypatch.setattr(planner, "PLAN_BATCH", 1)  # two new partitions: a pass of two chunks
+    h = Harness(flow)
+    mine, blamed = two_running(h)
+    new = {("orders", 2): REMOTE, ("orders", 3): REMOTE}
+    h.service.set_owned(FLOW, {TP: REMOTE, OTHER_TP: REMOTE, **new})
+    gather, chunks = h.facts.gather, []
+
+    def breaking(routes: Mapping[tuple[str, int], str]) -> object:
+        chunks.append((set(routes), h.service.status(FLOW)["exact_restarts"]))
+        if len(chunks) == 1:  # while the first chunk's facts are read
+            broken_over_the_other(h, mine, blamed)
+            h.clock.now += 1.5  # the innocent's settle
+        return gather(routes)
+
+    h.facts.gather = breaking  # type: ignore[method-assign]
+    h.service.work(FLOW)
+    assert sorted(sorted(keys) for keys, _ in chunks) == [[("orders", 2)], [("orders", 3)]]
+    assert chunks[1][1] == 1, "restarted before the second chunk was read"
+    assert set(replanned(h)) >= {0, 2, 3}
 
 
 def test_a_pass_over_the_flow_longer_than_the_lease_still_restarts_exactly(

@@ -41,6 +41,31 @@ class ExactRestarts:
         self._clock = clock
         self._codecs = codecs
 
+    def sweep(self, flow: str, now: float, live: Callable[[float], list[int]]) -> None:
+        """Restart the partitions of a unit that broke while a long planning pass was
+        reconciling others (the planner calls this between its chunks): those on a slot
+        that answers, due and needing no move; the others wait for the next pass. A
+        pass over thousands of new partitions lasts minutes on a loaded cluster, and
+        their slot's other partitions would stand still that long."""
+        held_since = self.held_since(flow)
+        if held_since is None:
+            return
+        with self._ledger.lock:
+            slots = set(live(now))
+            due = [
+                state
+                for state in self._ledger.parts.unsettled(flow)
+                if state.innocent_plan >= 0
+                and state.status == "pending"
+                and state.stopped
+                and now >= state.retry_at
+                and state.moving_to is None
+                and state.slot in slots
+                and exact_restart(state, held_since) is not None
+            ]
+        if due:
+            self.restart(flow, due, held_since)  # (any it sends back: the next pass)
+
     def restart(
         self, flow: str, states: list[PartitionState], held_since: float
     ) -> list[PartitionState]:

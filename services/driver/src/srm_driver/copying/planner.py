@@ -124,6 +124,8 @@ class Planner:
         due = self._awaiting.ask(flow, due, now)
         recorded: Mapping[TopicPartition, Progress] | None = None
         for start in range(0, len(due), PLAN_BATCH):
+            if start:  # a unit that broke meanwhile does not wait for the whole pass
+                self._exact.sweep(flow, self._clock(), self._slots.live)
             recorded = self._plan_batch(flow, due[start : start + PLAN_BATCH], now, recorded)
 
     def _plan_batch(
