@@ -314,7 +314,9 @@ def test_an_ending_slot_whose_last_part_is_never_taken_still_ends(
     assert not thread.is_alive() and not taken
     asked = driver.exiting_at
     assert len(asked) > 3, "more than the three tries of old"
-    assert 0.3 <= asked[-1] - asked[0] <= 0.5, "asked again for FINAL_REPORT_S, no longer"
+    # About FINAL_REPORT_S (0.5 s), far less than the refusal (60 s); the bound above has
+    # room for a loaded host, where the last try reaches the fake driver late.
+    assert 0.3 <= asked[-1] - asked[0] < 5, "asked again for FINAL_REPORT_S, no longer"
     said = [r.getMessage() for r in caplog.records]
     assert any("ending with its last report not recorded (refused for" in m for m in said)
 
