@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (srm_common is imported where it is used: see ControlGroup.state)
+    from srm_common.control.state import ControlState
 
 
 def write_config(
@@ -115,7 +119,7 @@ class ControlGroup:
             return set()
         return {task for task in found if task.rpartition("|")[0] in current.tasks}
 
-    def settled(self, drivers: Iterable[str], state=None) -> bool:  # type: ignore[no-untyped-def]
+    def settled(self, drivers: Iterable[str], state: ControlState | None = None) -> bool:
         """Every task assigned to one of ``drivers``, and each runs exactly what it holds
         (in ``state``, or the log read now). False while the event log cannot be read to
         its end (a coordinator just starting has not created it yet): the caller's own
@@ -123,7 +127,7 @@ class ControlGroup:
         from srm_common.errors import ControlLogError
 
         try:
-            current = state or self.state()
+            current = state if state is not None else self.state()
         except ControlLogError:
             return False
         tasks = set(current.all_task_ids())

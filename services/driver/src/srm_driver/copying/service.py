@@ -89,10 +89,10 @@ class CopyService:
         self._slots = Slots(self._ledger, slot_grace_s)
         self._keeper = JobKeeper(job, self._ledger, self._slots, write_timeout_ms)
         codecs = TopicCodecs()
+        leases = (lease_ms, lease_held_since)
         self._planner = Planner(
-            self._ledger, self._adapters.get, (lease_ms, lease_held_since), clock, self._slots,
-            codecs,
-        )  # fmt: skip
+            self._ledger, self._adapters.get, leases, clock, self._slots, codecs
+        )
         self._checks = RunningChecks(self._ledger, self._adapters.get, lease_ms, codecs)
         cap = LEASE_CAP_MS if job.local else CLUSTER_SLOT_LEASE_MS
         self._desk = ReportDesk(
