@@ -43,3 +43,58 @@ def test_a_failed_build_is_tried_again_only_after_the_retry_delay_and_then_kept(
     assert cache.get(FLOW) == "adapters of flow"
     assert make.calls == 2, "built once, then kept"
     assert cache.built == {FLOW: "adapters of flow"}
+
+
+def test_two_threads_asking_at_once_build_the_adapters_once() -> None:
+    """A flow's topics and planning threads both ask for its adapters: the second waits
+    for the first's build instead of building (and leaving open) a second set."""
+    building, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow(flow: object) -> object:
+        calls.append(str(flow))
+        building.set()
+        release.wait(10)
+        return f"adapters of {flow}"
+
+    cache = FlowAdapterCache(slow, {FLOW: "flow"}, threading.RLock(), Clock(0))  # type: ignore[arg-type, dict-item]
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(cache.get(FLOW)))
+    first.start()
+    assert building.wait(10)
+    second = threading.Thread(target=lambda: got.append(cache.get(FLOW)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive(), "the second asker waits for the build under way"
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert got == ["adapters of flow", "adapters of flow"]
+    assert calls == ["flow"], "built once"
+
+
+def test_a_flow_whose_build_hangs_holds_up_no_other_flow() -> None:
+    release = threading.Event()
+
+    building = threading.Event()
+
+    def make(flow: object) -> object:
+        if flow == "stuck":
+            building.set()
+            release.wait(60)
+        return f"adapters of {flow}"
+
+    flows = {"a->b": "stuck", "c->d": "quick"}
+    cache = FlowAdapterCache(make, flows, threading.RLock(), Clock(0))  # type: ignore[arg-type]
+    stuck = threading.Thread(target=lambda: cache.get("a->b"))
+    stuck.start()
+    got: list[object] = []
+    try:
+        assert building.wait(10)
+        quick = threading.Thread(target=lambda: got.append(cache.get("c->d")))
+        quick.start()
+        quick.join(10)  # (at once, unless it waits for the other flow's build)
+        assert got == ["adapters of quick"]
+    finally:
+        release.set()
+        stuck.join(10)

@@ -115,14 +115,14 @@ def test_a_flow_creates_its_remote_topics_while_spark_starts_and_hands_them_over
     worker = FlowWorker(FLOW, topics, copy, threading.Event())  # type: ignore[arg-type]
     owned = frozenset({("orders", 0), ("orders", 1)})
     worker.want(owned)
-    worker.step()
-    worker.step()
+    worker.topics.step()
+    worker.topics.step()
     assert topics.asked == [owned, owned], "remote topics are kept in step meanwhile"
     assert copy.owned == [], "nothing is handed over before Spark is up"
     copy.up = True
-    worker.step()
+    worker.topics.step()
     assert copy.owned == [{("orders", 0): "primary.orders", ("orders", 1): "primary.orders"}]
-    worker.step()
+    worker.topics.step()
     assert len(copy.owned) == 1, "handed over once, not at every pass"
 
 

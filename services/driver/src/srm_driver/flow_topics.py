@@ -44,6 +44,8 @@ LOOK_AFTER_CHANGE_S = 0.5
 TRUST_PRESENT_S = 60.0
 ROUND_TRIP_EVERY_S = 60.0
 ROUND_TRIP_SAMPLES = 5
+# A refresh or config sync that took this long is logged (_log_slow).
+SLOW_PASS_S = 5.0
 # Changes of one round logged a line each at INFO; the rest at DEBUG (log_changes).
 LISTED_CHANGES = 20
 
@@ -104,8 +106,13 @@ class FlowTopics:
             self._missing = missing
         if now >= self._next_refresh and now >= self._retry_at:
             self._ensure(set(self._needed), now, everything=True)
+            # From the refresh's end: at 30,000 partitions one refresh on loaded brokers
+            # can last longer than the interval, and back to back they would keep both
+            # clusters' controllers (and this thread) busy with nothing but listings.
+            ended = time.monotonic()
+            _log_slow(self.flow.name, "refresh of", len(self._needed), ended - now)
             interval = self.flow.refresh_topics_interval_seconds
-            self._next_refresh = now + (interval if self.flow.refresh_topics_enabled else 1e12)
+            self._next_refresh = ended + (interval if self.flow.refresh_topics_enabled else 1e12)
         elif self._missing and now >= max(self._look_at, self._retry_at):
             self._ensure(self._missing, now, everything=False)
         self._maybe_sync_configs(now)
@@ -190,7 +197,9 @@ class FlowTopics:
     def _maybe_sync_configs(self, now: float) -> None:
         if not self.flow.sync_topic_configs_enabled or now < self._next_config_sync:
             return
-        self._next_config_sync = now + self.flow.sync_topic_configs_interval_seconds
+        interval = self.flow.sync_topic_configs_interval_seconds
+        self._next_config_sync = now + interval  # (from its end, below, if it ends)
+        started = time.monotonic()
         try:
             changes = self._sync.sync_configs(self._ready)
         except TopicSyncError as exc:
@@ -200,6 +209,9 @@ class FlowTopics:
             changes = []
             log.error("%s: %s (retrying next sync)", self.flow.name, exc)
         log_changes(self.flow.name, changes)
+        ended = time.monotonic()
+        _log_slow(self.flow.name, "config sync of", len(self._ready), ended - started)
+        self._next_config_sync = ended + interval
 
     def largest_record_bytes(self) -> int:
         """The largest ``max.message.bytes`` among the flow's source topics described so
@@ -224,6 +236,13 @@ class FlowTopics:
 
     def ready_counts(self) -> Mapping[str, int]:
         return dict(self._ready)
+
+
+def _log_slow(flow: str, what: str, topics: int, seconds: float) -> None:
+    """A pass over the flow's topics that took :data:`SLOW_PASS_S` or more, at INFO: where
+    a flow's time goes at scale (its other remote topics wait meanwhile)."""
+    if seconds >= SLOW_PASS_S:
+        log.info("%s: %s %d topics took %.1f s", flow, what, topics, seconds)
 
 
 def log_changes(flow: str, changes: list[str]) -> None:

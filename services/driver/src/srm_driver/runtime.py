@@ -3,7 +3,7 @@
 One runtime whatever the source (:mod:`srm_driver.tasks`): each pass it takes the
 current assignment and
 
-* gives each flow's worker (:class:`FlowWorker`, a thread per flow) the upstream
+* gives each flow's worker (:class:`FlowWorker`, two threads per flow) the upstream
   partitions of its source tasks; the worker keeps their remote topics in step and hands
   those whose remote topic is ready to the copy service, which it lets reconcile and plan
   them (so a slow cluster holds up only its own flows, never this loop);

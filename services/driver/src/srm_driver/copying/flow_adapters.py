@@ -40,6 +40,9 @@ class FlowAdapterCache:
         self._make = make
         self._flows = flows
         self._lock = lock
+        # Per flow, held while its adapters are built (not the ledger's lock: a build
+        # takes seconds, and one flow's cluster must not hold up another flow).
+        self._building: dict[str, threading.Lock] = {}
         self._clock = clock
         self.built: dict[str, FlowAdapters] = {}
         self._errors: dict[str, tuple[float, str]] = {}
@@ -53,19 +56,27 @@ class FlowAdapterCache:
         be (the last failure's, until its retry is due)."""
         with self._lock:
             adapters = self.built.get(flow)
+            building = self._building.setdefault(flow, threading.Lock())
         if adapters is not None:
             return adapters
-        failed = self._errors.get(flow)
-        if failed is not None and self._clock() < failed[0]:
-            raise SrmError(failed[1])
-        try:
-            adapters = self._make(self._flows[flow])
-        except SrmError as exc:
-            self._errors[flow] = (self._clock() + ADAPTER_RETRY_S, str(exc))
-            raise
-        with self._lock:
-            self.built[flow] = adapters
-        return adapters
+        # A flow's topics and planning threads both ask: one builds, the other waits for
+        # it (a second build would leave the first's clients open).
+        with building:
+            with self._lock:
+                adapters = self.built.get(flow)
+            if adapters is not None:
+                return adapters
+            failed = self._errors.get(flow)
+            if failed is not None and self._clock() < failed[0]:
+                raise SrmError(failed[1])
+            try:
+                adapters = self._make(self._flows[flow])
+            except SrmError as exc:
+                self._errors[flow] = (self._clock() + ADAPTER_RETRY_S, str(exc))
+                raise
+            with self._lock:
+                self.built[flow] = adapters
+            return adapters
 
     def size(self, flow: str, largest_record: int, round_trip_ms: float | None) -> None:
         """Size ``flow``'s copy clients for record batches of ``largest_record`` bytes and

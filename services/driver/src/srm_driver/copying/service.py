@@ -3,9 +3,10 @@ copy job's life. The parts work on one :class:`Ledger` under its lock:
 
 * the runtime thread calls :meth:`CopyService.tick`, which keeps the copy job running
   (:class:`JobKeeper`);
-* each flow's thread (:class:`srm_driver.flow_worker.FlowWorker`) calls
+* each flow's threads (:class:`srm_driver.flow_worker.FlowWorker`) call
   :meth:`CopyService.set_owned` with the partitions of that flow the task source gives
-  this driver (once their remote topics exist), and :meth:`CopyService.work`, which lets
+  this driver (once their remote topics exist; its topics thread), and
+  :meth:`CopyService.work` (its planning thread), which lets
   the :class:`Planner` reconcile and plan what is pending of that flow and the
   :class:`RunningChecks` look at its running partitions;
 * HTTP threads call :meth:`CopyService.on_report` for each slot report, answered by the
