@@ -4,6 +4,7 @@ that failed is not tried again before ADAPTER_RETRY_S, its error given meanwhile
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 from srm_common.errors import SrmError
@@ -98,3 +99,35 @@ def test_a_flow_whose_build_hangs_holds_up_no_other_flow() -> None:
     finally:
         release.set()
         stuck.join(10)
+
+
+def test_built_adapters_and_unchanged_sizes_are_answered_while_a_report_holds_the_lock() -> None:
+    """A flow's topics thread asks for its adapters and sizes its clients at every pass; a
+    report of 15,000 partitions holds the ledger's lock about a second. Once built (and while
+    the sizes do not change) neither waits for that lock."""
+    lock = threading.RLock()
+    built = SimpleNamespace(settings=None)  # sized only when a size changes (not here)
+    cache = FlowAdapterCache(lambda _f: built, {FLOW: "flow"}, lock, Clock(0))  # type: ignore[arg-type, dict-item, return-value]
+    cache.get(FLOW)
+    cache._sized[FLOW] = (1_000_000, 4)  # noqa: SLF001 - as a pass before this one sized them
+    held, release = threading.Event(), threading.Event()
+
+    def report() -> None:
+        with lock:
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=report)
+    holder.start()
+    answered: list[object] = []
+    try:
+        assert held.wait(10)
+        asker = threading.Thread(
+            target=lambda: answered.extend([cache.get(FLOW), cache.size(FLOW, 1_000_000, 3.5)])
+        )
+        asker.start()
+        asker.join(10)  # (at once, unless it waits for the report)
+        assert answered == [built, None]
+    finally:
+        release.set()
+        holder.join(10)

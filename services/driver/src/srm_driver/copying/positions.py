@@ -34,6 +34,19 @@ def position(state: PartitionState) -> Progress:
     )
 
 
+def as_reported(state: PartitionState, part: PartitionReport) -> PartitionState:
+    """``state`` as if it had taken in ``part``'s acknowledgements and next send: a shallow
+    copy for the rules here, never stored nor watched. (``dataclasses.replace`` ran every
+    field through ``__init__`` and the watched ``__setattr__``: 172 ms for the 15,000
+    partitions of one report, under the ledger's lock, against 18 ms.)"""
+    seen = object.__new__(PartitionState)
+    seen.__dict__.update(state.__dict__)
+    seen.__dict__.update(
+        _changed=None, acked=(part.acked_up, part.acked_down), next_send=part.next_send
+    )
+    return seen
+
+
 def next_progress(state: PartitionState, window: int) -> Progress:
     """Progress at the acknowledged position, reserving ``window`` offsets past the next
     record to send (which a gap may put far past the position); never less than before."""

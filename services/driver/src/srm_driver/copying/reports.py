@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
-from dataclasses import replace
 
 from srm_common.domain.progress import Progress
 from srm_common.errors import SrmError
@@ -49,6 +48,7 @@ from srm_driver.copying.intake import Intake, watch
 from srm_driver.copying.ledger import Ledger
 from srm_driver.copying.ports import LEASE_CAP_MS, FlowAdapters
 from srm_driver.copying.positions import (
+    as_reported,
     commit_due,
     next_progress,
     position,
@@ -273,7 +273,7 @@ class ReportDesk:
                 if unit.flow not in writing or state.progress is None:
                     continue
                 now_state = (
-                    replace(state, acked=(part.acked_up, part.acked_down), next_send=part.next_send)
+                    as_reported(state, part)
                     if listed
                     else state  # taken in already: the state holds this entry's positions
                 )
