@@ -6,10 +6,11 @@ again with a backoff, so one topic the target refuses (a policy, a quota) holds 
 itself.
 
 Work follows what changed, not what exists. Every ``refresh.topics.interval.seconds``
-every owned topic is looked at on both clusters (a remote topic deleted, a source topic
-grown). In between, a pass costs nothing unless some owned partition's remote topic is
-not ready: then only those topics are looked at, by name (:mod:`topic_listing`), at
-most every :data:`LOOK_EVERY_S`. A remote topic the target has but does not list yet
+(or, after a slow one, :data:`REFRESH_REST` times its length) every owned topic is looked
+at on both clusters (a remote topic deleted, a source topic grown). In between, a pass
+costs nothing unless some owned partition's remote topic is not ready: then only those
+topics are looked at, by name (:mod:`topic_listing`), at most every
+:data:`LOOK_EVERY_S`. A remote topic the target has but does not list yet
 (created a moment ago, by this driver or another: a broker loading thousands of new
 partitions shows later topics minutes after their creation), or lists with a transient
 error, is taken to exist for :data:`TRUST_PRESENT_S`: it is looked at, not created or
@@ -46,6 +47,9 @@ ROUND_TRIP_EVERY_S = 60.0
 ROUND_TRIP_SAMPLES = 5
 # A refresh or config sync that took this long is logged (_log_slow).
 SLOW_PASS_S = 5.0
+# The next refresh of every owned topic comes no sooner than this many times the last
+# one's length after it (nor sooner than the interval): at most a fifth of the time.
+REFRESH_REST = 4.0
 # Changes of one round logged a line each at INFO; the rest at DEBUG (log_changes).
 LISTED_CHANGES = 20
 
@@ -106,13 +110,18 @@ class FlowTopics:
             self._missing = missing
         if now >= self._next_refresh and now >= self._retry_at:
             self._ensure(set(self._needed), now, everything=True)
-            # From the refresh's end: at 30,000 partitions one refresh on loaded brokers
-            # can last longer than the interval, and back to back they would keep both
-            # clusters' controllers (and this thread) busy with nothing but listings.
+            # From the refresh's end, and at least REFRESH_REST times its length: at 30,000
+            # partitions one refresh on loaded brokers (3,000 topics listed on both
+            # clusters, every partition built into a Python object under the GIL) took
+            # 5-33 s, and at a 10 s interval the listings ran almost back to back, taking
+            # the brokers' and the driver's time from the copy. New topics do not wait for
+            # it: they come as owned partitions whose remote topics are missing (below).
             ended = time.monotonic()
-            _log_slow(self.flow.name, "refresh of", len(self._needed), ended - now)
+            took = ended - now
+            _log_slow(self.flow.name, "refresh of", len(self._needed), took)
             interval = self.flow.refresh_topics_interval_seconds
-            self._next_refresh = ended + (interval if self.flow.refresh_topics_enabled else 1e12)
+            rest = max(interval, REFRESH_REST * took)
+            self._next_refresh = ended + (rest if self.flow.refresh_topics_enabled else 1e12)
         elif self._missing and now >= max(self._look_at, self._retry_at):
             self._ensure(self._missing, now, everything=False)
         self._maybe_sync_configs(now)
