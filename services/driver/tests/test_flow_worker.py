@@ -1,12 +1,14 @@
 """A flow's two threads (srm_driver.flow_worker): the remote-topic work and the planning
 never wait for each other. At 30,000 partitions a refresh of the remote topics outlasts
 its interval and a planning pass lasts minutes; on one thread a new topic waited behind
-the planning and a broken unit's partitions behind the topic work."""
+the planning and a broken unit's partitions behind the topic work. And while Spark
+starts, remote topics are kept in step but nothing is handed to copying."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from srm_driver.flow_worker import FlowWorker
 
@@ -16,15 +18,18 @@ WAIT_S = 10.0  # (a bound on a wait for something that happens at once, not a ti
 
 
 class Topics:
-    """Every owned partition ready at once; the refresh hangs while ``hang`` is set."""
+    """A flow's remote topics: every owned partition ready at once, the same answer while
+    nothing changed (as FlowTopics.ready); a refresh hangs while ``hang`` is set."""
 
     def __init__(self) -> None:
+        self.asked: list[frozenset[TopicPartition]] = []
         self.hang = threading.Event()
         self.hanging = threading.Event()
         self.release = threading.Event()
         self._answer: dict[frozenset[TopicPartition], Mapping[TopicPartition, str]] = {}
 
     def ready(self, owned: frozenset[TopicPartition]) -> Mapping[TopicPartition, str]:
+        self.asked.append(owned)
         if self.hang.is_set():
             self.hanging.set()
             self.release.wait(WAIT_S)
@@ -38,10 +43,11 @@ class Topics:
 
 
 class Copy:
-    """Counts planning passes; a pass hangs while ``hang`` is set."""
+    """Accepts partitions once ``up`` (Spark started); counts planning passes, a pass
+    hangs while ``hang`` is set."""
 
-    def __init__(self) -> None:
-        self.passes = 0
+    def __init__(self, *, up: bool = True) -> None:
+        self.up = up
         self.passed = threading.Event()
         self.hang = threading.Event()
         self.hanging = threading.Event()
@@ -50,7 +56,7 @@ class Copy:
         self.handed = threading.Event()
 
     def accepting(self) -> bool:
-        return True
+        return self.up
 
     def prepare(self, flow: str) -> None: ...
 
@@ -64,21 +70,28 @@ class Copy:
         if self.hang.is_set():
             self.hanging.set()
             self.release.wait(WAIT_S)
-        self.passes += 1
         self.passed.set()
 
 
-def _started(topics: Topics, copy: Copy) -> tuple[FlowWorker, threading.Event]:
+@contextlib.contextmanager
+def running(topics: Topics, copy: Copy) -> Iterator[FlowWorker]:
+    """The flow's worker with both threads started; stopped (and any hang let go) after."""
     stop = threading.Event()
     worker = FlowWorker(FLOW, topics, copy, stop)  # type: ignore[arg-type]
     worker.start()
-    return worker, stop
+    try:
+        yield worker
+    finally:
+        stop.set()
+        topics.release.set()
+        copy.release.set()
+        worker.wake()
+        worker.join(WAIT_S)
 
 
 def test_partitions_are_planned_while_a_refresh_of_the_remote_topics_hangs() -> None:
     topics, copy = Topics(), Copy()
-    worker, stop = _started(topics, copy)
-    try:
+    with running(topics, copy) as worker:
         worker.want(frozenset({("orders", 0)}))
         assert copy.handed.wait(WAIT_S)
         topics.hang.set()
@@ -86,17 +99,11 @@ def test_partitions_are_planned_while_a_refresh_of_the_remote_topics_hangs() -> 
         assert topics.hanging.wait(WAIT_S), "the topics thread is in its refresh"
         copy.passed.clear()
         assert copy.passed.wait(WAIT_S), "the planning thread makes passes meanwhile"
-    finally:
-        stop.set()
-        topics.release.set()
-        worker.wake()
-        worker.join(WAIT_S)
 
 
 def test_a_new_topic_is_handed_over_while_a_planning_pass_hangs() -> None:
     topics, copy = Topics(), Copy()
-    worker, stop = _started(topics, copy)
-    try:
+    with running(topics, copy) as worker:
         worker.want(frozenset({("orders", 0)}))
         assert copy.handed.wait(WAIT_S)
         copy.hang.set()
@@ -108,8 +115,19 @@ def test_a_new_topic_is_handed_over_while_a_planning_pass_hangs() -> None:
             ("orders", 0): "primary.orders",
             ("payments", 0): "primary.payments",
         }
-    finally:
-        stop.set()
-        copy.release.set()
-        worker.wake()
-        worker.join(WAIT_S)
+
+
+def test_a_flow_creates_its_remote_topics_while_spark_starts_and_hands_them_over_after() -> None:
+    topics, copy = Topics(), Copy(up=False)
+    worker = FlowWorker(FLOW, topics, copy, threading.Event())  # type: ignore[arg-type]
+    owned = frozenset({("orders", 0), ("orders", 1)})
+    worker.want(owned)
+    worker.topics.step()
+    worker.topics.step()
+    assert topics.asked == [owned, owned], "remote topics are kept in step meanwhile"
+    assert copy.owned == [], "nothing is handed over before Spark is up"
+    copy.up = True
+    worker.topics.step()
+    assert copy.owned == [{("orders", 0): "primary.orders", ("orders", 1): "primary.orders"}]
+    worker.topics.step()
+    assert len(copy.owned) == 1, "handed over once, not at every pass"

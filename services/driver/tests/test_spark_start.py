@@ -1,20 +1,17 @@
 """Spark starts beside the flows (srm_driver.spark.SparkStart): what needs no Spark (a
-flow's remote topics) goes on while it starts; a Spark that cannot start stops the driver
-with why."""
+flow's remote topics: test_flow_worker.py) goes on while it starts; a Spark that cannot
+start stops the driver with why."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from types import SimpleNamespace
 
 import pytest
-from srm_driver.flow_worker import FlowWorker
 from srm_driver.runtime import DriverRuntime
 from srm_driver.spark import SparkSetupError, SparkStart
 
 TopicPartition = tuple[str, int]
-FLOW = "primary->backup"
 
 
 class FakeSession:
@@ -71,59 +68,6 @@ def test_a_session_started_elsewhere_is_ready_and_left_running() -> None:
     assert spark.session() is session and spark.master == "local[2]"
     spark.stop()
     assert not session.stopped
-
-
-class Topics:
-    """A flow's remote topics: every owned partition ready (created) at once."""
-
-    def __init__(self) -> None:
-        self.asked: list[frozenset[TopicPartition]] = []
-        self._answer: dict[frozenset[TopicPartition], Mapping[TopicPartition, str]] = {}
-
-    def ready(self, owned: frozenset[TopicPartition]) -> Mapping[TopicPartition, str]:
-        """The same answer while nothing changed (as FlowTopics.ready)."""
-        self.asked.append(owned)
-        return self._answer.setdefault(owned, {tp: f"primary.{tp[0]}" for tp in owned})
-
-    def largest_record_bytes(self) -> int:
-        return 1_000_000
-
-    def round_trip_ms(self) -> float | None:
-        return None
-
-
-class Copy:
-    def __init__(self) -> None:
-        self.up = False
-        self.owned: list[Mapping[TopicPartition, str]] = []
-
-    def accepting(self) -> bool:
-        return self.up
-
-    def prepare(self, flow: str) -> None: ...
-
-    def size_clients(self, *_args: object) -> None: ...
-
-    def set_owned(self, flow: str, owned: Mapping[TopicPartition, str]) -> None:
-        self.owned.append(owned)
-
-    def work(self, flow: str) -> None: ...
-
-
-def test_a_flow_creates_its_remote_topics_while_spark_starts_and_hands_them_over_after() -> None:
-    topics, copy = Topics(), Copy()
-    worker = FlowWorker(FLOW, topics, copy, threading.Event())  # type: ignore[arg-type]
-    owned = frozenset({("orders", 0), ("orders", 1)})
-    worker.want(owned)
-    worker.topics.step()
-    worker.topics.step()
-    assert topics.asked == [owned, owned], "remote topics are kept in step meanwhile"
-    assert copy.owned == [], "nothing is handed over before Spark is up"
-    copy.up = True
-    worker.topics.step()
-    assert copy.owned == [{("orders", 0): "primary.orders", ("orders", 1): "primary.orders"}]
-    worker.topics.step()
-    assert len(copy.owned) == 1, "handed over once, not at every pass"
 
 
 class Source:
