@@ -157,8 +157,15 @@ def librdkafka_security(
 
 
 def admin(keys: Mapping[str, Any], **extra: Any) -> AdminClient:
-    """An AdminClient for ``keys`` (then ``extra``, librdkafka's own names)."""
-    return _built(AdminClient, {**librdkafka_config(keys), **extra})
+    """An AdminClient for ``keys`` (then ``extra``, librdkafka's own names) that never has
+    a topic created by asking about it: librdkafka's admin (a producer handle) allows
+    that by default, so a metadata request by name for a topic that does not exist made
+    a broker with ``auto.create.topics.enable=true`` (Kafka's default) create it with
+    the broker's defaults (measured on Kafka 4.1.1); Java's AdminClient never does."""
+    return _built(AdminClient, {**librdkafka_config(keys), **extra, **_NO_AUTO_CREATE})
+
+
+_NO_AUTO_CREATE = {"allow.auto.create.topics": "false"}
 
 
 def producer(keys: Mapping[str, Any], **extra: Any) -> Producer:
