@@ -52,8 +52,8 @@ def test_a_failed_look_refreshes_the_metadata_so_the_next_one_finds_the_leader(
     end = _end(monkeypatch, [admin])
     with pytest.raises(ControlLogError, match="cannot read where the event log ends"):
         end.query(0.1)
-    assert admin.metadata_requests == 1
     assert end.query(0.1) == 42
+    assert admin.metadata_requests == 1  # before the second look
 
 
 def test_a_client_that_keeps_failing_is_built_anew(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,3 +64,44 @@ def test_a_client_that_keeps_failing_is_built_anew(monkeypatch: pytest.MonkeyPat
             end.query(0.1)
     assert end.query(0.1) == 42  # the new client's answer
     assert stuck.metadata_requests == REBUILD_AFTER - 1
+
+
+class DeadAdmin(StaleAdmin):
+    """A cluster that is down (``up`` False): ListOffsets times out, metadata fails."""
+
+    def __init__(self) -> None:
+        super().__init__(fresh_after=0)
+        self.up = False
+        self.offset_requests = 0
+
+    def list_offsets(self, request, isolation_level, request_timeout):  # type: ignore[no-untyped-def]
+        self.offset_requests += 1
+        if self.up:
+            return super().list_offsets(request, isolation_level, request_timeout)
+        future: Future[object] = Future()
+        future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))
+        return {next(iter(request)): future}
+
+    def list_topics(self, topic: str, timeout: float) -> object:
+        if not self.up:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+        return super().list_topics(topic, timeout)
+
+
+def test_a_cluster_that_is_down_gets_no_list_offsets_until_it_answers_metadata(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """librdkafka spends a third of a core per client while a ListOffsets waits for a
+    dead leader (adapters/offset_lookups.py): after one that got no answer, the cluster
+    is asked for metadata first, and ListOffsets only once it answers."""
+    dead = DeadAdmin()
+    end = _end(monkeypatch, [dead, dead, dead])  # rebuilt every REBUILD_AFTER failures
+    with pytest.raises(ControlLogError, match="timed out"):
+        end.query(0.1)
+    for _ in range(2 * REBUILD_AFTER):  # the client built anew looks first as well
+        with pytest.raises(ControlLogError, match="does not answer"):
+            end.query(0.1)
+    assert dead.offset_requests == 1
+    dead.up = True
+    assert end.query(0.1) == 42
+    assert dead.offset_requests == 2

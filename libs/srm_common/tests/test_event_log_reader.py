@@ -5,9 +5,10 @@ restore of it taken up."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from srm_common.adapters import kafka_clients
 from srm_common.adapters.event_log_reader import EventLogReader
 from srm_common.adapters.event_log_reads import read_log, read_logs
@@ -236,3 +237,43 @@ def test_a_one_shot_read_asks_the_broker_for_a_short_wait_at_the_end_and_a_follo
     assert int(one_shot["fetch.wait.max.ms"]) <= 100
     assert int(in_threads["fetch.wait.max.ms"]) <= 100
     assert "fetch.wait.max.ms" not in follower, "an idle log is fetched twice a second"
+
+
+class DownLogAdmin:
+    """The log's cluster down while ``up`` is False: a describe gets no answer (librdkafka
+    spends two thirds of a core while one waits) and a metadata request fails at once."""
+
+    def __init__(self, topic: FakeEventTopic) -> None:
+        self.answering = topic.admin()
+        self.up = False
+        self.describes = 0
+
+    def describe_topics(self, topics: object, request_timeout: float = 0) -> dict[str, object]:
+        self.describes += 1
+        if self.up:
+            return self.answering.describe_topics(topics, request_timeout)
+        future: Future[object] = Future()
+        future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))  # noqa: SLF001
+        return {SETTINGS.events_topic: future}
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> object:
+        if not self.up:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "transport failure"))  # noqa: SLF001
+        return object()
+
+
+def test_a_log_whose_cluster_is_down_is_not_described_until_it_answers_metadata() -> None:
+    topic = FakeEventTopic()
+    admin = DownLogAdmin(topic)
+    reader = EventLogReader(
+        SETTINGS,
+        client_id="t",
+        consumer=topic.consumer(),
+        admin=admin,  # type: ignore[arg-type]
+    )
+    reader.CHECK_S = 0.0  # look at the topic id at every poll
+    drain(reader, polls=6)
+    assert admin.describes == 1  # the one that got no answer; then metadata first
+    admin.up = True
+    drain(reader, polls=3)
+    assert admin.describes == 4  # one a poll again

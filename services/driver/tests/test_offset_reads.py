@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from srm_driver import kafka_admin
+from srm_driver import kafka_admin, topic_listing
 
 
 class FakeAdmin:
@@ -113,4 +113,46 @@ def test_reads_a_cluster_never_answers_fail_with_a_reason_not_a_bare_timeout(
     assert not found and set(failed) == set(ends)
     assert all("no answer within" in why for why in failed.values())
     with pytest.raises(kafka_admin.KafkaAdminError, match="no answer about topic 't000'"):
-        kafka_admin.topic_ids(admin, ["t000"], timeout=0.01)  # type: ignore[arg-type]
+        topic_listing.topic_ids(admin, ["t000"], timeout=0.01)  # type: ignore[arg-type]
+
+
+class DownAdmin(FakeAdmin):
+    """A cluster that is down while ``up`` is False: ListOffsets times out (librdkafka
+    spins a third of a core meanwhile), metadata requests fail."""
+
+    def __init__(self, ends: dict[tuple[str, int], int]) -> None:
+        super().__init__(ends, set())
+        self.up = False
+
+    def list_offsets(self, request: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
+        if self.up:
+            return super().list_offsets(request, **kwargs)
+        self.requests += 1
+        out: dict[Any, Future[Any]] = {}
+        for tp in request:
+            out[tp] = Future()
+            out[tp].set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))
+        return out
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> None:
+        if not self.up:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+        super().list_topics(topic, timeout)
+
+
+def test_a_cluster_that_is_down_gets_no_list_offsets_until_it_answers_metadata(
+    clock: list[float],
+) -> None:
+    """After a ListOffsets no broker answered, the next read asks for metadata first (a
+    cluster still down fails that cheaply: every partition waits, with why); ListOffsets
+    goes out again once the cluster answers."""
+    ends = _partitions(3)
+    admin = DownAdmin(ends)
+    for _ in range(3):
+        found, failed = kafka_admin.read_end_offsets(admin, ends)  # type: ignore[arg-type]
+        assert not found and set(failed) == set(ends)
+    assert admin.requests == 1
+    assert all("does not answer" in why for why in failed.values())
+    admin.up = True
+    found, failed = kafka_admin.read_end_offsets(admin, ends)  # type: ignore[arg-type]
+    assert found == ends and not failed and admin.requests == 2

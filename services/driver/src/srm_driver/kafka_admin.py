@@ -22,12 +22,10 @@ from confluent_kafka import (
     IsolationLevel,
     KafkaError,
     KafkaException,
-    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
-from srm_common.adapters import kafka_clients
-from srm_common.adapters.topic_ids import checked_topic_id
+from srm_common.adapters import answering, kafka_clients
 from srm_common.domain.metadata_batches import chunks, halves, is_too_large
 from srm_common.errors import SrmError
 
@@ -68,37 +66,6 @@ def topic_partitions(admin: AdminClient, *, timeout: float = TIMEOUT_S) -> dict[
         for name, topic in metadata.topics.items()
         if topic.error is None or topic.error.code() == KafkaError.NO_ERROR
     }
-
-
-def topic_ids(
-    admin: AdminClient, names: Iterable[str], *, timeout: float = TIMEOUT_S
-) -> dict[str, str | None]:
-    """Kafka's topic id (base64 text) of each topic; None for a topic that does not exist.
-
-    A deleted and recreated topic has a new id, which is how a copy tells it from the
-    topic its progress belongs to."""
-    wanted = sorted(set(names))
-    if not wanted:
-        return {}
-    try:
-        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
-    found: dict[str, str | None] = {}
-    for name, future in futures.items():
-        try:
-            found[name] = checked_topic_id(name, str(future.result(timeout).topic_id))
-        except FutureTimeoutError as exc:
-            raise KafkaAdminError(
-                f"no answer about topic {name!r} within {timeout:g} s; is the cluster reachable?"
-            ) from exc
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                found[name] = None
-                continue
-            raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
-    return found
 
 
 def create_topic(
@@ -254,19 +221,31 @@ def _list_offsets(
             break
         request = {TopicPartition(topic, partition): spec for topic, partition in wanted}
         try:
+            # A cluster that answered none of the last requests is asked for metadata
+            # first: one that is down costs librdkafka a core otherwise (answering).
+            answering.check(admin, wanted[0][0], timeout)
             futures = admin.list_offsets(
                 request, isolation_level=isolation, request_timeout=timeout
             )
+        except answering.NoAnswer as exc:
+            return found, {tp: str(exc) for tp in wanted}
         except KafkaException as exc:
             raise KafkaAdminError(f"cannot read offsets: {exc}; is the cluster reachable?") from exc
         failed = {}
+        unanswered = 0
         for tp, future in futures.items():
             try:
                 found[(tp.topic, tp.partition)] = future.result(timeout).offset
             except FutureTimeoutError:
                 failed[(tp.topic, tp.partition)] = f"no answer within {timeout:g} s"
+                unanswered += 1
             except KafkaException as exc:
                 failed[(tp.topic, tp.partition)] = str(exc)
+                unanswered += answering.unanswered(exc)
+        if unanswered == len(wanted):
+            answering.failed(admin)
+        else:
+            answering.answered(admin)
         if not failed or attempt:
             break
         # librdkafka answers from metadata cached for minutes; partitions added since

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from srm_common.adapters import answering
 from srm_common.adapters.kafka_clients import aiokafka_security
 
 from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError, read_partition_offsets
@@ -115,7 +116,12 @@ class SourceCodecs:
         if not resources:
             return {}
         try:
-            futures = self._admin.describe_configs(resources, request_timeout=self._timeout)
+            futures = answering.send(  # a cluster down costs a core otherwise
+                self._admin,
+                resources[0].name,
+                lambda: self._admin.describe_configs(resources, request_timeout=self._timeout),
+                self._timeout,
+            )
         except KafkaException as exc:
             raise KafkaAdminError(f"cannot read topic configs: {exc}") from exc
         out: dict[str, str | None] = {}

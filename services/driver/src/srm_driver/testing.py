@@ -174,7 +174,7 @@ class _Metadata:
     topics: dict[str, _Topic]
 
 
-@dataclass
+@dataclass(eq=False)  # a client, hashable by identity as AdminClient is (adapters/answering.py)
 class FakeController:
     """A cluster's admin API as topic sync uses it: the controller's topics (``topics``,
     partition counts) and the metadata its broker answers with. The controller refuses,

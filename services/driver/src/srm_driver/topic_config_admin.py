@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     ResourceType,
 )
+from srm_common.adapters import answering
 from srm_common.domain.topic_configs import UNKNOWN_CONFIG, ConfigChanges, TopicConfigEntry
 
 from srm_driver.topic_requests import NOTHING, TopicRequests
@@ -46,7 +47,13 @@ def describe_configs(
     futures = requests.submit(
         alias,
         "describe topic configs",
-        lambda: admin.describe_configs(resources, request_timeout=requests.request_timeout),
+        # A cluster that did not answer is asked for metadata first (adapters/answering.py).
+        lambda: answering.send(
+            admin,
+            resources[0].name,
+            lambda: admin.describe_configs(resources, request_timeout=requests.request_timeout),
+            requests.request_timeout,
+        ),
     )
     for resource, future in futures.items():
         name = resource.name

@@ -11,16 +11,23 @@ its creation, a broker still loading it) exists: it is *unsettled*, neither miss
 be created again, which the controller answers "already exists") nor counted (its
 partitions are not known yet). Any other error is taken as the topic being absent, so
 that creating it reports what is wrong.
+
+:func:`topic_ids` says which topic a name stands for now (Kafka's topic id). Both ask a
+cluster that did not answer for metadata first (``srm_common.adapters.answering``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
+from srm_common.adapters import answering
+from srm_common.adapters.topic_ids import checked_topic_id
 
 from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError
 
@@ -81,9 +88,20 @@ def _described(admin: AdminClient, names: Collection[str], timeout: float) -> To
     if not wanted:
         return TopicListing()
     try:
+        answering.check(admin, wanted[0], timeout)  # a cluster down costs a core otherwise
         futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
     except KafkaException as exc:
         raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
+    try:
+        listing = _listing(futures, timeout)
+    except KafkaAdminError as exc:
+        answering.noted(admin, exc.__cause__)
+        raise
+    answering.answered(admin)
+    return listing
+
+
+def _listing(futures: Mapping[str, Future[Any]], timeout: float) -> TopicListing:
     counts: dict[str, int] = {}
     unsettled: set[str] = set()
     for name, future in futures.items():
@@ -103,3 +121,45 @@ def _described(admin: AdminClient, names: Collection[str], timeout: float) -> To
                 # still means the topic is not there.
                 raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
     return TopicListing(counts, frozenset(unsettled))
+
+
+def topic_ids(
+    admin: AdminClient, names: Iterable[str], *, timeout: float = TIMEOUT_S
+) -> dict[str, str | None]:
+    """Kafka's topic id (base64 text) of each topic; None for a topic that does not exist.
+
+    A deleted and recreated topic has a new id, which is how a copy tells it from the
+    topic its progress belongs to."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    try:
+        answering.check(admin, wanted[0], timeout)  # a cluster down costs a core otherwise
+        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
+    try:
+        found = _ids(futures, timeout)
+    except KafkaAdminError as exc:
+        answering.noted(admin, exc.__cause__)
+        raise
+    answering.answered(admin)
+    return found
+
+
+def _ids(futures: Mapping[str, Future[Any]], timeout: float) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name, future in futures.items():
+        try:
+            found[name] = checked_topic_id(name, str(future.result(timeout).topic_id))
+        except FutureTimeoutError as exc:
+            raise KafkaAdminError(
+                f"no answer about topic {name!r} within {timeout:g} s; is the cluster reachable?"
+            ) from exc
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                found[name] = None
+                continue
+            raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
+    return found

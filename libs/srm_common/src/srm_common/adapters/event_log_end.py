@@ -15,7 +15,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import OffsetSpec
 
-from srm_common.adapters import kafka_clients
+from srm_common.adapters import answering, kafka_clients
 from srm_common.adapters.event_log_reader import UNKNOWN_TOPIC_ID, describe_topic_id
 from srm_common.config.control import ControlSettings
 from srm_common.errors import ControlLogError
@@ -45,29 +45,27 @@ class EventLogEnd:
         controller too slow to take its heartbeats) once left the partition without a
         leader there for ten minutes ("No leaders found") while the broker led it again,
         so the driver could not confirm its membership and its lease lapsed. The topic's
-        metadata is asked for again after every failure, and after
+        metadata is asked for before the next look (``adapters/answering.py``, which
+        also keeps a cluster that is down from costing a core), and after
         :data:`REBUILD_AFTER` failures in a row the client is built anew."""
         request = {TopicPartition(self.topic, 0): OffsetSpec.latest()}
         try:
+            answering.check(self._admin, self.topic, timeout)
             futures = self._admin.list_offsets(
                 request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
             )
             offset = int(next(iter(futures.values())).result(timeout).offset)
         except (KafkaException, FutureTimeout) as exc:
-            self._after_failure(timeout)
+            self._after_failure()
             raise ControlLogError(f"cannot read where the event log ends: {exc}") from exc
         self._failures = 0
         return offset
 
-    def _after_failure(self, timeout: float) -> None:
+    def _after_failure(self) -> None:
         self._failures += 1
         if self._failures % REBUILD_AFTER == 0:
             self._admin = kafka_clients.admin(self._client)
-            return
-        try:
-            self._admin.list_topics(self.topic, timeout=timeout)
-        except KafkaException:
-            pass  # the cluster is away: the next look asks again
+        answering.failed(self._admin)  # a new client too: it looks first as well
 
     def topic_id(self, timeout: float = 5.0) -> str | None:
         """The events topic's id now; None when it does not exist; ControlLogError when

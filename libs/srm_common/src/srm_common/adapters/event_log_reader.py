@@ -20,7 +20,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from srm_common.adapters import kafka_clients
+from srm_common.adapters import answering, kafka_clients
 from srm_common.adapters.control_topics import TIMEOUT_S
 from srm_common.adapters.topic_ids import checked_topic_id
 from srm_common.config.control import ControlSettings
@@ -235,10 +235,12 @@ class EventLogReader:
             if not pending.done():
                 return
             self._described = None
+            answering.noted(self._admin, pending.exception())
             self._seen(topic_id_of(pending, self.topic), now)
         if now >= self._next_check:
             self._next_check = now + self.CHECK_S
             try:
+                answering.check(self._admin, self.topic, self.CHECK_S)  # a dead cluster
                 futures = self._admin.describe_topics(
                     TopicCollection([self.topic]), request_timeout=5
                 )
@@ -351,9 +353,11 @@ def assign_knowing_the_leader(consumer: Consumer, topic: str, timeout: float) ->
 def describe_topic_id(admin: AdminClient, topic: str, timeout: float) -> str | None:
     """The topic id of ``topic`` now (blocking); see :func:`topic_id_of`."""
     try:
+        answering.check(admin, topic, timeout)
         future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
-        future.exception(timeout)
-    except (KafkaException, FutureTimeout):
+        answering.noted(admin, future.exception(timeout))
+    except (KafkaException, FutureTimeout) as exc:
+        answering.noted(admin, exc)
         return UNKNOWN_TOPIC_ID
     return topic_id_of(future, topic)
 

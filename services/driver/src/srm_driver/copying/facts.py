@@ -11,9 +11,10 @@ from srm_common.adapters.kafka_reader import read_partitions
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import PartitionFacts, Surplus
 
-from srm_driver.kafka_admin import read_end_offsets, read_partition_offsets, topic_ids
+from srm_driver.kafka_admin import read_end_offsets, read_partition_offsets
 from srm_driver.shared_target import last_copied_offset
 from srm_driver.source_codecs import SourceCodecs
+from srm_driver.topic_listing import topic_ids
 
 TopicPartition = tuple[str, int]
 
