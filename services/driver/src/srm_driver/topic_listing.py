@@ -18,11 +18,11 @@ cluster that did not answer for metadata first (``srm_common.adapters.answering`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
@@ -30,6 +30,8 @@ from srm_common.adapters import answering
 from srm_common.adapters.topic_ids import checked_topic_id
 
 from srm_driver.kafka_admin import TIMEOUT_S, KafkaAdminError
+
+_T = TypeVar("_T")
 
 # Up to this many topics are asked for by name (one request); more with one listing.
 BY_NAME_AT_MOST = 200
@@ -87,18 +89,7 @@ def _described(admin: AdminClient, names: Collection[str], timeout: float) -> To
     wanted = sorted(set(names))
     if not wanted:
         return TopicListing()
-    try:
-        answering.check(admin, wanted[0], timeout)  # a cluster down costs a core otherwise
-        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
-    try:
-        listing = _listing(futures, timeout)
-    except KafkaAdminError as exc:
-        answering.noted(admin, exc.__cause__)
-        raise
-    answering.answered(admin)
-    return listing
+    return _describe(admin, wanted, timeout, _listing)
 
 
 def _listing(futures: Mapping[str, Future[Any]], timeout: float) -> TopicListing:
@@ -133,18 +124,7 @@ def topic_ids(
     wanted = sorted(set(names))
     if not wanted:
         return {}
-    try:
-        answering.check(admin, wanted[0], timeout)  # a cluster down costs a core otherwise
-        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
-    try:
-        found = _ids(futures, timeout)
-    except KafkaAdminError as exc:
-        answering.noted(admin, exc.__cause__)
-        raise
-    answering.answered(admin)
-    return found
+    return _describe(admin, wanted, timeout, _ids)
 
 
 def _ids(futures: Mapping[str, Future[Any]], timeout: float) -> dict[str, str | None]:
@@ -163,3 +143,27 @@ def _ids(futures: Mapping[str, Future[Any]], timeout: float) -> dict[str, str | 
                 continue
             raise KafkaAdminError(f"cannot describe topic {name!r}: {exc}") from exc
     return found
+
+
+def _describe(
+    admin: AdminClient,
+    wanted: list[str],
+    timeout: float,
+    read: Callable[[Mapping[str, Future[Any]], float], _T],
+) -> _T:
+    """One DescribeTopics for ``wanted``, its answers read by ``read``; a cluster that did
+    not answer the last request is asked for metadata first (a cluster down costs a core
+    otherwise: ``srm_common.adapters.answering``), and whether this one was answered is
+    noted for the next."""
+    try:
+        answering.check(admin, wanted[0], timeout)
+        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"cannot describe topics: {exc}; is the cluster reachable?") from exc
+    try:
+        result = read(futures, timeout)
+    except KafkaAdminError as exc:
+        answering.noted(admin, exc.__cause__)
+        raise
+    answering.answered(admin)
+    return result
