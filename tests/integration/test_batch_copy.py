@@ -103,6 +103,14 @@ def _report(unit: BatchUnit) -> dict[int, dict[str, Any]]:
     return {p["partition"]: p for p in entry["partitions"]}
 
 
+def _landed(kafka, remote: str, unit: BatchUnit, wanted: dict[int, int]) -> bool:  # type: ignore[no-untyped-def]
+    """Every wanted record is on the target and the unit counted it: a batch is on the
+    broker before its acknowledgement reaches the unit's next poll."""
+    if end_offsets(kafka["backup"], remote) != wanted:
+        return False
+    return {p: r["records"] for p, r in _report(unit).items()} == wanted
+
+
 def test_a_unit_passes_committed_batches_through_with_exact_offset_syncs(kafka, unique_name):  # type: ignore[no-untyped-def]
     topic = kafka.create_topic("primary", unique_name("unit"), partitions=2)
     remote = kafka.create_topic("backup", f"primary.{topic}", partitions=2)
@@ -112,7 +120,7 @@ def test_a_unit_passes_committed_batches_through_with_exact_offset_syncs(kafka, 
     thread = _run(unit)
     try:
         wanted = {p: len(records) for p, records in source.items()}
-        wait_until(lambda: end_offsets(kafka["backup"], remote) == wanted, 60,
+        wait_until(lambda: _landed(kafka, remote, unit, wanted), 60,
                    "the committed records copied", detail=lambda: str(_report(unit)))  # fmt: skip
         reported = _report(unit)
     finally:
@@ -161,7 +169,7 @@ def test_a_plan_inside_a_batch_and_log_append_times_are_copied_by_rebuilt_batche
     thread = _run(unit)
     try:
         wanted = {0: len(source[0]) - 5, 1: len(source[1])}
-        wait_until(lambda: end_offsets(kafka["backup"], remote) == wanted, 60,
+        wait_until(lambda: _landed(kafka, remote, unit, wanted), 60,
                    "both partitions copied", detail=lambda: str(_report(unit)))  # fmt: skip
         reported = _report(unit)
     finally:
