@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import add, lt, sub
 from typing import Literal
 
 from srm_common.domain.progress import Halt, Progress
@@ -60,7 +61,7 @@ class Counters:
         self.dropped += other.dropped
         self.latency_sum_ms += other.latency_sum_ms
         self.latency_max_ms = max(self.latency_max_ms, other.latency_max_ms)
-        self.latency = self.latency + other.latency
+        self.latency = Histogram(tuple(map(add, self.latency.counts, other.latency.counts)))
         if other.latency_min_ms is not None:
             low = self.latency_min_ms
             self.latency_min_ms = (
@@ -83,16 +84,11 @@ class Counters:
     def since(self, before: Counters) -> Counters:
         """What happened between ``before`` and this (cumulative) state of the same plan;
         everything, when this state is below ``before`` (counting started again)."""
-        if self.records < before.records or any(
-            now < then for now, then in zip(self.latency.counts, before.latency.counts, strict=True)
-        ):
+        now, then = self.latency.counts, before.latency.counts
+        if self.records < before.records or any(map(lt, now, then)):
             before = Counters()
-        latency = Histogram(
-            tuple(
-                now - then
-                for now, then in zip(self.latency.counts, before.latency.counts, strict=True)
-            )
-        )
+            then = before.latency.counts
+        latency = Histogram(tuple(map(sub, now, then)))
         delta = Counters(
             self.records - before.records,
             self.bytes - before.bytes,
