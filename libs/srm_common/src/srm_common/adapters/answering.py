@@ -2,20 +2,19 @@
 
 Measured with confluent-kafka and librdkafka 2.15.1 (a broker killed, its port refusing
 connections): while an admin client's ListOffsets or DescribeTopics waits for a broker
-of a cluster that is down, the client's broker thread and main thread pass state
-changes back and forth for the request's whole timeout: a third of a core per client for
-ListOffsets (20.9 % and 11.7 %), two thirds for DescribeTopics (43.5 % and 25.4 %), where
-a metadata request to the same dead broker costs 0.4 %. In the site loss test (one of
-three clusters killed) the two surviving coordinators spent 37-85 % of a core each and a
-driver 33-77 % on such clients while the cluster was down (an event log's reader
-describes its topic every second), and a driver restarting on the same two cores took
-over a minute to start Spark.
+of a cluster that is down, with sparse connections the client asks for a connection to
+it on every state change of that broker, skipping the reconnect backoff, for the
+request's whole timeout: up to a core per client, where a metadata request to the same
+dead broker costs 0.4 %. Every admin client is now built with persistent connections
+(:func:`srm_common.adapters.kafka_clients.admin`), which ends that spin (docs/design.md,
+"A cluster that is down costs the others nothing").
 
-So once a client's request got no answer (:func:`failed`), its next one is preceded by
-a metadata request for one of the topics it asks about (:func:`check`): a cluster still
-away fails that cheaply, raising :class:`NoAnswer`, and the request is sent only once the
-cluster answers. That metadata request also refreshes what librdkafka knows of the
-topic's leaders, which a look after a failure needs anyway.
+This module stays for what it still gives: once a client's request got no answer
+(:func:`failed`), its next one is preceded by a metadata request for one of the topics
+it asks about (:func:`check`): a cluster still away fails that after one metadata
+timeout, raising :class:`NoAnswer`, rather than each request after its own, and the
+request is sent only once the cluster answers. That metadata request also refreshes what
+librdkafka knows of the topic's leaders, which a look after a failure needs anyway.
 """
 
 from __future__ import annotations
