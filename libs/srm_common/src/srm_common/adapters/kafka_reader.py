@@ -63,6 +63,36 @@ def _reader(config: Mapping[str, str], isolation: str = "read_uncommitted") -> C
     )
 
 
+# What a partition's leader answers while it does not serve the partition yet: just after
+# the topic was created or its leader moved (KRaft hands leadership out before the broker
+# has taken it up; seen on a topic listed with its leader a moment before).
+_NOT_SERVED_YET = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
+)
+_ASK_AGAIN_S = 0.2
+
+
+def watermarks(consumer: Consumer, partition: TopicPartition, timeout: float) -> tuple[int, int]:
+    """The partition's low and high watermarks, asked again while its leader does not
+    serve it yet, for up to ``timeout`` seconds; any other error, or that one past the
+    timeout, is raised (``KafkaException``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
+            return low, high
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in _NOT_SERVED_YET or time.monotonic() + _ASK_AGAIN_S > deadline:
+                raise
+            time.sleep(_ASK_AGAIN_S)
+
+
 def _read_again(
     consumer: Consumer, starts: Mapping[Key, int], what: str, limit: int | None, timeout: float
 ) -> Iterator[Message]:
@@ -82,7 +112,7 @@ def _read(
     ends: dict[Key, int] = {}
     assignment = []
     for (topic, partition), start in starts.items():
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        low, high = watermarks(consumer, TopicPartition(topic, partition), 10)
         begin = max(start, low)
         if begin < high and limit != 0:
             ends[(topic, partition)] = high
@@ -156,9 +186,7 @@ class TopicTail:
             return
         starts = {}
         for partition in sorted(metadata.partitions):
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=self._timeout
-            )
+            low, high = watermarks(consumer, TopicPartition(self.topic, partition), self._timeout)
             begin = self._next.get(partition, low)
             if begin > high:
                 self.rewound.add(partition)
