@@ -24,5 +24,6 @@ def test_admin_clients_keep_their_connections_so_a_dead_broker_costs_no_cpu(
 ) -> None:
     built: list[dict[str, Any]] = []
     monkeypatch.setattr(kafka_clients, "AdminClient", lambda config: built.append(config))
-    kafka_clients.admin({"bootstrap.servers": "127.0.0.1:9"}, **{"enable.sparse.connections": "true"})
+    asked = {"enable.sparse.connections": "true"}
+    kafka_clients.admin({"bootstrap.servers": "127.0.0.1:9"}, **asked)
     assert built[0]["enable.sparse.connections"] == "false"
