@@ -9,21 +9,17 @@ import pytest
 from srm_common.adapters import kafka_clients
 
 
-def test_admin_clients_never_create_a_topic_by_asking_about_it(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("allow.auto.create.topics", "asking about a topic never creates it"),
+        ("enable.sparse.connections", "a dead broker costs no CPU (reconnects back off)"),
+    ],
+)
+def test_admin_clients_fix_what_a_caller_cannot_turn_on(
+    monkeypatch: pytest.MonkeyPatch, key: str, why: str
 ) -> None:
     built: list[dict[str, Any]] = []
     monkeypatch.setattr(kafka_clients, "AdminClient", lambda config: built.append(config))
-    asked = {"allow.auto.create.topics": "true"}
-    kafka_clients.admin({"bootstrap.servers": "127.0.0.1:9"}, **asked)
-    assert built[0]["allow.auto.create.topics"] == "false"
-
-
-def test_admin_clients_keep_their_connections_so_a_dead_broker_costs_no_cpu(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    built: list[dict[str, Any]] = []
-    monkeypatch.setattr(kafka_clients, "AdminClient", lambda config: built.append(config))
-    asked = {"enable.sparse.connections": "true"}
-    kafka_clients.admin({"bootstrap.servers": "127.0.0.1:9"}, **asked)
-    assert built[0]["enable.sparse.connections"] == "false"
+    kafka_clients.admin({"bootstrap.servers": "127.0.0.1:9"}, **{key: "true"})
+    assert built[0][key] == "false", why

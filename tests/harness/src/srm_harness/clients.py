@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+from srm_common.adapters.kafka_reader import watermarks
 
 from srm_harness.records import Record
 
@@ -145,31 +146,6 @@ def produce(
         raise RuntimeError(f"produce to {topic}: {remaining} unacknowledged, errors {errors[:3]}")
 
 
-# A topic created a moment ago is listed before its leader serves it: asked meanwhile,
-# the broker answers "not leader" (seen in CI on a remote topic the driver had just made).
-_NOT_SERVED_YET = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-    }
-)
-
-
-def _end_offset(consumer: Consumer, partition: TopicPartition, wait: float = 30) -> int:
-    """The partition's high watermark, asked again for ``wait`` seconds while its leader
-    does not serve it yet."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            return consumer.get_watermark_offsets(partition, timeout=10)[1]
-        except KafkaException as exc:
-            code = exc.args[0].code() if exc.args else None
-            if code not in _NOT_SERVED_YET or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def consume_all(
     bootstrap: str,
     topic: str,
@@ -191,7 +167,8 @@ def consume_all(
     )
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: _end_offset(consumer, TopicPartition(topic, p)) for p in partitions}
+        # A topic made a moment ago is listed before its leader serves it: asked again.
+        ends = {p: watermarks(consumer, TopicPartition(topic, p), 30)[1] for p in partitions}
         result: dict[int, list[Record]] = {p: [] for p in partitions}
         pending = {p for p, high in ends.items() if high > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in pending])

@@ -83,7 +83,8 @@ def watermarks(consumer: Consumer, partition: TopicPartition, timeout: float) ->
     deadline = time.monotonic() + timeout
     while True:
         try:
-            low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
+            left = max(deadline - time.monotonic(), _ASK_AGAIN_S)
+            low, high = consumer.get_watermark_offsets(partition, timeout=left)
             return low, high
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
