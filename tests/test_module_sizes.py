@@ -42,9 +42,10 @@ LONGER: dict[str, tuple[int, str]] = {
         " loop is cut into the steps the batch unit overrides)",
     ),
     "services/driver/src/srm_driver/copier/batch_unit.py:BatchUnit": (
-        310,
+        320,
         "FlowUnit's steps for whole batches (fetch, decide, send, take answers, break,"
-        " close) read and write the unit's one state under its one lock, as FlowUnit's do",
+        " close) read and write the unit's one state under its one lock, as FlowUnit's do"
+        " (the decisions and the memory of refused batches are batch_rebuild's)",
     ),
     "services/driver/src/srm_driver/copier/partition.py:PartitionCopy": (
         300,

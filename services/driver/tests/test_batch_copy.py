@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from srm_common.config.loader import parse_properties_text
 from srm_driver.copier.batch_clients import Sent
-from srm_driver.copier.batch_rebuild import rebuild
+from srm_driver.copier.batch_rebuild import decide, rebuild, refused_size
 from srm_driver.copier.batch_rules import (
     DELETE_HORIZON,
     REBUILD,
@@ -109,10 +109,20 @@ def _with_attributes(raw: bytes, bits: int) -> bytes:
     return bytes(sealed)
 
 
-def test_a_batch_that_cannot_pass_through_is_refused_with_how_to_copy_it() -> None:
-    decision = step(_read(record_batch(100, 10)), 100, 10**9, 9)
-    assert "raise srm.batch.max.records above it" in decision
-    assert "srm.copy.batches = false" in decision
+@pytest.mark.parametrize("codec", [0, 4], ids=["none", "zstd"])
+def test_a_batch_wider_than_the_window_is_rebuilt_in_pieces_that_pass(codec: int) -> None:
+    """A batch of 10 offsets under a window of 4 could never end below a reservation:
+    rebuilt as 4 + 4 + 2 records, each then sent once the reservation allows it."""
+    source = _read(record_batch(100, 10, codec=codec, headers=True))
+    assert step(source, 100, 10**9, 4) == REBUILD
+    pieces = decide(source, 100, 104, 4)
+    assert isinstance(pieces, list)
+    assert [(b.first, b.last, b.count) for b in pieces] == [(100, 103, 4), (104, 107, 4),
+                                                            (108, 109, 2)]  # fmt: skip
+    assert [r for b in pieces for r in _records(b)] == _records(source)
+    assert {b.attributes & 0x07 for b in pieces} == {codec}
+    assert [step(b, 100, 104, 4) for b in pieces] == [SEND, WAIT, WAIT]
+    assert decide(source, 100, 104, 10) == WAIT  # as wide as the window: passes whole later
 
 
 @pytest.mark.parametrize(
@@ -418,7 +428,8 @@ def _unit_with_a_batch_in_flight() -> tuple[BatchUnit, Sent, PartitionCopy]:
     p, other = unit._parts[("t", 0)], unit._parts[("t", 1)]
     p.sent_batch(0, 9, 10, 1_000, TS)
     other.sent_batch(0, 4, 5, 500, TS)
-    sent = Sent(_Broker(), 0, 0, {("primary.t", 0): (p, 10, 0)})  # type: ignore[arg-type]
+    batch = _read(record_batch(0, 10))
+    sent = Sent(_Broker(), 0, 0, {("primary.t", 0): (p, batch)})  # type: ignore[arg-type]
     unit._sent.append(sent)
     return unit, sent, p
 
@@ -460,6 +471,36 @@ def test_a_batch_landed_elsewhere_or_refused_breaks_the_unit_and_every_send_is_u
     for part in unit._parts.values():  # every partition waits for a new plan
         assert part.state == STOPPED and part.uncertain and not part.inflight
     assert not unit._sent and unit._clients.producer is None
+    # A refused batch's records are sent again one per batch; nothing else is split.
+    assert unit._refused.at(("t", 0), 0) == (0 if kind == "poison" else None)
+    assert unit._refused.at(("t", 0), 1) is None and unit._refused.at(("t", 0), 0) is None
+    if error == 10:
+        assert failure["message"].endswith(
+            "(the target refused a batch of 10 records, 171 bytes: the remote topic's"
+            " max.message.bytes is lower; they are sent again one batch each)"
+        )
+
+
+@pytest.mark.parametrize("codec", [0, 4], ids=["none", "zstd"])
+def test_the_source_batch_holding_a_refused_offset_is_sent_again_one_record_per_batch(
+    codec: int,
+) -> None:
+    """The target refused the batch of offsets 100..109 (say a 2 MiB record at 104): it is
+    rebuilt as ten batches, so 100..103 are copied and only 104's refusal stops the
+    partition there, saying its value's size, as the record copy does."""
+    source = _read(record_batch(100, 10, codec=codec, headers=True))
+    singles = decide(source, 100, 10**9, 50, alone=100)
+    assert isinstance(singles, list)
+    assert [(b.first, b.count) for b in singles] == [(100 + i, 1) for i in range(10)]
+    assert [r for b in singles for r in _records(b)] == _records(source)
+    assert [decide(b, 100, 10**9, 50, alone=100) for b in singles] == [SEND] * 10
+    assert decide(source, 100, 10**9, 50, alone=99) == SEND  # another batch's refusal
+    assert decide(source, 110, 10**9, 50, alone=104) == SKIP  # copied past it
+    value = len(_records(singles[4])[0][3])  # type: ignore[arg-type]
+    assert refused_size(singles[4]) == (
+        f" (the target refused a record whose value is {value:,} bytes: the remote topic's"
+        " max.message.bytes is lower)"
+    )
 
 
 def _old_message(offset: int, timestamp: int) -> bytes:

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from srm_driver.copier import batch_unit
 from srm_driver.copier.batch_clients import Sent
+from srm_driver.copier.batch_rules import Batch
 from srm_driver.copier.batch_unit import BatchUnit
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.plan import UnitPlan, parse_plan
@@ -261,8 +262,9 @@ def test_an_answer_that_overtakes_an_older_batch_of_its_partition_is_no_conflict
     p = unit._parts[("t", 0)]
     p.sent_batch(0, 9, 10, 1_000, TS)
     p.sent_batch(10, 19, 10, 1_000, TS)
-    later = Sent(new, 1, 0, {REMOTE: (p, 10, 10)})  # type: ignore[arg-type]
-    unit._sent.extend([Sent(old, 1, 0, {REMOTE: (p, 10, 0)}), later])  # type: ignore[arg-type]
+    first, second = (Batch.read(memoryview(record_batch(at, 10))) for at in (0, 10))
+    later = Sent(new, 1, 0, {REMOTE: (p, second)})  # type: ignore[arg-type]
+    unit._sent.extend([Sent(old, 1, 0, {REMOTE: (p, first)}), later])  # type: ignore[arg-type]
     unit._landed(later, produce_answer(("primary.t", 0, 0, 10)), TS)
     failure = unit._failure
     assert failure is not None and failure["kind"] == "transient"

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm_driver.copier import clients
+from srm_driver.copier.batch_rebuild import refused_size
+from srm_driver.copier.batch_rules import Batch
 from srm_driver.copier.failures import (
     WIRE_AUTHORIZATION_CODES,
     conflict,
@@ -40,6 +42,7 @@ from srm_driver.copier.wire.produce import Buffer, produce_response
 from srm_driver.copier.wire.pump import Pump
 
 Connect = Callable[[dict[str, str], Pump, float], Cluster]
+_TOO_LARGE = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
 Key = tuple[str, int]
 # A unit's break: kind, partition, upstream offset, message, error class.
 Break = tuple[str, Key, int, str, str | None]
@@ -205,13 +208,13 @@ class FetchEnds:
 
 @dataclass(slots=True)
 class Sent:
-    """A Produce request in flight: its batches by remote partition (the partition, its
-    records, its first upstream offset)."""
+    """A Produce request in flight: its batches by remote partition (the partition and
+    the batch as sent, before re-stamping)."""
 
     connection: Connection
     correlation: int
     deadline_ns: int
-    batches: dict[Key, tuple[PartitionCopy, int, int]] = field(default_factory=dict)
+    batches: dict[Key, tuple[PartitionCopy, Batch]] = field(default_factory=dict)
 
     def land(self, answer: memoryview, now_ms: int, alias: str) -> Break | None:
         """Its answer: each batch landed where planned (None), or the unit's break
@@ -222,7 +225,8 @@ class Sent:
             entry = self.batches.get((produced.topic, produced.partition))
             if entry is None or not entry[0].inflight:
                 continue
-            p, count, up = entry
+            p, batch = entry
+            count, up = batch.count, batch.first
             if produced.error:
                 p.failed()
                 said = [produced.message] if produced.message else []
@@ -233,6 +237,8 @@ class Sent:
                 text = str(error)
                 if produced.error in WIRE_AUTHORIZATION_CODES:
                     text = on_target(alias, error)
+                elif produced.error in _TOO_LARGE:
+                    text += refused_size(batch)
                 return wire_kind(produced.error), p.key, up, text, error_name(produced.error)
             if p.inflight[0][0] != up:
                 # Answered before an older batch of the partition, sent to another broker:

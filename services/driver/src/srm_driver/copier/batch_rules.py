@@ -34,8 +34,10 @@ with its codec) into batches that are:
 * its CRC-32C holds (re-stamping or rebuilding seals the bytes with a new checksum, so a
   batch damaged on its way would pass the target broker's check): refused, never
   rebuilt;
-* it ends below the partition's reservation; one larger than the whole window
-  (``srm.batch.max.records``) never will.
+* it spans at most the whole reservation window (``srm.batch.max.records``): a wider one
+  could never end below a reservation, so it is rebuilt as batches of at most that many
+  offsets;
+* it ends below the partition's reservation (else it waits for the reservation to move).
 
 A message of the old formats (magic 0 or 1) is refused whole, and nothing after it in the
 fetch is read: its bytes are not a v2 header.
@@ -153,15 +155,10 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
     if (
         batch.first < next_send
         or batch.count != span
+        or span > window
         or batch.attributes & (LOG_APPEND_TIME | DELETE_HORIZON)
     ):
         return REBUILD
-    if span > window:
-        return (
-            f"{where} spans {span} offsets, more than srm.batch.max.records ({window}) lets"
-            " a partition send past its recorded progress: raise srm.batch.max.records above"
-            f" it, or {RECORD_BY_RECORD}"
-        )
     if batch.last >= reserve:
         return WAIT
     return SEND

@@ -102,6 +102,7 @@ class BatchUnit(FlowUnit):
         # the partitions waiting for those answers before they send to a new leader.
         self._routes: dict[Key, Connection] = {}
         self._rerouted: set[Key] = set()
+        self._refused = batch_rebuild.Refused()
         self._write_timeout_ns = clients.size_of(plan.producer, "delivery.timeout.ms", 10_000)
         self._write_timeout_ns *= 1_000_000
         self._lease_deadline = lambda: lease.deadline_ns
@@ -167,9 +168,12 @@ class BatchUnit(FlowUnit):
             )
             position, k = at[1], 0
             batches = deque(found)
+            alone = self._refused.at(key, p.next_send)
             while batches:
                 batch = batches.popleft()
-                decision = batch_rebuild.decide(batch, p.next_send, p.reserve, plan.batch_window)
+                decision = batch_rebuild.decide(
+                    batch, p.next_send, p.reserve, plan.batch_window, alone
+                )
                 if isinstance(decision, list):  # rebuilt: decided on batch by batch
                     batches.extendleft(reversed(decision))
                     continue
@@ -206,7 +210,7 @@ class BatchUnit(FlowUnit):
                     rounds.append({})
                     bodies.append({})
                 sent = rounds[k].setdefault(connection, Sent(connection, -1, 0))
-                sent.batches[remote] = (p, batch.count, batch.first)
+                sent.batches[remote] = (p, batch)
                 body = bodies[k].setdefault(connection, {})
                 body.setdefault(p.remote, []).append((p.partition, parts))
                 p.sent_batch(batch.first, batch.last, batch.count, len(batch.view),
@@ -292,6 +296,8 @@ class BatchUnit(FlowUnit):
     def _landed(self, sent: Sent, answer: memoryview, now_ms: int) -> None:
         """A Produce answer: each batch landed where planned, or the unit breaks."""
         if (broken := sent.land(answer, now_ms, self.desired.target)) is not None:
+            if broken[0] == "poison":
+                self._refused.add(broken[1], broken[2])
             self._break(*broken)
 
     def _follow_settings(self, plan: UnitPlan) -> None:
