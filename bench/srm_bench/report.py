@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 # 2: MirrorMaker 2 tuned; 3: srm (JVM copy slot) beside srm_python (Python copy slot);
 # 4: srm is the Python copy slot, the only one; 5: steady CPU per GiB, raw = best of
-# several candidates (docs/benchmark.md, "The JSON").
-SCHEMA_VERSION = 5
+# several candidates (docs/benchmark.md, "The JSON"); 6: srm is the driver's defaults
+# (the batch copy), srm_records the record copy (--srm-records).
+SCHEMA_VERSION = 6
 
 # The table's columns after the label: (heading, width).
 _COLUMNS = (

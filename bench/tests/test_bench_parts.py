@@ -178,7 +178,7 @@ def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path:
     path = sample_report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 5
+    assert data["schema_version"] == 6
     assert data["cpu_s_per_gib"] == {
         "srm": 6.0, "mirrormaker2": None, "mirrormaker2_tuned": None, "raw": 8.0,
     }  # fmt: skip
