@@ -2,7 +2,7 @@
 can: decoded and encoded again (aiokafka's v2 record codec, the source batch's own
 compression codec), never more than one fetched batch at a time.
 
-Three kinds of source batch are rebuilt (:data:`srm_driver.copier.batch_rules.REBUILD`):
+Five kinds of source batch are rebuilt (:data:`srm_driver.copier.batch_rules.REBUILD`):
 
 * one the partition's position lies inside (a plan that starts where a record copy, an
   operator's resume or a batch copy turned on at run time left it): its records from the
