@@ -1622,13 +1622,14 @@ def test_larger_records_and_a_longer_round_trip_resize_the_clients_in_the_next_a
 
 
 def test_a_plan_carries_the_codec_of_its_source_topic(flow: FlowConfig) -> None:
-    h = Harness(flow)
+    """On the record copy, whose producers compress with their source's codec."""
+    h = Harness(dataclasses.replace(flow, copy_batches=False))
     h.facts.codec = "lz4"
     assert started(h)["codec"] == "lz4"
 
 
 def test_a_running_plan_gets_its_codec_once_the_source_has_one(flow: FlowConfig) -> None:
-    h = Harness(flow)
+    h = Harness(dataclasses.replace(flow, copy_batches=False))
     plan = started(h)
     assert "codec" not in plan, "an empty source topic has no codec yet"
     h.facts.codec = "zstd"
@@ -1637,6 +1638,20 @@ def test_a_running_plan_gets_its_codec_once_the_source_has_one(flow: FlowConfig)
     later = h.plan()
     assert later is not None and (later["plan"], later["codec"]) == (plan["plan"], "zstd")
     assert later["start"] == plan["start"], "the same plan, only compressed otherwise"
+
+
+def test_a_flow_copying_batches_asks_no_codec_and_its_plans_carry_none(flow: FlowConfig) -> None:
+    """Whole batches keep their own codec: the source is never asked (a look per topic,
+    every 5 s while unknown), and a plan never changes for one."""
+    h = Harness(flow)  # batches: the default
+    asked: list[object] = []
+    h.facts.codecs = lambda partitions: asked.append(partitions) or {}  # type: ignore[method-assign]
+    plan = started(h)
+    h.clock.now += 700  # past the looks at unknown codecs and the refresh of every codec
+    h.tick()
+    later = h.plan()
+    assert "codec" not in plan and later is not None and "codec" not in later
+    assert asked == []
 
 
 # -- elastic slots (copying/slots.py): a start-up grace, slots added while copying get

@@ -2,7 +2,8 @@
 :class:`~srm_driver.copying.planner.Planner`'s pass): a partition whose source or remote
 topic was deleted or recreated is sent back (the reconcile that follows halts it with the
 reason), and a running plan gets its source topic's codec when it was not known (the
-topic was empty when planned) or changed.
+topic was empty when planned) or changed (the record copy's producers follow it; the batch
+copy keeps each batch's own codec and is given none).
 
 The copy loops' clients tell neither, so both are asked of the source and target on a
 timer: identities every :data:`IDENTITY_CHECK_S` (per topic; partitions are looked at one
@@ -50,8 +51,11 @@ class TopicCodecs:
         self, adapters: FlowAdapters, flow: str, keys: list[TopicPartition], *, known: bool
     ) -> dict[str, str]:
         """The codecs of the topics of ``keys``, asked of the source (``known``: only for
-        topics whose codec is not known yet); one that cannot be found stays unknown."""
+        topics whose codec is not known yet); one that cannot be found stays unknown. A
+        flow that copies whole batches asks nothing: its copies keep each batch's codec."""
         codecs = self._codecs.setdefault(flow, {})
+        if adapters.settings.batches:
+            return codecs
         wanted: dict[str, list[int]] = {}
         for topic, partition in keys:
             if not known or topic not in codecs:
@@ -95,6 +99,17 @@ class RunningChecks:
         refresh = now >= refresh_due
         if (now < unknown_due and not refresh) or self._lease_ms(flow) <= 0:
             return
+        self._codec_due[flow] = (
+            now + CODEC_UNKNOWN_S,
+            now + CODEC_REFRESH_S if refresh else refresh_due,
+        )
+        try:
+            adapters = self._adapters(flow)
+        except SrmError as exc:
+            log.warning("%s: cannot find the codecs of its topics: %s", flow, exc)
+            return
+        if adapters.settings.batches:
+            return  # whole batches keep their own codec: the plans need none
         with self._ledger.lock:
             parts = self._ledger.parts
             keys = [
@@ -104,16 +119,7 @@ class RunningChecks:
                 and state.plan is not None
                 and (refresh or not state.plan.codec)
             ]
-        self._codec_due[flow] = (
-            now + CODEC_UNKNOWN_S,
-            now + CODEC_REFRESH_S if refresh else refresh_due,
-        )
         if not keys:
-            return
-        try:
-            adapters = self._adapters(flow)
-        except SrmError as exc:
-            log.warning("%s: cannot find the codecs of its topics: %s", flow, exc)
             return
         codecs = self._codecs.find(adapters, flow, keys, known=False)
         with self._ledger.lock:
