@@ -624,6 +624,31 @@ def test_a_released_partition_records_where_it_stopped_with_nothing_in_flight(
     assert TP not in h.service.held(FLOW)
 
 
+@pytest.mark.parametrize("how", ["released", "driver-stops"])
+def test_a_partition_that_stopped_with_a_send_of_unknown_fate_records_nothing_final(
+    flow: FlowConfig, how: str
+) -> None:
+    """Its unit broke with a batch in flight whose answer never came, then the partition
+    was released (or the driver stopped) before a new plan: that batch may have landed,
+    one record past the acknowledged position. A final progress (nothing reserved) would
+    make the next holder halt it as another writer's; the recorded reservation is kept
+    instead, and the next holder verifies past the position."""
+    h = Harness(flow)
+    plan = started(h)["plan"]
+    h.clock.now += 2
+    h.report(part(plan, 30, 30))  # progress at 30, reserving past it
+    reserved = h.journal.progress()[-1][1]
+    assert reserved.inflight_end is not None and reserved.next_upstream == 30
+    if how == "released":
+        h.service.set_owned(FLOW, {})
+    else:
+        h.service.stop(1)
+    h.report(part(plan, 30, 30, state="stopped", uncertain=True))
+    assert h.journal.progress()[-1] == (TP, reserved), "nothing final recorded"
+    if how == "released":
+        assert TP not in h.service.held(FLOW), "released: the next holder verifies"
+
+
 def test_without_a_lease_nothing_is_written_or_planned(flow: FlowConfig) -> None:
     h = Harness(flow)
     plan = started(h)["plan"]

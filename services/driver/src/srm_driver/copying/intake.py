@@ -103,7 +103,7 @@ class Intake:
     ) -> None:
         """The slot says the partition's plan stopped: nothing of it is outstanding."""
         state.stopped = True
-        state.clean = part.error is None and unit.broken is None
+        state.clean = part.error is None and unit.broken is None and not part.uncertain
         if state.status in ("releasing", "halted"):
             return
         if part.error is not None:

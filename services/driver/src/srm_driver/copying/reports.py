@@ -278,7 +278,10 @@ class ReportDesk:
                     else state  # taken in already: the state holds this entry's positions
                 )
                 final = (state.status == "releasing" or self._stopping()) and part.stopped
-                if final and part.error is None and unit.broken is None:
+                # A send of unknown fate (its unit broke, its producer let go) may still
+                # land: then no final progress, so the recorded reservation still covers
+                # it and the next holder verifies past the position.
+                if final and part.error is None and unit.broken is None and not part.uncertain:
                     update = position(now_state).reserved(None)
                 elif not part.stopped and commit_due(
                     now_state, part, now, window=window, interval_s=interval
