@@ -44,6 +44,7 @@ from srm_driver.copier.batch_rules import (
     Batch,
     step,
 )
+from srm_driver.copier.failures import too_large
 
 _CODEC = 0x07
 # Big enough that the builder never turns a record away (a rebuilt batch holds at most
@@ -102,8 +103,7 @@ def refused_size(batch: Batch) -> str:
         (record,) = DefaultRecordBatch(bytes(batch.view))
     except Exception:  # noqa: BLE001 - a batch the target refused: said without its value
         return f" (the target refused a batch of one record, {len(batch.view):,} bytes: {lower})"
-    size = len(record.value or b"")
-    return f" (the target refused a record whose value is {size:,} bytes: {lower})"
+    return too_large(len(record.value or b""))
 
 
 def rebuild(

@@ -45,6 +45,14 @@ def wire_kind(code: int) -> str:
     return "poison" if code in WIRE_POISON_CODES else "transient"
 
 
+def too_large(value_bytes: int) -> str:
+    """What is said after a too-large refusal of one record, on either copy path."""
+    return (
+        f" (the target refused a record whose value is {value_bytes:,} bytes:"
+        " the remote topic's max.message.bytes is lower)"
+    )
+
+
 def conflict(remote: str, partition: int, up: int, offset: int, expected: int) -> str:
     """What a copy acknowledged where the plan does not say means."""
     return (

@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from srm_common.domain.origin import MalformedOrigin
 
 from srm_driver.copier.assignment import Assignment, Key
-from srm_driver.copier.failures import conflict, failure, fatal_kind, kind_of
+from srm_driver.copier.failures import conflict, failure, fatal_kind, kind_of, too_large
 from srm_driver.copier.headers import DROPPED, copy_headers
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
@@ -258,10 +258,7 @@ class Sender:
                 return  # a purge follows a failure already recorded
             text = error.str()
             if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                text += (
-                    f" (the target refused a record whose value is {size:,} bytes:"
-                    " the remote topic's max.message.bytes is lower)"
-                )
+                text += too_large(size)
             self._fail(kind_of(error), p.key, up, text, error.name())
         elif offset is None:  # a shared partition's copy
             self._fail("transient", p.key, up, "the broker did not say where a copy landed", None)
