@@ -10,6 +10,13 @@ the value instead). Records sent during the first ``warmup`` seconds are left ou
 percentiles; ``windows`` keeps p50/p99/max of every 5 s (``window_seconds``) of the
 whole phase, warm-up included, so a transient stays visible.
 
+Why the phase starts with ``sync``: the catch-up just wrote the data set to the target's
+log (and the load wrote it to the source's); Linux writes such pages back about 30 s
+after they were first dirtied, all at once, which put a gigabyte of writeback inside the
+measured seconds of a fast replicator and not of a slow one (sampled from /proc/meminfo:
+1 GB of Dirty went to disk 28 s into one phase, whose 5 s window had a p99 of 131 ms
+against 5-9 ms around it). Flushing first takes that out of every replicator's phase.
+
 Why 15 s of warm-up: on a 2-core machine, right after a replicator's catch-up both
 brokers (and the replicator's JVM) recompile for the new, small-request workload; their
 C2 compiler threads take 30-60 % of a core each for about 15 s (sampled per thread from
@@ -19,6 +26,7 @@ C2 compiler threads take 30-60 % of a core each for about 15 s (sampled per thre
 from __future__ import annotations
 
 import math
+import os
 import struct
 import threading
 import time
@@ -52,6 +60,8 @@ class LatencyResult:
     # p50, p99 and max (ms) of each window_seconds of the phase, warm-up included.
     windows: tuple[tuple[float, float, float], ...] = ()
     window_seconds: int = WINDOW_SECONDS
+    # seconds the sync(2) before the phase took (the catch-up's writes going to disk)
+    flush_seconds: float = 0.0
 
     def describe(self) -> dict[str, object]:
         values = asdict(self)
@@ -157,6 +167,8 @@ def measure_latency(
     window_seconds: int = WINDOW_SECONDS,
 ) -> LatencyResult:
     """Produce at ``rate`` for ``seconds`` and measure; see the module docstring."""
+    flush_seconds = flush_writes()
+    say(f"  {label}: wrote the catch-up's pages to disk before measuring ({flush_seconds:.1f} s)")
     if not wait_for_topic(admin_client(target), remote, partitions, 60):
         say(f"  {label}: {remote} not on the target after 60 s; producing anyway")
     receiver = Receiver(
@@ -172,12 +184,20 @@ def measure_latency(
         rate=rate,
         warmup=warmup,
         window_seconds=window_seconds,
+        flush_seconds=flush_seconds,
     )
     say(
         f"  {label}: latency p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms "
         f"({result.measured:,} records, {result.lost} missing)"
     )
     return result
+
+
+def flush_writes() -> float:
+    """sync(2): every dirty page to disk now rather than during the phase; its seconds."""
+    started = time.monotonic()
+    os.sync()
+    return time.monotonic() - started
 
 
 class Receiving(Protocol):
@@ -199,6 +219,7 @@ def collect(
     rate: int,
     warmup: float,
     window_seconds: int = WINDOW_SECONDS,
+    flush_seconds: float = 0.0,
 ) -> LatencyResult:
     """Wait up to DRAIN_SECONDS for every record sent after the warm-up, stop the receiver
     and sum up what it read."""
@@ -223,6 +244,7 @@ def collect(
         send_rate=sent / send_seconds,
         windows=windows(receiver.latency_ms, sent, rate, window_seconds),
         window_seconds=window_seconds,
+        flush_seconds=flush_seconds,
     )
 
 
