@@ -144,7 +144,9 @@ def test_a_batch_whose_offsets_or_timestamps_a_target_would_change_is_rebuilt(
 def test_a_damaged_batch_is_refused_not_rebuilt() -> None:
     raw = bytearray(record_batch(100, 10))
     raw[-1] ^= 0xFF  # a value's last byte
-    assert "fails its CRC-32C check" in step(_read(bytes(raw)), 105, 10**9, 50)
+    refusal = step(_read(bytes(raw)), 105, 10**9, 50)
+    assert "fails its CRC-32C check" in refusal
+    assert refusal.endswith("--from offset --offset 110)")  # the way past it: after the batch
 
 
 # -- rebuilding ---------------------------------------------------------------------------------

@@ -569,17 +569,28 @@ def test_a_partition_into_a_shared_remote_partition_is_reconciled_after_its_unit
     assert h.service.status(FLOW)["exact_restarts"] == 0
 
 
-def test_a_poison_record_halts_its_partition_after_its_tries(flow: FlowConfig) -> None:
+_TOO_LARGE = ("org.apache.kafka.common.errors.RecordTooLargeException", "too large")
+_NOT_PASSED = (
+    "BatchNotPassedThrough",
+    "the source message at offset 7 has the old format (magic 1); set srm.copy.batches ="
+    " false for this flow to copy it record by record, then resume the partition",
+)
+
+
+@pytest.mark.parametrize("refusal", [_TOO_LARGE, _NOT_PASSED], ids=["record", "batch"])
+def test_a_poison_record_halts_its_partition_after_its_tries(
+    flow: FlowConfig, refusal: tuple[str, str]
+) -> None:
     h = Harness(flow)
     for attempt in (1, 2):
         plan = started(h)["plan"] if attempt == 1 else h.plan()["plan"]  # type: ignore[index]
         poison = {
             "kind": "poison",
-            "message": "too large",
+            "message": refusal[1],
             "topic": TP[0],
             "partition": TP[1],
             "offset": 7,
-            "class": "org.apache.kafka.common.errors.RecordTooLargeException",
+            "class": refusal[0],
         }
         h.report(part(plan, 7, 7, state="stopped"), broken=poison, epoch=attempt - 1)
         h.clock.now += 60
@@ -587,8 +598,13 @@ def test_a_poison_record_halts_its_partition_after_its_tries(flow: FlowConfig) -
         h.tick()
     status = h.service.status(FLOW)
     assert [p["partition"] for p in status["halted"]] == [0]
-    assert "source offset 7 could not be written after 2 tries" in status["halted"][0]["reason"]
-    assert "RecordTooLargeException" in status["halted"][0]["reason"]
+    reason = status["halted"][0]["reason"]
+    if refusal is _TOO_LARGE:
+        assert "source offset 7 could not be written after 2 tries" in reason
+        assert "RecordTooLargeException" in reason and "--offset 8" in reason
+    else:  # the batch's own way out, and no record copy's advice after it
+        assert reason.endswith(f"stopped 2 times: {refusal[1]}"), reason
+        assert "Fix the target" not in reason and "skip the record" not in reason
     assert [e.kind for e in h.events] == ["halted"] and h.events[0].detail == "poison"
     assert TP not in h.service.held(FLOW)
 

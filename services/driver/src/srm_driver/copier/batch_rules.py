@@ -149,7 +149,9 @@ def step(batch: Batch, next_send: int, reserve: int, window: int) -> str:
         return (
             f"{where} fails its CRC-32C check (damaged on its way or on the source); a batch"
             " copy would seal the damage with a new checksum. The partition is planned again"
-            " and the batch fetched again; if it halts, the source's log is damaged"
+            " and the batch fetched again; if it halts, the source's log is damaged: repair"
+            " it, or skip the batch, whose records are then not copied (srm-control"
+            f" partitions --resume ... --from offset --offset {batch.last + 1})"
         )
     span = batch.last - batch.first + 1
     if (

@@ -73,7 +73,7 @@ from srm_driver.copier.wire.produce import Buffer, produce_request
 WINDOW = 5  # Produce requests in flight per target broker (an idempotent producer's most)
 _BUSY_WAIT_MS = 5  # a Fetch's wait while Produce answers are due
 _OUT_OF_RANGE = 1
-_NOT_PASSED = "BatchNotPassedThrough"
+_NOT_PASSED = "BatchNotPassedThrough"  # the driver halts with its message alone (ledger.py)
 _MOVED = frozenset({3, 5, 6, 74, 75})  # the source partition's leader moved: look again
 
 

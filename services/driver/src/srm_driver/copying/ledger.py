@@ -139,18 +139,7 @@ class Ledger:
             state.tries[failure.offset] = tries
             max_tries = self.flows[state.flow].poison_max_tries
             if tries >= max_tries:
-                self.halt(
-                    state,
-                    Halt(
-                        "poison",
-                        f"{state.where}: the record at source offset {failure.offset} could not"
-                        f" be written after {tries} tries: {failure.error_class or 'error'}:"
-                        f" {failure.message.rstrip('.')}. Fix the target (e.g. the remote"
-                        " topic's max.message.bytes) and resume with srm-control --from"
-                        f" copy-end, or skip the record with --from offset --offset"
-                        f" {failure.offset + 1}",
-                    ),
-                )
+                self.halt(state, Halt("poison", _poison(state.where, failure, tries)))
                 return
             message += f" (try {tries} of {max_tries})"
         state.retry_later(now, message)
@@ -240,3 +229,22 @@ class Ledger:
             "slots": {str(slot): self.parts.count_of_slot(slot, flow) for slot in self.answering()},
             "slot_events": list(self.slot_events),
         }
+
+
+# The class a batch copy's slot gives a batch it cannot pass through (copier/batch_unit.py);
+# its message names the batch and the way out (copier/batch_rules.py).
+NOT_PASSED_THROUGH = "BatchNotPassedThrough"
+
+
+def _poison(where: str, failure: Failure, tries: int) -> str:
+    """Why a partition halts on a poison record (or a batch it cannot pass through)."""
+    if failure.error_class == NOT_PASSED_THROUGH:
+        return f"{where}: stopped {tries} times: {failure.message.rstrip('.')}"
+    return (
+        f"{where}: the record at source offset {failure.offset} could not"
+        f" be written after {tries} tries: {failure.error_class or 'error'}:"
+        f" {failure.message.rstrip('.')}. Fix the target (e.g. the remote"
+        " topic's max.message.bytes) and resume with srm-control --from"
+        f" copy-end, or skip the record with --from offset --offset"
+        f" {failure.offset + 1}"
+    )
