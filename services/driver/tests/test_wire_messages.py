@@ -117,6 +117,20 @@ def test_fetch_request_matches_golden_bytes_and_aiokafka() -> None:
     )
 
 
+def test_fetch_request_in_a_session_names_its_id_epoch_and_forgotten_partitions() -> None:
+    ours = fetch.fetch_request(
+        {"t": [(0, 5)]}, max_wait_ms=500, min_bytes=1, max_bytes=100, partition_max_bytes=1000,
+        session=(42, 3), forgotten={"u": [1, 2]},
+    )  # fmt: skip
+    assert (
+        ours
+        == FetchRequest_v11(
+            -1, 500, 1, 100, 1, 42, 3, [("t", [(0, -1, 5, -1, 1000)])], [("u", [1, 2])], ""
+        ).encode()
+    )
+    assert fetch.session_of(memoryview(struct.pack(">ihi", 0, 0, 42))) == 42
+
+
 def _fetch_answer() -> bytearray:
     raw = struct.pack(">ihi", 0, 0, 0) + b"\x00\x00\x00\x01" + _s("t") + b"\x00\x00\x00\x02"
     raw += struct.pack(">ihqqq", 0, 0, 10, 9, 0) + b"\x00\x00\x00\x01" + struct.pack(">qq", 77, 3)

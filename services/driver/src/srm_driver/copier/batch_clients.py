@@ -36,7 +36,13 @@ from srm_driver.copier.wire.batches import restamp
 from srm_driver.copier.wire.cluster import Cluster
 from srm_driver.copier.wire.connection import Connection
 from srm_driver.copier.wire.errors import BrokerError, WireError, error_name
-from srm_driver.copier.wire.fetch import FetchedPartition, fetch_request, fetch_response
+from srm_driver.copier.wire.fetch import (
+    FetchedPartition,
+    fetch_request,
+    fetch_response,
+    session_of,
+)
+from srm_driver.copier.wire.fetch_session import STARTS_OVER, FetchSession
 from srm_driver.copier.wire.messages import READ_COMMITTED
 from srm_driver.copier.wire.produce import Buffer, produce_response
 from srm_driver.copier.wire.pump import Pump
@@ -66,6 +72,7 @@ class BatchClients:
         self._looked_up: set[str] = set()  # source topics whose leaders are known
         self._named: set[Key] = set()  # source partitions the last refresh named a leader of
         self._reached: set[Key] = set()  # remote partitions whose leader is connected
+        self._sessions: dict[Connection, FetchSession] = {}  # the source leaders' fetch sessions
 
     def prepare(
         self,
@@ -121,18 +128,25 @@ class BatchClients:
         self, wanted: list[tuple[str, int, int]], consumer: Mapping[str, str], max_wait_ms: int
     ) -> list[FetchedPartition]:
         """One Fetch per source leader of ``wanted`` (topic, partition, offset), in flight
-        together; their answers (the pump serves the target meanwhile)."""
+        together, each in that broker's fetch session (:mod:`.wire.fetch_session`: only
+        what changed is named, only what has news is answered); their answers (the pump
+        serves the target meanwhile)."""
         source = self.source
         assert source is not None
-        by_leader: dict[Connection, dict[str, list[tuple[int, int]]]] = {}
+        by_leader: dict[Connection, dict[Key, int]] = {}
         # A broker answers with at least the first batch of the first partition however
-        # large: turning the order lets each partition be first in its turn.
+        # large: turning the order lets each partition be first in its turn (a session's
+        # broker moves the partitions it answered with records to the end itself).
         turn = int(time.monotonic() * 10) % len(wanted)
         for topic, partition, offset in wanted[turn:] + wanted[:turn]:
-            leader = source.leader(topic, partition)
-            by_leader.setdefault(leader, {}).setdefault(topic, []).append((partition, offset))
+            by_leader.setdefault(source.leader(topic, partition), {})[(topic, partition)] = offset
+        sessions = self._sessions = {c: self._sessions.get(c) or FetchSession() for c in by_leader}
         requests = []
-        for leader, topics in by_leader.items():
+        for leader, offsets in by_leader.items():
+            session_id, epoch, named, forgotten = sessions[leader].request(offsets)
+            topics: dict[str, list[tuple[int, int]]] = {}
+            for topic, partition, offset in named:
+                topics.setdefault(topic, []).append((partition, offset))
             body = fetch_request(
                 topics,
                 max_wait_ms=max_wait_ms,
@@ -140,14 +154,29 @@ class BatchClients:
                 max_bytes=clients.size_of(consumer, "fetch.max.bytes", 16 << 20),
                 partition_max_bytes=clients.size_of(consumer, "max.partition.fetch.bytes", 4 << 20),
                 isolation=READ_COMMITTED if read_committed(consumer) else 0,
+                session=(session_id, epoch),
+                forgotten=forgotten,
             )
-            requests.append((leader, leader.send(FETCH, [body])))
+            try:
+                requests.append((leader, leader.send(FETCH, [body])))
+            except Exception:
+                sessions[leader].reset()  # its request may or may not have gone out
+                raise
         fetched: list[FetchedPartition] = []
         for leader, correlation in requests:
-            error, answers = fetch_response(self.pump.wait(leader, correlation, source.timeout))
+            session = sessions[leader]
+            try:
+                view = self.pump.wait(leader, correlation, source.timeout)
+                error, answers = fetch_response(view)
+            except Exception:
+                session.reset()
+                raise
             if error:
+                session.reset()  # the next Fetch to this broker names everything again
+                if error in STARTS_OVER:
+                    continue
                 raise BrokerError(leader.broker, "Fetch", error)
-            fetched.extend(answers)
+            fetched.extend(session.answered(session_of(view), answers))
         return fetched
 
     def leader(self, remote: Key) -> Connection | None:
@@ -168,6 +197,7 @@ class BatchClients:
         if self.source is not None:
             self.source.close()
             self.source = None
+        self._sessions = {}
 
     def close_target(self) -> None:
         """Let the producer go with its connections: anything not yet written to a

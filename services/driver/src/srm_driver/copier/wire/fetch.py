@@ -1,9 +1,11 @@
 """Fetch v11: the request, and its answer parsed over the response's one buffer, each
 partition's record batches a slice of it (no copy).
 
-No fetch sessions (session 0, epoch -1: every request is a full fetch, which the broker
-forgets at once); ``read_committed`` by default, so a partition's records end at its last
-stable offset and the aborted transactions inside them are listed with the records.
+Without a session (session 0, epoch -1) a request is a full fetch, which the broker
+forgets at once; :mod:`srm_driver.copier.wire.fetch_session` keeps an incremental one
+(KIP-227) and says what to name and forget. ``read_committed`` by default, so a
+partition's records end at its last stable offset and the aborted transactions inside
+them are listed with the records.
 """
 
 from __future__ import annotations
@@ -38,15 +40,29 @@ def fetch_request(
     max_bytes: int,
     partition_max_bytes: int,
     isolation: int = READ_COMMITTED,
+    session: tuple[int, int] = (0, -1),
+    forgotten: Mapping[str, Sequence[int]] | None = None,
 ) -> bytes:
-    """Fetch ``wanted[topic] = [(partition, offset), ...]``."""
+    """Fetch ``wanted[topic] = [(partition, offset), ...]`` in ``session`` (id, epoch;
+    none by default), no longer reading ``forgotten[topic] = [partition, ...]``."""
     writer = Writer().int32(-1).int32(max_wait_ms).int32(min_bytes).int32(max_bytes)
-    writer.int8(isolation).int32(0).int32(-1).array(len(wanted))
+    writer.int8(isolation).int32(session[0]).int32(session[1]).array(len(wanted))
     for topic, partitions in wanted.items():
         writer.string(topic).array(len(partitions))
         for partition, offset in partitions:
             writer.int32(partition).int32(-1).int64(offset).int64(-1).int32(partition_max_bytes)
-    return bytes(writer.array(0).string("").buffer)  # no forgotten topics, no rack
+    forgotten = forgotten or {}
+    writer.array(len(forgotten))
+    for topic, numbers in forgotten.items():
+        writer.string(topic).array(len(numbers))
+        for partition in numbers:
+            writer.int32(partition)
+    return bytes(writer.string("").buffer)  # no rack
+
+
+def session_of(view: memoryview) -> int:
+    """The fetch session id of a Fetch answer (0: none)."""
+    return int.from_bytes(view[6:10], "big", signed=True)
 
 
 def fetch_response(view: memoryview) -> tuple[int, list[FetchedPartition]]:
