@@ -53,8 +53,8 @@ class BenchOptions:
     skip_raw: bool = False
     # --batch-copy: the batch pass-through prototype beside the raw limit (batch_loop.py).
     batch_copy: bool = False
-    # --srm-batches: SRM's driver again with srm.copy.batches = true, its own column.
-    srm_batches: bool = False
+    # --srm-records: SRM's driver again with srm.copy.batches = false, its own column.
+    srm_records: bool = False
     skip_latency: bool = False
     spark_master: str | None = None
     # --spark standalone:N: SRM again on a standalone cluster of N workers (spark_run.py).
@@ -126,10 +126,10 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         " never decoded; srm_bench.batch_loop) beside the raw limit, reported apart from it",
     )
     add(
-        "--srm-batches",
+        "--srm-records",
         action="store_true",
-        help="also run SRM's driver with srm.copy.batches = true (whole record batches passed"
-        " through by the copy slots), as a column of its own",
+        help="also run SRM's driver with srm.copy.batches = false (records copied one by one,"
+        " as before the batch copy became the default), as a column of its own",
     )
     add("--spark-master", help="passed to srm-driver as --spark-master (e.g. local[2])")
     add(
@@ -259,7 +259,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         skip_mm2_tuned=args.skip_mm2_tuned,
         skip_raw=args.skip_raw,
         batch_copy=args.batch_copy,
-        srm_batches=args.srm_batches,
+        srm_records=args.srm_records,
         skip_latency=args.skip_latency or bool(args.wan),
         spark_master=args.spark_master,
         spark_workers=args.spark,

@@ -5,10 +5,14 @@ written by :func:`shared_properties`: one flow ``primary->backup`` limited to th
 benchmark's topics, ``tasks.max`` = partitions, replication factor 1 for every topic
 they create, offsets flushed every 10 s, heartbeats and checkpoints on as by default.
 
-* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract): its copy
-  slots are Python (librdkafka in PySpark's workers). Until issue 20's decision a JVM
-  slot ran here and the Python one as ``srm_python``; result files of schema 3 hold both;
-* ``srm_batches`` (``--srm-batches``): the same driver with ``srm.copy.batches = true``;
+* ``srm``: ``srm-driver --config srm.properties`` (the driver's CLI contract) with its
+  defaults: its copy slots (Python, in PySpark's workers) pass whole record batches
+  through (``srm.copy.batches``, the default since 28 Nov 2026; before, they copied record
+  by record with librdkafka). Until issue 20's decision a JVM slot ran here and the
+  Python one as ``srm_python``; result files of schema 3 hold both;
+* ``srm_records`` (``--srm-records``): the same driver with ``srm.copy.batches = false``,
+  the record copy. Result files of 27-28 Nov 2026 may hold ``srm_batches`` instead
+  (``--srm-batches``: the batch copy while it was not the default);
 * ``mirrormaker2``: Apache MirrorMaker 2 in dedicated mode,
   ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``, with the heap and GC
   options ``connect-mirror-maker.sh`` and ``kafka-run-class.sh`` use, and every client
@@ -38,15 +42,18 @@ MM2_TUNED = "mirrormaker2_tuned"
 REPLICATORS = (SRM, MM2, MM2_TUNED)  # the table's column order
 # SRM's driver again, on a Spark standalone cluster (--spark standalone:N, spark_run.py).
 SRM_STANDALONE = "srm_spark_standalone"
-# SRM's driver again with srm.copy.batches = true (--srm-batches): whole record batches
-# passed through by the copy slots (docs/driver.md, "Batch copy"), a column of its own.
+# SRM's driver again with srm.copy.batches = false (--srm-records): the record copy, a
+# column of its own beside the default batch copy (docs/driver.md, "Batch copy").
+SRM_RECORDS = "srm_records"
+# Older result files' column: the batch copy while it was not the default (--srm-batches).
 SRM_BATCHES = "srm_batches"
-SRM_DRIVERS = (SRM, SRM_STANDALONE, SRM_BATCHES)
+SRM_DRIVERS = (SRM, SRM_STANDALONE, SRM_RECORDS)
 LABELS = {
     SRM: "SRM driver",
     MM2: "MirrorMaker 2",
     MM2_TUNED: "MM2 tuned",
     SRM_STANDALONE: "SRM on Spark standalone",
+    SRM_RECORDS: "SRM records",
     SRM_BATCHES: "SRM batches",
 }
 
@@ -190,8 +197,8 @@ def replicator_properties(
     (and the WAN ones in a WAN run)."""
     if name == MM2_TUNED:
         return {**shared, **MM2_TUNED_PROPERTIES, **(MM2_WAN_TUNED_PROPERTIES if wan else {})}
-    if name == SRM_BATCHES:
-        return {**shared, "srm.copy.batches": "true"}
+    if name == SRM_RECORDS:
+        return {**shared, "srm.copy.batches": "false"}
     return dict(shared)
 
 
@@ -228,9 +235,9 @@ def mirrormaker2(folder: Path, heap: str, name: str = MM2) -> Replicator:
 
 
 def srm_driver(folder: Path, spark_master: str | None, name: str = SRM) -> Replicator:
-    """SRM's driver as ``name``, with ``srm.properties`` and ``srm.log`` (the batch copy's:
-    ``srm-batches.*``)."""
-    stem = "srm-batches" if name == SRM_BATCHES else "srm"
+    """SRM's driver as ``name``, with ``srm.properties`` and ``srm.log`` (the record copy's:
+    ``srm-records.*``)."""
+    stem = "srm-records" if name == SRM_RECORDS else "srm"
     config = folder / f"{stem}.properties"
     command = [*srm_driver_command(), "--config", str(config), "--standalone"]
     if spark_master:

@@ -22,7 +22,7 @@ from srm_bench.replicators import (
     MM2_TUNED_PROPERTIES,
     REPLICATORS,
     SRM,
-    SRM_BATCHES,
+    SRM_RECORDS,
 )
 
 if TYPE_CHECKING:
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 # 2: MirrorMaker 2 tuned; 3: srm (JVM copy slot) beside srm_python (Python copy slot);
 # 4: srm is the Python copy slot, the only one; 5: steady CPU per GiB, raw = best of
-# several candidates (docs/benchmark.md, "The JSON").
-SCHEMA_VERSION = 5
+# several candidates (docs/benchmark.md, "The JSON"); 6: srm is the driver's defaults
+# (the batch copy), srm_records the record copy (--srm-records).
+SCHEMA_VERSION = 6
 
 # The table's columns after the label: (heading, width).
 _COLUMNS = (
@@ -44,10 +45,10 @@ _COLUMNS = (
     ("SRM/raw", 9),
 )
 _LABEL_WIDTH = 30
-# With --srm-batches: SRM's driver with srm.copy.batches = true, beside SRM's column.
-_BATCHES_COLUMN = (LABELS[SRM_BATCHES], 13)
+# With --srm-records: SRM's driver with srm.copy.batches = false, beside SRM's column.
+_RECORDS_COLUMN = (LABELS[SRM_RECORDS], 13)
 # Every replicator a run may have, in the JSON's order.
-_ALL = (*REPLICATORS, SRM_BATCHES)
+_ALL = (*REPLICATORS, SRM_RECORDS)
 
 
 @dataclass(frozen=True)
@@ -209,8 +210,8 @@ class BenchReport:
         return path
 
     def table(self) -> str:
-        batches = SRM_BATCHES in self.systems or SRM_BATCHES in self.errors
-        columns = (_COLUMNS[0], _BATCHES_COLUMN, *_COLUMNS[1:]) if batches else _COLUMNS
+        records = SRM_RECORDS in self.systems or SRM_RECORDS in self.errors
+        columns = (_COLUMNS[0], _RECORDS_COLUMN, *_COLUMNS[1:]) if records else _COLUMNS
         heading = [f"{'':<{_LABEL_WIDTH}}"] + [f"{h:>{w}}" for h, w in columns]
         lines = ["".join(heading)]
         for row in self._rows():
@@ -225,8 +226,8 @@ class BenchReport:
                 _cell(_ratio(srm, tuned), ".2f"),
                 _cell(_ratio(srm, limit), ".2f"),
             ]
-            if batches:
-                cells.insert(1, _cell(self._figure(SRM_BATCHES, row.path), row.spec))
+            if records:
+                cells.insert(1, _cell(self._figure(SRM_RECORDS, row.path), row.spec))
             padded = (f"{cell:>{width}}" for cell, (_, width) in zip(cells, columns, strict=True))
             lines.append(f"{row.label:<{_LABEL_WIDTH}}" + "".join(padded))
         data = self.dataset
@@ -247,10 +248,10 @@ class BenchReport:
             " over the GiB copied between them (start-up apart; brokers not included)"
         )
         notes += self._tuned_notes()
-        if batches:
+        if records:
             notes.append(
-                f"{LABELS[SRM_BATCHES]}: SRM's driver with srm.copy.batches = true (whole record"
-                " batches passed through by the copy slots, never decoded)"
+                f"{LABELS[SRM_RECORDS]}: SRM's driver with srm.copy.batches = false (records"
+                " copied one by one, as before the batch copy became the default)"
             )
         if data.codec:
             notes.append(
@@ -313,9 +314,9 @@ class BenchReport:
         return {name: self.systems[name] for name in _ALL if name in self.systems}
 
     def _names(self) -> tuple[str, ...]:
-        """The replicators of the JSON's figures: the three always, the batch copy's when
+        """The replicators of the JSON's figures: the three always, the record copy's when
         it ran."""
-        ran = SRM_BATCHES in self.systems
+        ran = SRM_RECORDS in self.systems
         return _ALL if ran else REPLICATORS
 
 

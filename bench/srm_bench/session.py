@@ -38,8 +38,8 @@ from srm_bench.replicators import (
     MM2,
     MM2_TUNED,
     SRM,
-    SRM_BATCHES,
     SRM_DRIVERS,
+    SRM_RECORDS,
     SRM_STANDALONE,
     TARGET,
     Replicator,
@@ -183,8 +183,8 @@ def systems_to_run(options: BenchOptions) -> list[str]:
         systems.append(MM2_TUNED)
     if not options.skip_srm:
         systems.append(SRM)
-    if options.srm_batches:
-        systems.append(SRM_BATCHES)
+    if options.srm_records:
+        systems.append(SRM_RECORDS)
     return systems
 
 

@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from srm_bench.replicators import LABELS, MM2, MM2_TUNED, SRM, SRM_BATCHES
+from srm_bench.replicators import LABELS, MM2, MM2_TUNED, SRM, SRM_BATCHES, SRM_RECORDS
 
 COLUMNS = (SRM, MM2, MM2_TUNED)
-STYLES = {SRM: "o-", MM2: "s--", MM2_TUNED: "^-.", SRM_BATCHES: "D-"}
+STYLES = {SRM: "o-", MM2: "s--", MM2_TUNED: "^-.", SRM_RECORDS: "D-", SRM_BATCHES: "D-"}
+# SRM's second column, if the run had one: the record copy (--srm-records), or in result
+# files of 27-28 Nov 2026 the batch copy (--srm-batches, before it was the default).
+EXTRA = {SRM_RECORDS: "records", SRM_BATCHES: "batches"}
 BLOCKS = (
     ("copy rate, MB/s (first to last record)", "copy_mb_s", ".1f"),
     ("catch-up incl. start-up, s", "catchup_seconds", ".1f"),
@@ -28,14 +31,14 @@ def table(document: dict[str, Any]) -> str:
         f" {data['mb']:,} MB in {data['partitions']} partitions; the source behind Toxiproxy"
     ]
     columns = _columns(document)
-    batches = SRM_BATCHES in columns
+    extra = EXTRA.get(columns[-1])
     for title, key, spec in BLOCKS:
         lines += ["", title]
         head = f"{'RTT ms':>7}" + "".join(f"{LABELS[c]:>15}" for c in columns)
         rated = key == "copy_mb_s"
         lines.append(head + (f"{'raw limit':>11}" if rated else "") + f"{'SRM/MM2':>9}"
-                     f"{'SRM/tuned':>11}" + (f"{'batches/MM2':>13}{'batches/tuned':>15}"
-                     if batches else ""))  # fmt: skip
+                     f"{'SRM/tuned':>11}" + (f"{extra + '/MM2':>13}{extra + '/tuned':>15}"
+                     if extra else ""))  # fmt: skip
         for point in document["points"]:
             values = [(point["systems"].get(c) or {}).get(key) for c in columns]
             row = f"{point['rtt_ms']:>7}" + "".join(f"{_cell(v, spec):>15}" for v in values)
@@ -43,7 +46,7 @@ def table(document: dict[str, Any]) -> str:
                 raw = (point.get("raw") or {}).get("mb_s")
                 row += f"{_cell(raw, spec):>11}"
             row += f"{_ratio(values[0], values[1]):>9}{_ratio(values[0], values[2]):>11}"
-            if batches:
+            if extra:
                 row += f"{_ratio(values[3], values[1]):>13}{_ratio(values[3], values[2]):>15}"
             lines.append(row)
     lines.append("")
@@ -118,9 +121,11 @@ def plot(document: dict[str, Any], path: Path) -> Path:
 
 
 def _columns(document: dict[str, Any]) -> tuple[str, ...]:
-    """SRM, both MirrorMaker 2 runs, and SRM's batch copy when the run had it."""
-    if any(SRM_BATCHES in point["systems"] for point in document["points"]):
-        return (*COLUMNS, SRM_BATCHES)
+    """SRM, both MirrorMaker 2 runs, and SRM's second column (:data:`EXTRA`) when the
+    run had one."""
+    for name in EXTRA:
+        if any(name in point["systems"] for point in document["points"]):
+            return (*COLUMNS, name)
     return COLUMNS
 
 

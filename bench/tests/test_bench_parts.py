@@ -20,7 +20,7 @@ from srm_bench.replicators import (
     MM2_TUNED,
     MM2_TUNED_PROPERTIES,
     SRM,
-    SRM_BATCHES,
+    SRM_RECORDS,
     latency_topic,
     mirrormaker2,
     replicator_properties,
@@ -178,7 +178,7 @@ def test_json_holds_the_headline_figures_when_a_replicator_was_skipped(tmp_path:
     path = sample_report(with_mm2=False).write_json(tmp_path)
     assert path.name == "2026-01-02T03-04-05Z.json"
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 5
+    assert data["schema_version"] == 6
     assert data["cpu_s_per_gib"] == {
         "srm": 6.0, "mirrormaker2": None, "mirrormaker2_tuned": None, "raw": 8.0,
     }  # fmt: skip
@@ -245,30 +245,32 @@ def test_table_has_a_column_and_a_ratio_per_row_for_mm2_tuned_when_it_ran() -> N
     assert len({len(line) for line in table.splitlines()[2:11]}) == 1
 
 
-def test_the_batch_copy_is_a_column_of_its_own_with_its_file_when_asked_for(
+def test_the_record_copy_is_a_column_of_its_own_with_its_file_when_asked_for(
     tmp_path: Path,
 ) -> None:
-    options = parse_options(["--srm-batches", "--skip-mm2", "--skip-mm2-tuned"])
-    assert systems_to_run(options) == [SRM, SRM_BATCHES]
+    """SRM's column runs the driver's defaults (the batch copy); --srm-records adds the
+    record copy beside it."""
+    options = parse_options(["--srm-records", "--skip-mm2", "--skip-mm2-tuned"])
+    assert systems_to_run(options) == [SRM, SRM_RECORDS]
     assert systems_to_run(parse_options([])) == [MM2, MM2_TUNED, SRM]
     shared = {"a": "b"}
-    assert replicator_properties(SRM_BATCHES, shared) == {"a": "b", "srm.copy.batches": "true"}
+    assert replicator_properties(SRM_RECORDS, shared) == {"a": "b", "srm.copy.batches": "false"}
     assert replicator_properties(SRM, shared) == shared
-    assert srm_driver(tmp_path, None, SRM_BATCHES).config_path.name == "srm-batches.properties"
+    assert srm_driver(tmp_path, None, SRM_RECORDS).config_path.name == "srm-records.properties"
     assert srm_driver(tmp_path, None).config_path.name == "srm.properties"
     report = sample_report(with_mm2=True)
     plain = report.table()
-    report.systems[SRM_BATCHES] = replace(report.systems[SRM], peak_rss_mb=100.0)
+    report.systems[SRM_RECORDS] = replace(report.systems[SRM], peak_rss_mb=100.0)
     table = report.table()
-    assert "SRM batches" in table.splitlines()[2] and "SRM batches" not in plain
-    # SRM, SRM batches, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
+    assert "SRM records" in table.splitlines()[2] and "SRM records" not in plain
+    # SRM, SRM records, MM2, MM2 tuned, raw, SRM/MM2, SRM/MM2-tuned, SRM/raw
     assert _row(table, "peak RSS (process tree), MB")[:3] == ["650", "100", "1,500"]
     assert len({len(line) for line in table.splitlines()[2:11]}) == 1
-    assert "srm.copy.batches = true" in table
+    assert "srm.copy.batches = false" in table
     data = report.to_json()
-    assert data["cpu_s_per_gib"]["srm_batches"] == data["cpu_s_per_gib"]["srm"]
-    assert data["memory_mb"]["srm_batches"]["peak_rss"] == 100.0
-    assert "srm_batches" not in sample_report(with_mm2=True).to_json()["cpu_s_per_gib"]
+    assert data["cpu_s_per_gib"]["srm_records"] == data["cpu_s_per_gib"]["srm"]
+    assert data["memory_mb"]["srm_records"]["peak_rss"] == 100.0
+    assert "srm_records" not in sample_report(with_mm2=True).to_json()["cpu_s_per_gib"]
 
 
 def test_table_ratios_are_dashes_when_srm_was_skipped() -> None:

@@ -14,6 +14,7 @@ from srm_bench.replicators import (
     MM2_WAN_TUNED_PROPERTIES,
     SRM,
     SRM_BATCHES,
+    SRM_RECORDS,
     replicator_properties,
 )
 from srm_bench.stack import wan_listener_properties
@@ -125,20 +126,27 @@ def test_the_table_has_a_row_per_round_trip_with_ratios_and_says_what_was_applie
     assert plot(_document(), tmp_path / "wan.png").stat().st_size > 0  # type: ignore[arg-type]
 
 
-def test_the_batch_copy_gets_a_column_and_its_ratios_when_the_run_had_it(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("name", "label", "short"),
+    [(SRM_RECORDS, "SRM records", "records"), (SRM_BATCHES, "SRM batches", "batches")],
+    ids=["record-copy", "older-files-batch-copy"],
+)
+def test_srm_s_second_column_gets_its_ratios_when_the_run_had_it(
+    tmp_path: Path, name: str, label: str, short: str
 ) -> None:
+    """The record copy (--srm-records); in result files of 27-28 Nov 2026 the batch copy
+    (--srm-batches, before it was the default), which the report still reads."""
     document = _document()
     for point in document["points"]:  # type: ignore[attr-defined]
-        point["systems"][SRM_BATCHES] = {"copy_mb_s": 150.0, "catchup_seconds": 12.0,
-                                         "cpu_seconds": 5.0, "peak_rss_mb": 700.0,
-                                         "receive_window_bytes": None}  # fmt: skip
+        point["systems"][name] = {"copy_mb_s": 150.0, "catchup_seconds": 12.0,
+                                  "cpu_seconds": 5.0, "peak_rss_mb": 700.0,
+                                  "receive_window_bytes": None}  # fmt: skip
     text = table(document)  # type: ignore[arg-type]
-    assert "SRM batches" in text.splitlines()[3] and "batches/tuned" in text.splitlines()[3]
+    assert label in text.splitlines()[3] and f"{short}/tuned" in text.splitlines()[3]
     rows = [line.split() for line in text.splitlines() if line.strip().startswith("50 ")]
     assert rows[0][4] == "150.0"
     assert rows[0][-2:] == [f"{150.0 / (40.0 / 51):.2f}", f"{150.0 / 50.0:.2f}"]
-    assert "SRM batches" not in table(_document())  # type: ignore[arg-type]
+    assert label not in table(_document())  # type: ignore[arg-type]
     assert plot(document, tmp_path / "wan.png").stat().st_size > 0  # type: ignore[arg-type]
 
 

@@ -7,6 +7,10 @@ the end every source partition of both topics and its remote twin must hold the 
 records in the same order: none missing, none twice; and the zstd topic's copy is still
 zstd across every restart.
 
+The record copy (``srm.copy.batches = false``): the copy of flows that cannot pass
+batches through (a shared target, Kerberos). The batch copy, the default, has its own
+kill -9 test (``test_batch_copy.py``).
+
 Both codecs share one driver and its kills (they were one run each: twice the Spark
 starts for the same kills; docs/testing.md, "Where the time goes").
 """
@@ -51,6 +55,7 @@ def test_kill9_at_random_moments_loses_and_doubles_nothing(kafka, tmp_path, uniq
                 "enabled": True,
                 "topics": list(topics.values()),
                 "srm.batch.max.records": 300,
+                "srm.copy.batches": False,
             },
             "backup->primary": {"enabled": False},
         },

@@ -6,6 +6,7 @@ batches at all (:func:`batch_copy_refusal`, the answer's settings, the slot's pl
 
 from __future__ import annotations
 
+import logging
 import random
 import struct
 import subprocess
@@ -341,14 +342,35 @@ srm.copy.batches = true
     return _parsed(text).flow("primary", "backup")
 
 
-def test_the_setting_is_off_by_default_and_bad_input_is_one_clear_message() -> None:
+def test_the_setting_is_on_by_default_off_when_said_and_bad_input_is_one_clear_message() -> None:
     clusters = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
     plain = _parsed(clusters + "a->b.enabled = true\n").flow("a", "b")
-    assert plain.copy_batches is False
-    assert "batches" not in unit_settings(plain, write_timeout_ms=4000).to_json()
+    assert plain.copy_batches is True
+    assert unit_settings(plain, write_timeout_ms=4000).to_json()["batches"] == {"window": 50_000}
+    off = _parsed(clusters + "a->b.enabled = true\na->b.srm.copy.batches = false\n").flow("a", "b")
+    assert off.copy_batches is False
+    assert "batches" not in unit_settings(off, write_timeout_ms=4000).to_json()
+    assert unit_settings(off, write_timeout_ms=4000).window == 0  # unused when off
     with pytest.raises(Exception, match=r"srm.copy.batches.*expected true or false.*'yes'"):
         _parsed(clusters + "srm.copy.batches = yes\n")
-    assert unit_settings(plain, write_timeout_ms=4000).window == 0  # unused when off
+
+
+@pytest.mark.parametrize(("asked", "level"), [("", "INFO"), ("srm.copy.batches = true", "WARNING")])
+def test_a_flow_that_cannot_copy_batches_says_so_louder_when_its_configuration_asked(
+    asked: str, level: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """By default (batches on) an identity flow copying record by record is expected: INFO.
+    A configuration that asks for batches and does not get them: WARNING."""
+    identity = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+    clusters = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
+    text = f"{clusters}a->b.enabled = true\nreplication.policy.class = {identity}\n{asked}\n"
+    with caplog.at_level(logging.INFO, logger="srm_driver.copying.clients"):
+        unit_settings(_parsed(text).flow("a", "b"), write_timeout_ms=4000)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said == [
+        (level, "a->b: copies its records one by one, not whole batches (srm.copy.batches):"
+         " its target is shared (identity policy): each copy carries origin headers")
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("window", [0, -1])

@@ -1684,7 +1684,7 @@ def test_a_running_plan_gets_its_codec_once_the_source_has_one(flow: FlowConfig)
 def test_a_flow_copying_batches_asks_no_codec_and_its_plans_carry_none(flow: FlowConfig) -> None:
     """Whole batches keep their own codec: the source is never asked (a look per topic,
     every 5 s while unknown), and a plan never changes for one."""
-    h = Harness(dataclasses.replace(flow, copy_batches=True))
+    h = Harness(flow)  # batches: the default
     asked: list[object] = []
     h.facts.codecs = lambda partitions: asked.append(partitions) or {}  # type: ignore[method-assign]
     plan = started(h)

@@ -239,7 +239,7 @@ _SPECS: list[KeySpec] = [
     KeySpec(
         "srm.copy.batches",
         Kind.BOOLEAN,
-        "false",
+        "true",
         "Whether the copy slots pass the source's record batches through whole (re-stamped,"
         " not decoded; a batch a copy stands inside, with offset gaps or with LogAppendTime"
         " is rebuilt with its codec) instead of copying record by record.",

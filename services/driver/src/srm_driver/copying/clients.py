@@ -96,8 +96,11 @@ def unit_settings(flow: FlowConfig, *, write_timeout_ms: int) -> UnitSettings:
     shared = flow.keeps_topic_names
     refusal = batch_copy_refusal(flow) if flow.copy_batches else None
     if refusal is not None:
-        log.warning(
-            "%s: srm.copy.batches is on, but its records are copied one by one: %s",
+        # The batch copy is the default: a flow that cannot have it is told at INFO,
+        # one whose configuration asks for it (and will not get it) at WARNING.
+        log.log(
+            logging.WARNING if "srm.copy.batches" in flow.written else logging.INFO,
+            "%s: copies its records one by one, not whole batches (srm.copy.batches): %s",
             flow.name,
             refusal,
         )
