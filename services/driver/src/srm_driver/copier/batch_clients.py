@@ -160,7 +160,7 @@ class BatchClients:
             try:
                 requests.append((leader, leader.send(FETCH, [body])))
             except Exception:
-                sessions[leader].reset()  # its request may or may not have gone out
+                self._sessions = {}  # requests that may or may not have gone out
                 raise
         fetched: list[FetchedPartition] = []
         for leader, correlation in requests:
@@ -169,7 +169,9 @@ class BatchClients:
                 view = self.pump.wait(leader, correlation, source.timeout)
                 error, answers = fetch_response(view)
             except Exception:
-                session.reset()
+                # Answers not read (this one, and those after it) may have said what the
+                # sessions will not say again: every broker is fetched in full next.
+                self._sessions = {}
                 raise
             if error:
                 session.reset()  # the next Fetch to this broker names everything again
