@@ -59,7 +59,7 @@ from srm_driver.copier.batch_clients import (
     TargetFailed,
     read_committed,
 )
-from srm_driver.copier.failures import failure, login_hint, on_target
+from srm_driver.copier.failures import NOT_PASSED_THROUGH, failure, login_hint, on_target
 from srm_driver.copier.lease import Lease
 from srm_driver.copier.partition import SENDING, PartitionCopy
 from srm_driver.copier.plan import UnitPlan
@@ -73,7 +73,6 @@ from srm_driver.copier.wire.produce import Buffer, produce_request
 WINDOW = 5  # Produce requests in flight per target broker (an idempotent producer's most)
 _BUSY_WAIT_MS = 5  # a Fetch's wait while Produce answers are due
 _OUT_OF_RANGE = 1
-_NOT_PASSED = "BatchNotPassedThrough"  # the driver halts with its message alone (ledger.py)
 _MOVED = frozenset({3, 5, 6, 74, 75})  # the source partition's leader moved: look again
 
 
@@ -188,7 +187,7 @@ class BatchUnit(FlowUnit):
                 if decision != batch_rules.SEND:
                     why = failure("poison", decision, topic=p.topic, partition=p.partition,
                                   offset=max(batch.first, p.next_send),
-                                  error_class=_NOT_PASSED)  # fmt: skip
+                                  error_class=NOT_PASSED_THROUGH)  # fmt: skip
                     self._held.stop_one(self._ends, key, why)  # type: ignore[arg-type]
                     self._nudge()
                     break

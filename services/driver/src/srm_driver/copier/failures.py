@@ -45,6 +45,11 @@ def wire_kind(code: int) -> str:
     return "poison" if code in WIRE_POISON_CODES else "transient"
 
 
+# The class of a batch the batch copy cannot pass through; the driver halts its partition
+# with the slot's sentence alone, which names the batch and the way out (batch_rules.py).
+NOT_PASSED_THROUGH = "BatchNotPassedThrough"
+
+
 def too_large(value_bytes: int) -> str:
     """What is said after a too-large refusal of one record, on either copy path."""
     return (

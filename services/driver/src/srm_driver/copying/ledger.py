@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from srm_common.config.model import FlowConfig
 from srm_common.domain.progress import Halt
 
+from srm_driver.copier.failures import NOT_PASSED_THROUGH
 from srm_driver.copying.meter import Meter, lag_of
 from srm_driver.copying.parts import Parts
 from srm_driver.copying.ports import CopyEvent
@@ -229,11 +230,6 @@ class Ledger:
             "slots": {str(slot): self.parts.count_of_slot(slot, flow) for slot in self.answering()},
             "slot_events": list(self.slot_events),
         }
-
-
-# The class a batch copy's slot gives a batch it cannot pass through (copier/batch_unit.py);
-# its message names the batch and the way out (copier/batch_rules.py).
-NOT_PASSED_THROUGH = "BatchNotPassedThrough"
 
 
 def _poison(where: str, failure: Failure, tries: int) -> str:
